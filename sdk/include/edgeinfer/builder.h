@@ -1,0 +1,63 @@
+// Building an engine: import an ONNX model, optimise the graph, pick implementations for
+// the target backend and produce an Engine that can be run or serialised.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "edgeinfer/engine.h"
+#include "edgeinfer/status.h"
+
+namespace edgeinfer {
+
+/// Graph optimisation passes. Each can be switched off here or, at build time, through the
+/// environment variable named beside it (set to 1 to disable), so a suspected mis-fusion
+/// can be confirmed without recompiling.
+struct PassOptions {
+  bool constantFolding = true;     ///< EDGEINFER_DISABLE_CONSTANT_FOLDING
+  bool eliminateIdentity = true;   ///< EDGEINFER_DISABLE_ELIMINATE_IDENTITY (Identity, Dropout)
+  bool eliminateDeadNodes = true;  ///< EDGEINFER_DISABLE_DEAD_NODE_ELIMINATION
+  bool foldBatchNorm = true;       ///< EDGEINFER_DISABLE_FOLD_BATCHNORM (into Conv/Gemm)
+  bool fuseConvActivation = true;  ///< EDGEINFER_DISABLE_FUSE_CONV (Conv+bias+act, +residual)
+  bool fuseGemmActivation = true;  ///< EDGEINFER_DISABLE_FUSE_GEMM (Gemm/MatMul+bias+act)
+  /// EDGEINFER_DISABLE_FUSION=1 switches off every fusion above at once.
+};
+
+/// Everything that decides how an engine is built. Defaults are what a user wants for a
+/// first try; every field takes effect at Builder::build().
+struct BuilderConfig {
+  /// Where the engine runs. kAuto picks the GPU when one is usable, else the CPU.
+  Backend backend = Backend::kAuto;
+  /// Numeric precision of the kernels (the CPU reference always computes in FP32).
+  Precision precision = Precision::kFp32;
+  PassOptions passes;
+  /// Value used for every dynamic (unnamed or symbolic) input dimension when the engine's
+  /// static shapes are planned. -1 keeps them dynamic (shapes are resolved per run).
+  int64_t dynamicDimDefault = -1;
+  /// Reject models whose single tensor (input, weight or inferred activation) would exceed
+  /// this many bytes: protects against corrupt files declaring absurd dimensions.
+  int64_t maxTensorBytes = int64_t{4} << 30;  // 4 GiB
+  /// Accept NaN/Inf in float weights (rejected by default: they usually mean a corrupt or
+  /// badly exported file).
+  bool allowNonFiniteWeights = false;
+  /// Directory holding external-data files of the model; default: the model's directory.
+  std::string externalDataDir;
+};
+
+class Builder {
+ public:
+  /// Imports, checks, optimises and compiles the model at `onnxPath`.
+  static Expected<std::unique_ptr<Engine>> buildFromFile(const std::string& onnxPath,
+                                                         const BuilderConfig& config = {});
+  /// Same, from a serialized ModelProto in memory (external data is resolved against
+  /// config.externalDataDir).
+  static Expected<std::unique_ptr<Engine>> buildFromBuffer(const void* data, size_t size,
+                                                           const BuilderConfig& config = {});
+  /// The graph before and after optimisation, with shapes (what `edgeinfer inspect` prints).
+  static Expected<std::string> inspect(const std::string& onnxPath,
+                                       const BuilderConfig& config = {});
+};
+
+}  // namespace edgeinfer

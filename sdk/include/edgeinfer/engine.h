@@ -1,0 +1,94 @@
+// A built engine and the contexts that run it.
+//
+//   auto engine = edgeinfer::Builder::buildFromFile("model.onnx");
+//   auto ctx = (*engine)->createExecutionContext();
+//   (*ctx)->setInput("input", tensor);
+//   (*ctx)->execute();
+//   edgeinfer::Tensor out = *(*ctx)->getOutput("output");
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "edgeinfer/status.h"
+#include "edgeinfer/tensor.h"
+#include "edgeinfer/types.h"
+
+namespace edgeinfer {
+
+enum class Backend : uint8_t { kAuto = 0, kCpu = 1, kCuda = 2 };
+enum class Precision : uint8_t { kFp32 = 0, kFp16 = 1, kInt8 = 2 };
+
+const char* backendName(Backend b);
+const char* precisionName(Precision p);
+
+/// Name, element type and shape of an engine input or output (-1 marks a dynamic dim).
+struct TensorDesc {
+  std::string name;
+  DataType dtype = DataType::kUndefined;
+  Shape shape;
+  std::vector<std::string> dimNames;  // symbolic names for dynamic dims ("" if none)
+};
+
+/// Facts recorded in every engine file; a load checks them against the running SDK/device.
+struct EngineInfo {
+  std::string sdkVersion;  // e.g. "0.1.0"
+  Backend backend = Backend::kCpu;
+  Precision precision = Precision::kFp32;
+  std::string deviceKey;  // identifies the device the engine was built for
+  std::string modelName;
+  std::string modelHash;  // hex SHA-256-free FNV digest of the ONNX bytes it was built from
+  int64_t nodeCount = 0;
+};
+
+class ExecutionContext;
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  virtual const std::vector<TensorDesc>& inputs() const = 0;
+  virtual const std::vector<TensorDesc>& outputs() const = 0;
+  virtual const EngineInfo& info() const = 0;
+
+  /// A context holds the per-run state (activations); several contexts may share one
+  /// engine and run concurrently from different threads.
+  virtual Expected<std::unique_ptr<ExecutionContext>> createExecutionContext() const = 0;
+
+  /// The engine as a versioned, checksummed byte string / file.
+  virtual Expected<std::vector<uint8_t>> serialize() const = 0;
+  Status save(const std::string& path) const;
+
+  /// Loads an engine. Fails with kCorruptFile (truncated, bad checksum), kVersionMismatch
+  /// (another format version) or kDeviceMismatch (built for another device), naming both
+  /// sides, instead of running something it cannot trust.
+  static Expected<std::unique_ptr<Engine>> deserialize(const void* data, size_t size);
+  static Expected<std::unique_ptr<Engine>> load(const std::string& path);
+};
+
+class ExecutionContext {
+ public:
+  virtual ~ExecutionContext() = default;
+
+  /// The engine this context runs (it must outlive the context).
+  virtual const Engine& engine() const = 0;
+
+  /// Binds an input (host tensor). Its shape must match the engine's input, dynamic dims
+  /// excepted; the tensor is read during execute() and not copied before.
+  virtual Status setInput(const std::string& name, const Tensor& tensor) = 0;
+  /// Runs the engine on the bound inputs.
+  virtual Status execute() = 0;
+  /// An output of the last execute() (valid until the next execute()).
+  virtual Expected<Tensor> getOutput(const std::string& name) const = 0;
+
+  /// Convenience: binds `inputs`, executes, returns every output by name.
+  Expected<std::map<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs);
+};
+
+/// Version of this SDK ("major.minor.patch").
+const char* sdkVersion();
+
+}  // namespace edgeinfer

@@ -1,0 +1,184 @@
+#include "edgeinfer/builder.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "builder/engine_format.h"
+#include "edgeinfer/logger.h"
+#include "graph/passes/passes.h"
+#include "kernels/ref/ref_kernels.h"
+#include "onnx/importer.h"
+#include "runtime/graph_engine.h"
+
+namespace edgeinfer {
+namespace {
+
+bool envDisabled(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+/// The options after applying the environment overrides.
+PassOptions effectivePasses(const PassOptions& in) {
+  PassOptions p = in;
+  if (envDisabled("EDGEINFER_DISABLE_CONSTANT_FOLDING")) p.constantFolding = false;
+  if (envDisabled("EDGEINFER_DISABLE_ELIMINATE_IDENTITY")) p.eliminateIdentity = false;
+  if (envDisabled("EDGEINFER_DISABLE_DEAD_NODE_ELIMINATION")) p.eliminateDeadNodes = false;
+  if (envDisabled("EDGEINFER_DISABLE_FOLD_BATCHNORM")) p.foldBatchNorm = false;
+  if (envDisabled("EDGEINFER_DISABLE_FUSE_CONV")) p.fuseConvActivation = false;
+  if (envDisabled("EDGEINFER_DISABLE_FUSE_GEMM")) p.fuseGemmActivation = false;
+  if (envDisabled("EDGEINFER_DISABLE_FUSION")) {
+    p.fuseConvActivation = false;
+    p.fuseGemmActivation = false;
+  }
+  return p;
+}
+
+Status runPass(const char* name, bool enabled, graph::Graph& g,
+               const std::function<Expected<int>(graph::Graph&)>& pass) {
+  if (!enabled) {
+    log(Severity::kInfo, std::string("pass ") + name + ": disabled");
+    return Status::Ok();
+  }
+  auto r = pass(g);
+  if (!r.ok()) return r.status().withContext(std::string("pass ") + name);
+  log(Severity::kVerbose, std::string("pass ") + name + ": " + std::to_string(*r) + " rewrites");
+  return Status::Ok();
+}
+
+/// The optimisation pipeline. Shape inference runs first (so every error in the model is
+/// found before anything is rewritten) and again after the rewrites.
+Status optimize(graph::Graph& g, const BuilderConfig& cfg) {
+  const PassOptions p = effectivePasses(cfg.passes);
+  const graph::ConstantEvaluator eval =
+      [](const graph::Node& n, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+        return ref::runNode(n, in, out);
+      };
+  EI_RETURN_IF_ERROR(graph::inferShapes(g, cfg.maxTensorBytes));
+  EI_RETURN_IF_ERROR(
+      runPass("eliminate-identity", p.eliminateIdentity, g, graph::eliminateIdentity));
+  EI_RETURN_IF_ERROR(runPass("constant-folding", p.constantFolding, g,
+                             [&](graph::Graph& gg) { return graph::foldConstants(gg, eval); }));
+  EI_RETURN_IF_ERROR(
+      runPass("dead-node-elimination", p.eliminateDeadNodes, g, graph::eliminateDeadNodes));
+  EI_RETURN_IF_ERROR(graph::inferShapes(g, cfg.maxTensorBytes));
+  EI_RETURN_IF_ERROR(runPass("fold-batchnorm", p.foldBatchNorm, g, graph::foldBatchNorm));
+  EI_RETURN_IF_ERROR(
+      runPass("fuse-conv-activation", p.fuseConvActivation, g, graph::fuseConvActivation));
+  EI_RETURN_IF_ERROR(
+      runPass("fuse-gemm-activation", p.fuseGemmActivation, g, graph::fuseGemmActivation));
+  EI_RETURN_IF_ERROR(
+      runPass("dead-node-elimination", p.eliminateDeadNodes, g, graph::eliminateDeadNodes));
+  EI_RETURN_IF_ERROR(g.topologicalSort());
+  return graph::inferShapes(g, cfg.maxTensorBytes);
+}
+
+/// Every graph input and output must have a known element type after optimisation; the
+/// first-dimension dynamic default is applied here.
+void applyDynamicDefault(graph::Graph& g, int64_t value) {
+  if (value < 0) return;
+  for (const auto& in : g.inputs) {
+    graph::Value& v = g.value(in);
+    for (auto& d : v.shape.dims())
+      if (d < 0) d = value;
+  }
+}
+
+std::string fnv1aHex(const void* data, size_t size) {
+  uint64_t h = 1469598103934665603ull;
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+Expected<Backend> resolveBackend(Backend requested) {
+  switch (requested) {
+    case Backend::kCpu:
+      return Backend::kCpu;
+    case Backend::kAuto:
+      return Backend::kCpu;  // the CUDA backend will be chosen here when usable
+    case Backend::kCuda:
+      return Status(
+          ErrorCode::kUnsupported,
+          "the CUDA backend is not available in this build of EdgeInfer; use backend cpu");
+  }
+  return Backend::kCpu;
+}
+
+Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const BuilderConfig& cfg,
+                                                 const std::string& defaultDir) {
+  EI_ASSIGN_OR_RETURN(Backend backend, resolveBackend(cfg.backend));
+  if (cfg.precision != Precision::kFp32 && backend == Backend::kCpu)
+    log(Severity::kWarning, std::string("the CPU backend computes in fp32; precision ") +
+                                precisionName(cfg.precision) + " is ignored");
+  onnx_import::ImportOptions io;
+  io.externalDataDir = cfg.externalDataDir.empty() ? defaultDir : cfg.externalDataDir;
+  io.maxTensorBytes = cfg.maxTensorBytes;
+  io.allowNonFiniteWeights = cfg.allowNonFiniteWeights;
+  EI_ASSIGN_OR_RETURN(graph::Graph g,
+                      onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
+  applyDynamicDefault(g, cfg.dynamicDimDefault);
+  EI_RETURN_IF_ERROR(optimize(g, cfg));
+  EngineInfo info;
+  info.sdkVersion = sdkVersion();
+  info.backend = backend;
+  info.precision = backend == Backend::kCpu ? Precision::kFp32 : cfg.precision;
+  info.deviceKey = builder::currentDeviceKey(backend);
+  info.modelName = g.name;
+  info.modelHash = fnv1aHex(bytes.data(), bytes.size());
+  log(Severity::kInfo, "built engine for '" + g.name + "': " + std::to_string(g.nodes.size()) +
+                           " nodes, backend " + backendName(backend));
+  return std::unique_ptr<Engine>(new runtime::GraphEngine(std::move(g), std::move(info)));
+}
+
+Expected<std::string> readFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status(ErrorCode::kNotFound, "cannot open model file '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) return Status(ErrorCode::kIoError, "reading '" + path + "' failed");
+  return ss.str();
+}
+
+std::string dirOf(const std::string& path) {
+  const auto pos = path.find_last_of('/');
+  return pos == std::string::npos ? std::string(".") : path.substr(0, pos);
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Engine>> Builder::buildFromFile(const std::string& path,
+                                                         const BuilderConfig& cfg) {
+  EI_ASSIGN_OR_RETURN(std::string bytes, readFile(path));
+  auto e = buildFromBytes(bytes, cfg, dirOf(path));
+  if (!e.ok()) return e.status().withContext("'" + path + "'");
+  return e;
+}
+
+Expected<std::unique_ptr<Engine>> Builder::buildFromBuffer(const void* data, size_t size,
+                                                           const BuilderConfig& cfg) {
+  return buildFromBytes(std::string(static_cast<const char*>(data), size), cfg, ".");
+}
+
+Expected<std::string> Builder::inspect(const std::string& path, const BuilderConfig& cfg) {
+  onnx_import::ImportOptions io;
+  io.externalDataDir = cfg.externalDataDir.empty() ? dirOf(path) : cfg.externalDataDir;
+  io.maxTensorBytes = cfg.maxTensorBytes;
+  io.allowNonFiniteWeights = cfg.allowNonFiniteWeights;
+  EI_ASSIGN_OR_RETURN(graph::Graph g, onnx_import::importFromFile(path, io));
+  applyDynamicDefault(g, cfg.dynamicDimDefault);
+  EI_RETURN_IF_ERROR(graph::inferShapes(g, cfg.maxTensorBytes).withContext("'" + path + "'"));
+  std::string out = "=== before optimisation\n" + g.toString();
+  EI_RETURN_IF_ERROR(optimize(g, cfg).withContext("'" + path + "'"));
+  out += "\n=== after optimisation\n" + g.toString();
+  return out;
+}
+
+}  // namespace edgeinfer

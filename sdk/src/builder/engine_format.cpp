@@ -1,0 +1,276 @@
+#include "builder/engine_format.h"
+
+#include <zlib.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "graph/passes/passes.h"
+#include "onnx/importer.h"
+#include "onnx/onnx_tensor.h"
+#include "runtime/graph_engine.h"
+
+namespace edgeinfer::builder {
+namespace {
+
+constexpr char kMagic[8] = {'E', 'I', 'E', 'N', 'G', 'I', 'N', 'E'};
+
+void putU32(std::vector<uint8_t>& b, uint32_t v) {
+  for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+uint32_t getU32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+
+uint32_t crc32Of(const uint8_t* p, size_t n) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (n > 0) {  // zlib takes uInt lengths
+    const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+    crc = crc32(crc, p, chunk);
+    p += chunk;
+    n -= chunk;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+void attributeToProto(const std::string& name, const graph::Attribute& a, onnx::AttributeProto* p) {
+  using K = graph::Attribute::Kind;
+  p->set_name(name);
+  switch (a.kind) {
+    case K::kInt:
+      p->set_type(onnx::AttributeProto::INT);
+      p->set_i(a.i);
+      break;
+    case K::kFloat:
+      p->set_type(onnx::AttributeProto::FLOAT);
+      p->set_f(a.f);
+      break;
+    case K::kString:
+      p->set_type(onnx::AttributeProto::STRING);
+      p->set_s(a.s);
+      break;
+    case K::kTensor:
+      p->set_type(onnx::AttributeProto::TENSOR);
+      onnx_import::tensorToProto(a.t, "", p->mutable_t());
+      break;
+    case K::kInts:
+      p->set_type(onnx::AttributeProto::INTS);
+      for (auto v : a.ints) p->add_ints(v);
+      break;
+    case K::kFloats:
+      p->set_type(onnx::AttributeProto::FLOATS);
+      for (auto v : a.floats) p->add_floats(v);
+      break;
+    case K::kStrings:
+      p->set_type(onnx::AttributeProto::STRINGS);
+      for (const auto& v : a.strings) p->add_strings(v);
+      break;
+  }
+}
+
+void valueInfoToProto(const graph::Value& v, onnx::ValueInfoProto* p) {
+  p->set_name(v.name);
+  auto* tt = p->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx_import::dataTypeToOnnx(v.dtype));
+  if (!v.shapeKnown) return;
+  auto* shape = tt->mutable_shape();
+  for (size_t i = 0; i < v.shape.rank(); ++i) {
+    auto* d = shape->add_dim();
+    if (v.shape[i] >= 0)
+      d->set_dim_value(v.shape[i]);
+    else
+      d->set_dim_param(i < v.dimNames.size() ? v.dimNames[i] : "");
+  }
+}
+
+Status graphFromProto(const onnx::ModelProto& m, graph::Graph* g) {
+  const auto& gp = m.graph();
+  g->name = gp.name();
+  for (const auto& op : m.opset_import())
+    if (op.domain().empty()) g->opset = op.version();
+  for (const auto& init : gp.initializer()) {
+    EI_ASSIGN_OR_RETURN(Tensor t, onnx_import::tensorFromProto(init, "", INT64_MAX));
+    graph::Value& v = g->value(init.name());
+    v.dtype = t.dtype();
+    v.shape = t.shape();
+    v.shapeKnown = true;
+    v.constant = std::move(t);
+  }
+  for (const auto& in : gp.input()) {
+    graph::Value& v = g->value(in.name());
+    const auto& tt = in.type().tensor_type();
+    v.dtype = onnx_import::dataTypeFromOnnx(tt.elem_type());
+    v.shapeKnown = tt.has_shape();
+    for (const auto& d : tt.shape().dim()) {
+      v.shape.dims().push_back(d.has_dim_value() ? d.dim_value() : Shape::kUnknown);
+      v.dimNames.push_back(d.dim_param());
+    }
+    g->inputs.push_back(in.name());
+  }
+  for (int i = 0; i < gp.node_size(); ++i) {
+    const auto& np = gp.node(i);
+    graph::Node n;
+    n.name = np.name();
+    n.opType = np.op_type();
+    n.domain = np.domain();
+    n.sourceIndex = i;
+    n.inputs.assign(np.input().begin(), np.input().end());
+    n.outputs.assign(np.output().begin(), np.output().end());
+    for (const auto& a : np.attribute()) {
+      EI_ASSIGN_OR_RETURN(graph::Attribute attr, onnx_import::attributeFromProto(a));
+      n.attrs.set(a.name(), std::move(attr));
+    }
+    for (const auto& o : n.outputs)
+      if (!o.empty()) g->value(o);
+    g->nodes.push_back(std::move(n));
+  }
+  for (const auto& out : gp.output()) g->outputs.push_back(out.name());
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string currentDeviceKey(Backend backend) {
+  // The CUDA backend (issue 3) will key by GPU name, compute capability, SM count and
+  // library versions; the CPU reference is portable across CPUs of one architecture.
+  (void)backend;
+  return runtime::cpuDeviceKey();
+}
+
+Expected<std::vector<uint8_t>> encodeEngine(const graph::Graph& g, const EngineInfo& info) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.set_producer_name("edgeinfer");
+  m.set_producer_version(sdkVersion());
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(g.opset);
+  auto* opEi = m.add_opset_import();
+  opEi->set_domain(graph::kEdgeInferDomain);
+  opEi->set_version(1);
+  auto* gp = m.mutable_graph();
+  gp->set_name(g.name);
+  // Initializers in name order, so identical graphs give identical bytes.
+  std::vector<std::string> constants;
+  for (const auto& [name, v] : g.values())
+    if (v.constant) constants.push_back(name);
+  std::sort(constants.begin(), constants.end());
+  for (const auto& name : constants)
+    onnx_import::tensorToProto(*g.constant(name), name, gp->add_initializer());
+  for (const auto& in : g.inputs) valueInfoToProto(*g.findValue(in), gp->add_input());
+  for (const auto& out : g.outputs) valueInfoToProto(*g.findValue(out), gp->add_output());
+  for (const auto& n : g.nodes) {
+    auto* np = gp->add_node();
+    np->set_name(n.name);
+    np->set_op_type(n.opType);
+    np->set_domain(n.domain);
+    for (const auto& in : n.inputs) np->add_input(in);
+    for (const auto& o : n.outputs) np->add_output(o);
+    for (const auto& [k, a] : n.attrs.all()) attributeToProto(k, a, np->add_attribute());
+  }
+  std::string payload;
+  if (!m.SerializeToString(&payload))
+    return Status(ErrorCode::kInternal, "serialising the engine graph failed (over 2 GiB?)");
+
+  nlohmann::json h;
+  h["sdk_version"] = info.sdkVersion;
+  h["backend"] = backendName(info.backend);
+  h["precision"] = precisionName(info.precision);
+  h["device_key"] = info.deviceKey;
+  h["model_name"] = info.modelName;
+  h["model_hash"] = info.modelHash;
+  h["payload_bytes"] = payload.size();
+  const std::string header = h.dump();
+
+  std::vector<uint8_t> out;
+  out.reserve(16 + header.size() + payload.size() + 4);
+  out.insert(out.end(), kMagic, kMagic + 8);
+  putU32(out, kEngineFormatVersion);
+  putU32(out, static_cast<uint32_t>(header.size()));
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), payload.begin(), payload.end());
+  putU32(out, crc32Of(out.data(), out.size()));
+  return out;
+}
+
+Expected<DecodedEngine> decodeEngine(const void* data, size_t size) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (size < 20)
+    return Status(ErrorCode::kCorruptFile,
+                  "the engine is truncated (" + std::to_string(size) + " bytes)");
+  if (std::memcmp(p, kMagic, 8) != 0)
+    return Status(ErrorCode::kCorruptFile, "not an EdgeInfer engine (bad magic bytes)");
+  const uint32_t version = getU32(p + 8);
+  if (version != kEngineFormatVersion)
+    return Status(ErrorCode::kVersionMismatch,
+                  "engine format version " + std::to_string(version) + ", but this SDK (" +
+                      sdkVersion() + ") reads version " + std::to_string(kEngineFormatVersion) +
+                      ": rebuild the engine");
+  const uint32_t headerLen = getU32(p + 12);
+  if (static_cast<uint64_t>(headerLen) + 20 > size)
+    return Status(ErrorCode::kCorruptFile, "the engine is truncated (header runs past the end)");
+  const uint32_t stored = getU32(p + size - 4);
+  if (crc32Of(p, size - 4) != stored)
+    return Status(ErrorCode::kCorruptFile,
+                  "checksum mismatch: the engine file is damaged or truncated");
+  const std::string headerText(reinterpret_cast<const char*>(p + 16), headerLen);
+  nlohmann::json h = nlohmann::json::parse(headerText, nullptr, /*allow_exceptions=*/false);
+  if (h.is_discarded() || !h.is_object())
+    return Status(ErrorCode::kCorruptFile, "the engine header is not valid JSON");
+
+  DecodedEngine d;
+  auto str = [&](const char* key) {
+    auto it = h.find(key);
+    return it != h.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  d.info.sdkVersion = str("sdk_version");
+  d.info.deviceKey = str("device_key");
+  d.info.modelName = str("model_name");
+  d.info.modelHash = str("model_hash");
+  const std::string backend = str("backend");
+  const std::string precision = str("precision");
+  if (backend == "cpu")
+    d.info.backend = Backend::kCpu;
+  else if (backend == "cuda")
+    d.info.backend = Backend::kCuda;
+  else
+    return Status(ErrorCode::kCorruptFile,
+                  "the engine header names unknown backend '" + backend + "'");
+  if (precision == "fp32")
+    d.info.precision = Precision::kFp32;
+  else if (precision == "fp16")
+    d.info.precision = Precision::kFp16;
+  else if (precision == "int8")
+    d.info.precision = Precision::kInt8;
+  else
+    return Status(ErrorCode::kCorruptFile,
+                  "the engine header names unknown precision '" + precision + "'");
+
+  // Same major.minor SDK version: the kernels an engine names must mean the same thing.
+  auto majorMinor = [](const std::string& v) { return v.substr(0, v.find('.', v.find('.') + 1)); };
+  if (majorMinor(d.info.sdkVersion) != majorMinor(sdkVersion()))
+    return Status(ErrorCode::kVersionMismatch, "the engine was built by EdgeInfer " +
+                                                   d.info.sdkVersion + ", this is " + sdkVersion() +
+                                                   ": rebuild the engine");
+  const std::string here = currentDeviceKey(d.info.backend);
+  if (d.info.deviceKey != here)
+    return Status(ErrorCode::kDeviceMismatch, "the engine was built for device '" +
+                                                  d.info.deviceKey + "' but this device is '" +
+                                                  here + "': rebuild it here");
+
+  const size_t payloadLen = size - 4 - 16 - headerLen;
+  auto pl = h.find("payload_bytes");
+  if (pl == h.end() || !pl->is_number_unsigned() || pl->get<uint64_t>() != payloadLen)
+    return Status(ErrorCode::kCorruptFile, "the engine payload length does not match its header");
+  onnx::ModelProto m;
+  if (payloadLen > static_cast<size_t>(INT32_MAX) ||
+      !m.ParseFromArray(p + 16 + headerLen, static_cast<int>(payloadLen)))
+    return Status(ErrorCode::kCorruptFile, "the engine payload cannot be parsed");
+  EI_RETURN_IF_ERROR(graphFromProto(m, &d.graph).withContext("engine payload"));
+  EI_RETURN_IF_ERROR(d.graph.topologicalSort().withContext("engine payload"));
+  EI_RETURN_IF_ERROR(graph::inferShapes(d.graph).withContext("engine payload"));
+  return d;
+}
+
+}  // namespace edgeinfer::builder

@@ -1,0 +1,37 @@
+// The engine file format (version 1):
+//
+//   offset 0   "EIENGINE"                 8-byte magic
+//   offset 8   u32 format version         (kEngineFormatVersion)
+//   offset 12  u32 header length H
+//   offset 16  header: H bytes of JSON     (SDK version, backend, precision, device key,
+//                                           model name and hash, payload length)
+//   then       payload: a serialized onnx::ModelProto holding the optimised graph
+//              (fused ops in domain ai.edgeinfer, weights as raw initializers)
+//   last 4     u32 CRC-32 (zlib) of every byte before it
+//
+// All integers little-endian. A reader checks, in order: size, magic, version, checksum,
+// header, SDK version, device; each failure names what it found and what it expected.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "edgeinfer/engine.h"
+#include "graph/graph.h"
+
+namespace edgeinfer::builder {
+
+inline constexpr uint32_t kEngineFormatVersion = 1;
+
+struct DecodedEngine {
+  graph::Graph graph;
+  EngineInfo info;
+};
+
+Expected<std::vector<uint8_t>> encodeEngine(const graph::Graph& g, const EngineInfo& info);
+Expected<DecodedEngine> decodeEngine(const void* data, size_t size);
+
+/// The key of the device this process would build for with `backend`.
+std::string currentDeviceKey(Backend backend);
+
+}  // namespace edgeinfer::builder

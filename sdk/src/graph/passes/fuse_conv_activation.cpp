@@ -1,0 +1,128 @@
+// Conv [+ per-channel constant Add (becomes the bias)] [+ Add(residual)] [+ activation]
+// ==> one ai.edgeinfer FusedConv(X, W, [B], [Z]) computing act(conv(X, W) + B + Z), so the
+// intermediate tensors are never written to memory.
+#include <algorithm>
+
+#include "graph/passes/passes.h"
+
+namespace edgeinfer::graph {
+namespace {
+
+/// The other operand of a binary Add that reads `value`, or "" if not an Add.
+std::string addOtherOperand(const Node& add, const std::string& value) {
+  if (add.opType != "Add" || !add.domain.empty() || add.inputs.size() != 2) return "";
+  if (add.inputs[0] == value && add.inputs[1] != value) return add.inputs[1];
+  if (add.inputs[1] == value && add.inputs[0] != value) return add.inputs[0];
+  return "";
+}
+
+/// A constant that broadcasts as one value per output channel of a rank-`rank` NCHW tensor:
+/// shape [C,1,...,1] or [1,C,1,...,1]. Returns it flattened to [C], or an empty tensor.
+Tensor perChannelBias(const Graph& g, const std::string& name, int64_t channels, size_t rank) {
+  const Tensor* t = g.constant(name);
+  if (!t || t->dtype() != DataType::kFloat32 || t->numel() != channels) return Tensor();
+  const auto& d = t->shape().dims();
+  if (d.size() != rank && d.size() != rank - 1) return Tensor();
+  const size_t cAxis = d.size() == rank ? 1 : 0;
+  if (d.size() == rank && d[0] != 1) return Tensor();
+  for (size_t i = cAxis + 1; i < d.size(); ++i)
+    if (d[i] != 1) return Tensor();
+  auto r = t->clone().reshaped(Shape{channels});
+  return r.ok() ? *r : Tensor();
+}
+
+}  // namespace
+
+Expected<int> fuseConvActivation(Graph& g) {
+  int fused = 0;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    if (g.nodes[k].opType != "Conv" || !g.nodes[k].domain.empty() || g.nodes[k].outputs.size() != 1)
+      continue;
+    const Value* outV = g.findValue(g.nodes[k].outputs[0]);
+    const Tensor* w = g.constant(g.nodes[k].input(1));
+    if (!outV || !outV->shapeKnown || outV->dtype != DataType::kFloat32 || !w) continue;
+    const int64_t channels = w->shape()[0];
+    const size_t rank = outV->shape.rank();
+
+    Node fusedNode = g.nodes[k];
+    fusedNode.opType = "FusedConv";
+    fusedNode.domain = kEdgeInferDomain;
+    fusedNode.inputs.resize(4);    // X, W, B, Z
+    std::vector<size_t> absorbed;  // nodes merged into the fused node
+    std::string tail = g.nodes[k].outputs[0];
+
+    // (1) constant per-channel Add => bias
+    int c = soleConsumer(g, tail);
+    if (c >= 0) {
+      const Node& add = g.nodes[static_cast<size_t>(c)];
+      const std::string other = addOtherOperand(add, tail);
+      Tensor bias = other.empty() ? Tensor() : perChannelBias(g, other, channels, rank);
+      if (!bias.empty()) {
+        if (fusedNode.hasInput(2)) {
+          const Tensor* b0 = g.constant(fusedNode.inputs[2]);
+          if (!b0 || b0->dtype() != DataType::kFloat32)
+            bias = Tensor();
+          else
+            for (int64_t i = 0; i < channels; ++i) bias.data<float>()[i] += b0->data<float>()[i];
+        }
+        if (!bias.empty()) {
+          const std::string bname = g.uniqueName(fusedNode.name + "_bias");
+          Value& bv = g.value(bname);
+          bv.dtype = DataType::kFloat32;
+          bv.shape = bias.shape();
+          bv.shapeKnown = true;
+          bv.constant = bias;
+          fusedNode.inputs[2] = bname;
+          absorbed.push_back(static_cast<size_t>(c));
+          tail = add.outputs[0];
+          c = soleConsumer(g, tail);
+        }
+      }
+    }
+    // (2) residual Add of a same-shape tensor
+    if (c >= 0) {
+      const Node& add = g.nodes[static_cast<size_t>(c)];
+      const std::string other = addOtherOperand(add, tail);
+      const Value* ov = other.empty() ? nullptr : g.findValue(other);
+      if (ov && ov->shapeKnown && ov->shape == outV->shape && outV->shape.isStatic() &&
+          ov->dtype == DataType::kFloat32) {
+        fusedNode.inputs[3] = other;
+        absorbed.push_back(static_cast<size_t>(c));
+        tail = add.outputs[0];
+        c = soleConsumer(g, tail);
+      }
+    }
+    // (3) activation
+    std::string act;
+    float alpha = 0.f, beta = 0.f;
+    if (c >= 0 && g.nodes[static_cast<size_t>(c)].input(0) == tail &&
+        matchActivation(g, g.nodes[static_cast<size_t>(c)], &act, &alpha, &beta)) {
+      absorbed.push_back(static_cast<size_t>(c));
+      tail = g.nodes[static_cast<size_t>(c)].outputs[0];
+    }
+    // A bare Conv (nothing absorbed) stays a Conv.
+    if (absorbed.empty()) continue;
+    fusedNode.attrs.set("activation", Attribute::String(act));
+    fusedNode.attrs.set("activation_alpha", Attribute::Float(alpha));
+    fusedNode.attrs.set("activation_beta", Attribute::Float(beta));
+    while (!fusedNode.inputs.empty() && fusedNode.inputs.back().empty())
+      fusedNode.inputs.pop_back();
+    // Intermediate values disappear; the fused node writes the chain's last output.
+    g.eraseValue(g.nodes[k].outputs[0]);
+    for (size_t i = 0; i + 1 < absorbed.size(); ++i) g.eraseValue(g.nodes[absorbed[i]].outputs[0]);
+    fusedNode.outputs = {tail};
+    // Put the fused node where the last absorbed node was (its inputs are all defined by
+    // then), and delete the others.
+    const size_t last = absorbed.back();
+    g.nodes[last] = std::move(fusedNode);
+    absorbed.pop_back();
+    absorbed.push_back(k);
+    std::sort(absorbed.rbegin(), absorbed.rend());
+    for (size_t idx : absorbed) g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(idx));
+    k -= 1;  // revisit this index (unsigned wrap-around to the loop's ++k is well defined)
+    ++fused;
+  }
+  return fused;
+}
+
+}  // namespace edgeinfer::graph

@@ -1,0 +1,131 @@
+#include "runtime/graph_engine.h"
+
+#include <fstream>
+#include <iterator>
+
+#include "builder/engine_format.h"
+
+namespace edgeinfer {
+
+const char* backendName(Backend b) {
+  switch (b) {
+    case Backend::kAuto:
+      return "auto";
+    case Backend::kCpu:
+      return "cpu";
+    case Backend::kCuda:
+      return "cuda";
+  }
+  return "?";
+}
+
+const char* precisionName(Precision p) {
+  switch (p) {
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kFp16:
+      return "fp16";
+    case Precision::kInt8:
+      return "int8";
+  }
+  return "?";
+}
+
+const char* sdkVersion() {
+  return EDGEINFER_VERSION;
+}
+
+Status Engine::save(const std::string& path) const {
+  EI_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, serialize());
+  // Write to a temporary file and rename, so a crash never leaves a half-written engine.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return Status(ErrorCode::kIoError, "cannot open '" + tmp + "' for writing");
+    f.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+    if (!f) return Status(ErrorCode::kIoError, "writing '" + tmp + "' failed (disk full?)");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Status(ErrorCode::kIoError, "cannot rename '" + tmp + "' to '" + path + "'");
+  }
+  return Status::Ok();
+}
+
+Expected<std::unique_ptr<Engine>> Engine::load(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status(ErrorCode::kNotFound, "cannot open engine file '" + path + "'");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto e = deserialize(bytes.data(), bytes.size());
+  if (!e.ok()) return e.status().withContext("engine '" + path + "'");
+  return e;
+}
+
+Expected<std::unique_ptr<Engine>> Engine::deserialize(const void* data, size_t size) {
+  EI_ASSIGN_OR_RETURN(auto parts, builder::decodeEngine(data, size));
+  return std::unique_ptr<Engine>(
+      new runtime::GraphEngine(std::move(parts.graph), std::move(parts.info)));
+}
+
+Expected<std::map<std::string, Tensor>> ExecutionContext::run(
+    const std::map<std::string, Tensor>& inputs) {
+  for (const auto& [name, t] : inputs) EI_RETURN_IF_ERROR(setInput(name, t));
+  EI_RETURN_IF_ERROR(execute());
+  std::map<std::string, Tensor> out;
+  for (const auto& d : engine().outputs()) {
+    EI_ASSIGN_OR_RETURN(Tensor t, getOutput(d.name));
+    out.emplace(d.name, std::move(t));
+  }
+  return out;
+}
+
+namespace runtime {
+namespace {
+TensorDesc describe(const graph::Graph& g, const std::string& name) {
+  TensorDesc d;
+  d.name = name;
+  if (const graph::Value* v = g.findValue(name)) {
+    d.dtype = v->dtype;
+    d.shape = v->shape;
+    d.dimNames = v->dimNames;
+    d.dimNames.resize(d.shape.rank());
+  }
+  return d;
+}
+}  // namespace
+
+GraphEngine::GraphEngine(graph::Graph g, EngineInfo info)
+    : graph_(std::move(g)), info_(std::move(info)) {
+  for (const auto& n : graph_.inputs) inputs_.push_back(describe(graph_, n));
+  for (const auto& n : graph_.outputs) outputs_.push_back(describe(graph_, n));
+  info_.nodeCount = static_cast<int64_t>(graph_.nodes.size());
+}
+
+Expected<std::unique_ptr<ExecutionContext>> GraphEngine::createExecutionContext() const {
+  switch (info_.backend) {
+    case Backend::kCpu:
+      return createCpuContext(*this);
+    default:
+      return Status(ErrorCode::kUnsupported,
+                    std::string("this build cannot run engines for backend '") +
+                        backendName(info_.backend) + "'");
+  }
+}
+
+Expected<std::vector<uint8_t>> GraphEngine::serialize() const {
+  return builder::encodeEngine(graph_, info_);
+}
+
+std::string cpuDeviceKey() {
+#if defined(__x86_64__)
+  return "cpu-x86_64";
+#elif defined(__aarch64__)
+  return "cpu-aarch64";
+#else
+  return "cpu-unknown";
+#endif
+}
+
+}  // namespace runtime
+}  // namespace edgeinfer

@@ -1,0 +1,39 @@
+// The Engine implementation: an optimised graph plus the facts recorded about its build.
+// Backends provide the ExecutionContext (cpu_context.cpp today; the CUDA backend next).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "edgeinfer/engine.h"
+#include "graph/graph.h"
+
+namespace edgeinfer::runtime {
+
+class GraphEngine final : public Engine {
+ public:
+  GraphEngine(graph::Graph g, EngineInfo info);
+
+  const std::vector<TensorDesc>& inputs() const override { return inputs_; }
+  const std::vector<TensorDesc>& outputs() const override { return outputs_; }
+  const EngineInfo& info() const override { return info_; }
+  Expected<std::unique_ptr<ExecutionContext>> createExecutionContext() const override;
+  Expected<std::vector<uint8_t>> serialize() const override;
+
+  const graph::Graph& graph() const { return graph_; }
+
+ private:
+  graph::Graph graph_;
+  EngineInfo info_;
+  std::vector<TensorDesc> inputs_;
+  std::vector<TensorDesc> outputs_;
+};
+
+/// The CPU reference backend's context.
+Expected<std::unique_ptr<ExecutionContext>> createCpuContext(const GraphEngine& engine);
+
+/// Identifies this machine for the CPU backend ("cpu-x86_64").
+std::string cpuDeviceKey();
+
+}  // namespace edgeinfer::runtime

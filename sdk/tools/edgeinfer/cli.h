@@ -1,0 +1,42 @@
+// Shared pieces of the `edgeinfer` command-line tool: argument parsing and reporting.
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "edgeinfer/builder.h"
+#include "edgeinfer/status.h"
+
+namespace edgeinfer::cli {
+
+/// Parsed command line: positional arguments and --key[=value] / --key value options.
+struct Args {
+  std::vector<std::string> positional;
+  std::multimap<std::string, std::string> options;
+
+  bool has(const std::string& k) const { return options.count(k) != 0; }
+  std::string get(const std::string& k, const std::string& def = "") const {
+    auto it = options.find(k);
+    return it == options.end() ? def : it->second;
+  }
+  std::vector<std::string> all(const std::string& k) const;
+};
+
+/// `flagOptions` take no value (e.g. "fp16", "verbose").
+Expected<Args> parseArgs(int argc, char** argv, int first,
+                         const std::vector<std::string>& flagOptions);
+
+/// Applies the builder options shared by build/run/inspect (--backend, --fp16, --no-fusion ...).
+Expected<BuilderConfig> builderConfigFrom(const Args& a);
+extern const char* kBuilderOptionsHelp;
+
+/// Prints "error: <status>" to stderr and returns the process exit code for it.
+int fail(const Status& s);
+
+int cmdInspect(const Args& a);
+int cmdBuild(const Args& a);
+int cmdRun(const Args& a);
+
+}  // namespace edgeinfer::cli

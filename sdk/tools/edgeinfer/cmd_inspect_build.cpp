@@ -1,0 +1,39 @@
+#include <iostream>
+
+#include "cli.h"
+#include "edgeinfer/engine.h"
+
+namespace edgeinfer::cli {
+
+int cmdInspect(const Args& a) {
+  if (a.has("help") || a.positional.size() != 1) {
+    std::cout << "usage: edgeinfer inspect MODEL.onnx [builder options]\n\n" << kBuilderOptionsHelp;
+    return a.has("help") ? 0 : 2;
+  }
+  auto cfg = builderConfigFrom(a);
+  if (!cfg.ok()) return fail(cfg.status());
+  auto text = Builder::inspect(a.positional[0], *cfg);
+  if (!text.ok()) return fail(text.status());
+  std::cout << *text;
+  return 0;
+}
+
+int cmdBuild(const Args& a) {
+  if (a.has("help") || a.positional.size() != 1 || !a.has("output")) {
+    std::cout << "usage: edgeinfer build MODEL.onnx -o ENGINE [builder options]\n\n"
+              << kBuilderOptionsHelp;
+    return a.has("help") ? 0 : 2;
+  }
+  auto cfg = builderConfigFrom(a);
+  if (!cfg.ok()) return fail(cfg.status());
+  auto engine = Builder::buildFromFile(a.positional[0], *cfg);
+  if (!engine.ok()) return fail(engine.status());
+  Status s = (*engine)->save(a.get("output"));
+  if (!s.ok()) return fail(s);
+  const EngineInfo& info = (*engine)->info();
+  std::cout << "engine written to " << a.get("output") << " (backend " << backendName(info.backend)
+            << ", " << info.nodeCount << " nodes, device " << info.deviceKey << ")\n";
+  return 0;
+}
+
+}  // namespace edgeinfer::cli

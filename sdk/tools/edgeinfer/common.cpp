@@ -1,0 +1,91 @@
+#include <cstdlib>
+#include <iostream>
+
+#include "cli.h"
+
+namespace edgeinfer::cli {
+
+std::vector<std::string> Args::all(const std::string& k) const {
+  std::vector<std::string> v;
+  auto range = options.equal_range(k);
+  for (auto it = range.first; it != range.second; ++it) v.push_back(it->second);
+  return v;
+}
+
+Expected<Args> parseArgs(int argc, char** argv, int first, const std::vector<std::string>& flags) {
+  Args a;
+  for (int i = first; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s == "-o") s = "--output";
+    if (s.rfind("--", 0) != 0) {
+      a.positional.push_back(s);
+      continue;
+    }
+    s = s.substr(2);
+    const auto eq = s.find('=');
+    if (eq != std::string::npos) {
+      a.options.emplace(s.substr(0, eq), s.substr(eq + 1));
+    } else if (std::find(flags.begin(), flags.end(), s) != flags.end()) {
+      a.options.emplace(s, "1");
+    } else if (i + 1 < argc) {
+      a.options.emplace(s, argv[++i]);
+    } else {
+      return Status(ErrorCode::kInvalidArgument, "option --" + s + " needs a value");
+    }
+  }
+  return a;
+}
+
+const char* kBuilderOptionsHelp = R"(builder options:
+  --backend auto|cpu|cuda       where the engine runs (default auto)
+  --fp16                        allow FP16 kernels (GPU backends)
+  --no-fusion                   switch off every fusion pass
+  --no-constant-folding         switch off constant folding
+  --no-batchnorm-folding        keep BatchNormalization nodes
+  --dynamic-dim N               value for every dynamic input dimension at build time
+  --allow-non-finite-weights    accept NaN/Inf in weights
+  --verbose                     log every pass and decision
+)";
+
+Expected<BuilderConfig> builderConfigFrom(const Args& a) {
+  BuilderConfig c;
+  const std::string backend = a.get("backend", "auto");
+  if (backend == "auto")
+    c.backend = Backend::kAuto;
+  else if (backend == "cpu")
+    c.backend = Backend::kCpu;
+  else if (backend == "cuda" || backend == "gpu")
+    c.backend = Backend::kCuda;
+  else
+    return Status(ErrorCode::kInvalidArgument,
+                  "--backend must be auto, cpu or cuda, not '" + backend + "'");
+  if (a.has("fp16")) c.precision = Precision::kFp16;
+  if (a.has("no-fusion")) {
+    c.passes.fuseConvActivation = false;
+    c.passes.fuseGemmActivation = false;
+  }
+  if (a.has("no-constant-folding")) c.passes.constantFolding = false;
+  if (a.has("no-batchnorm-folding")) c.passes.foldBatchNorm = false;
+  if (a.has("allow-non-finite-weights")) c.allowNonFiniteWeights = true;
+  if (a.has("dynamic-dim")) {
+    char* end = nullptr;
+    c.dynamicDimDefault = std::strtoll(a.get("dynamic-dim").c_str(), &end, 10);
+    if (!end || *end || c.dynamicDimDefault < 1)
+      return Status(ErrorCode::kInvalidArgument, "--dynamic-dim needs a positive integer");
+  }
+  return c;
+}
+
+int fail(const Status& s) {
+  std::cerr << "error: " << s.toString() << "\n";
+  switch (s.code()) {
+    case ErrorCode::kInvalidArgument:
+      return 2;
+    case ErrorCode::kNotFound:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+}  // namespace edgeinfer::cli

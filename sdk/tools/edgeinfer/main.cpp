@@ -1,0 +1,53 @@
+// edgeinfer: build, inspect and run engines from the command line (like trtexec).
+#include <cstring>
+#include <iostream>
+
+#include "cli.h"
+#include "edgeinfer/engine.h"
+#include "edgeinfer/logger.h"
+#include "edgeinfer/tensor.h"
+#include "edgeinfer/types.h"
+
+namespace {
+
+const char* kUsage = R"(usage: edgeinfer <command> [options]
+
+commands:
+  inspect MODEL.onnx            print the graph before and after optimisation, with shapes
+  build   MODEL.onnx -o FILE    build an engine and save it
+  run     MODEL.onnx|FILE       run a model or a saved engine and print its outputs
+  version                       print the SDK version
+
+Run `edgeinfer <command> --help` for the options of a command.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace edgeinfer::cli;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::cout << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "version" || cmd == "--version") {
+    std::cout << "edgeinfer " << edgeinfer::sdkVersion() << "\n";
+    return 0;
+  }
+  const std::vector<std::string> flags = {"fp16",
+                                          "verbose",
+                                          "help",
+                                          "no-fusion",
+                                          "no-constant-folding",
+                                          "no-batchnorm-folding",
+                                          "allow-non-finite-weights",
+                                          "quiet"};
+  auto args = parseArgs(argc, argv, 2, flags);
+  if (!args.ok()) return fail(args.status());
+  if (args->has("verbose")) edgeinfer::setLogLevel(edgeinfer::Severity::kVerbose);
+  if (cmd == "inspect") return cmdInspect(*args);
+  if (cmd == "build") return cmdBuild(*args);
+  if (cmd == "run") return cmdRun(*args);
+  std::cerr << "error: unknown command '" << cmd << "'\n\n" << kUsage;
+  return 2;
+}
