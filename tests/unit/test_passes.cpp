@@ -33,15 +33,17 @@ BuilderConfig noOptimisation() {
   return c;
 }
 
-int countOps(const Engine& e, const std::string& op) {
+/// -1 when the engine failed to build (the build() expectation reports why).
+int countOps(const std::unique_ptr<Engine>& e, const std::string& op) {
+  if (!e) return -1;
   int n = 0;
-  for (const auto& node : static_cast<const runtime::GraphEngine&>(e).graph().nodes)
+  for (const auto& node : static_cast<const runtime::GraphEngine&>(*e).graph().nodes)
     n += node.opType == op;
   return n;
 }
 
-size_t nodeCount(const Engine& e) {
-  return static_cast<const runtime::GraphEngine&>(e).graph().nodes.size();
+size_t nodeCount(const std::unique_ptr<Engine>& e) {
+  return e ? static_cast<const runtime::GraphEngine&>(*e).graph().nodes.size() : 0;
 }
 
 std::map<std::string, Tensor> runRandom(const Engine& e, uint32_t seed) {
@@ -83,12 +85,12 @@ double maxRelDiff(const std::map<std::string, Tensor>& a, const std::map<std::st
 void expectSameAsUnoptimised(const TestModel& m, double tol = 1e-5) {
   auto opt = build(m);
   auto ref = build(m, noOptimisation());
-  ASSERT_TRUE(opt && ref);
+  ASSERT_TRUE(opt != nullptr && ref != nullptr);
   EXPECT_LE(maxRelDiff(runRandom(*opt, 7), runRandom(*ref, 7)), tol);
 }
 
 TestModel convBlock(bool bias, const std::string& act) {
-  TestModel m(13);
+  TestModel m(14);  // HardSwish needs opset 14
   m.input("x", {1, 5, 9, 7});
   m.randomInitializer("w", {6, 5, 3, 3}, 11);
   if (bias) m.randomInitializer("b", {6}, 12);
@@ -103,8 +105,8 @@ TestModel convBlock(bool bias, const std::string& act) {
 
 TEST(PassFuseConv, ConvBiasReluBecomesOneNode) {
   auto e = build(convBlock(true, "Relu"));
-  EXPECT_EQ(nodeCount(*e), 1u);
-  EXPECT_EQ(countOps(*e, "FusedConv"), 1);
+  EXPECT_EQ(nodeCount(e), 1u);
+  EXPECT_EQ(countOps(e, "FusedConv"), 1);
   expectSameAsUnoptimised(convBlock(true, "Relu"));
 }
 
@@ -114,7 +116,7 @@ TEST(PassFuseConv, EveryFusableActivationMatches) {
     SCOPED_TRACE(act);
     auto m = convBlock(false, act);
     auto e = build(m);
-    EXPECT_EQ(countOps(*e, "FusedConv"), 1);
+    EXPECT_EQ(countOps(e, "FusedConv"), 1);
     expectSameAsUnoptimised(m);
   }
 }
@@ -128,7 +130,7 @@ TEST(PassFuseConv, ClipWithConstantBoundsFuses) {
   m.node("Conv", {"x", "w"}, {"c"});
   m.node("Clip", {"c", "lo", "hi"}, {"y"});
   m.output("y");
-  EXPECT_EQ(countOps(*build(m), "FusedConv"), 1);
+  EXPECT_EQ(countOps(build(m), "FusedConv"), 1);
   expectSameAsUnoptimised(m);
 }
 
@@ -153,8 +155,8 @@ TestModel residualBlock() {
 
 TEST(PassFuseConv, ResidualAddAndReluFuseIntoConv) {
   auto e = build(residualBlock());
-  EXPECT_EQ(nodeCount(*e), 2u);
-  EXPECT_EQ(countOps(*e, "FusedConv"), 2);
+  EXPECT_EQ(nodeCount(e), 2u);
+  EXPECT_EQ(countOps(e, "FusedConv"), 2);
   expectSameAsUnoptimised(residualBlock());
 }
 
@@ -168,7 +170,7 @@ TEST(PassFuseConv, ConstantPerChannelAddBecomesBias) {
   m.node("Add", {"c", "k"}, {"y"});
   m.output("y");
   auto e = build(m);
-  EXPECT_EQ(nodeCount(*e), 1u);
+  EXPECT_EQ(nodeCount(e), 1u);
   expectSameAsUnoptimised(m);
 }
 
@@ -182,8 +184,8 @@ TEST(PassFuseConv, ConvOutputReadTwiceIsNotFused_n) {
   m.output("y");
   m.output("z");
   auto e = build(m);
-  EXPECT_EQ(countOps(*e, "FusedConv"), 0);
-  EXPECT_EQ(countOps(*e, "Conv"), 1);
+  EXPECT_EQ(countOps(e, "FusedConv"), 0);
+  EXPECT_EQ(countOps(e, "Conv"), 1);
   expectSameAsUnoptimised(m);
 }
 
@@ -195,7 +197,7 @@ TEST(PassFuseConv, ConvThatIsGraphOutputIsNotFused_n) {
   m.node("Relu", {"c"}, {"y"});
   m.output("c");
   m.output("y");
-  EXPECT_EQ(countOps(*build(m), "FusedConv"), 0);
+  EXPECT_EQ(countOps(build(m), "FusedConv"), 0);
 }
 
 TEST(PassFuseConv, BroadcastAddIsNotAResidual_n) {
@@ -208,18 +210,18 @@ TEST(PassFuseConv, BroadcastAddIsNotAResidual_n) {
   m.node("Add", {"c", "z"}, {"y"});
   m.output("y");
   auto e = build(m);
-  EXPECT_EQ(countOps(*e, "FusedConv"), 0);
+  EXPECT_EQ(countOps(e, "FusedConv"), 0);
   expectSameAsUnoptimised(m);
 }
 
 TEST(PassFuseConv, DisabledByOptionAndEnvironment) {
   BuilderConfig c;
   c.passes.fuseConvActivation = false;
-  EXPECT_EQ(countOps(*build(convBlock(true, "Relu"), c), "FusedConv"), 0);
+  EXPECT_EQ(countOps(build(convBlock(true, "Relu"), c), "FusedConv"), 0);
   setenv("EDGEINFER_DISABLE_FUSION", "1", 1);
   auto e = build(convBlock(true, "Relu"));
   unsetenv("EDGEINFER_DISABLE_FUSION");
-  EXPECT_EQ(countOps(*e, "FusedConv"), 0);
+  EXPECT_EQ(countOps(e, "FusedConv"), 0);
 }
 
 TestModel convBn(bool bias) {
@@ -244,8 +246,8 @@ TestModel convBn(bool bias) {
 TEST(PassFoldBatchNorm, ConvBnReluBecomesOneFusedConv) {
   for (bool bias : {false, true}) {
     auto e = build(convBn(bias));
-    EXPECT_EQ(countOps(*e, "BatchNormalization"), 0);
-    EXPECT_EQ(nodeCount(*e), 1u);
+    EXPECT_EQ(countOps(e, "BatchNormalization"), 0);
+    EXPECT_EQ(nodeCount(e), 1u);
     expectSameAsUnoptimised(convBn(bias), 1e-5);
   }
 }
@@ -263,7 +265,7 @@ TEST(PassFoldBatchNorm, GemmBnFolds) {
   TestModel::attr(g, "transB", 1);
   m.node("BatchNormalization", {"g", "scale", "shift", "mean", "var"}, {"y"});
   m.output("y");
-  EXPECT_EQ(countOps(*build(m), "BatchNormalization"), 0);
+  EXPECT_EQ(countOps(build(m), "BatchNormalization"), 0);
   expectSameAsUnoptimised(m);
 }
 
@@ -279,7 +281,7 @@ TEST(PassFoldBatchNorm, NonConstantStatisticsStay_n) {
   m.node("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, {"y"});
   m.output("y");
   auto e = build(m);
-  EXPECT_EQ(countOps(*e, "BatchNormalization"), 1);
+  EXPECT_EQ(countOps(e, "BatchNormalization"), 1);
   expectSameAsUnoptimised(m);
 }
 
@@ -297,9 +299,9 @@ TEST(PassFuseGemm, GemmReluAndMatMulBiasSigmoid) {
   m.node("Sigmoid", {"a"}, {"y"});
   m.output("y");
   auto e = build(m);
-  EXPECT_EQ(countOps(*e, "FusedGemm"), 1);
-  EXPECT_EQ(countOps(*e, "FusedMatMul"), 1);
-  EXPECT_EQ(nodeCount(*e), 2u);
+  EXPECT_EQ(countOps(e, "FusedGemm"), 1);
+  EXPECT_EQ(countOps(e, "FusedMatMul"), 1);
+  EXPECT_EQ(nodeCount(e), 2u);
   expectSameAsUnoptimised(m);
 }
 
@@ -311,7 +313,7 @@ TEST(PassFuseGemm, BatchedMatMulWithBias) {
   m.node("MatMul", {"x", "w"}, {"mm"});
   m.node("Add", {"b", "mm"}, {"y"});
   m.output("y");
-  EXPECT_EQ(countOps(*build(m), "FusedMatMul"), 1);
+  EXPECT_EQ(countOps(build(m), "FusedMatMul"), 1);
   expectSameAsUnoptimised(m);
 }
 
@@ -324,7 +326,7 @@ TEST(PassFuseGemm, NonBiasAddIsNotFused_n) {
   m.node("Add", {"mm", "z"}, {"y"});
   m.output("y");
   auto e = build(m);
-  EXPECT_EQ(countOps(*e, "FusedMatMul"), 0);
+  EXPECT_EQ(countOps(e, "FusedMatMul"), 0);
   expectSameAsUnoptimised(m);
 }
 
@@ -349,8 +351,9 @@ TEST(PassConstantFolding, ShapeChainFoldsToConstant) {
   m.node("Reshape", {"x", "shape"}, {"y"});
   m.output("y");
   auto e = build(m);
-  EXPECT_EQ(nodeCount(*e), 1u);
-  EXPECT_EQ(countOps(*e, "Reshape"), 1);
+  EXPECT_EQ(nodeCount(e), 1u);
+  EXPECT_EQ(countOps(e, "Reshape"), 1);
+  ASSERT_TRUE(e);
   EXPECT_EQ(e->outputs()[0].shape, (Shape{2, 12}));
   expectSameAsUnoptimised(m);
 }
@@ -363,7 +366,8 @@ TEST(PassConstantFolding, DynamicBatchKeepsShapeComputation_n) {
   m.node("Gather", {"s", "idx"}, {"y"});
   m.output("y", onnx::TensorProto::INT64);
   auto e = build(m);
-  EXPECT_EQ(countOps(*e, "Shape"), 1);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(countOps(e, "Shape"), 1);
   auto ctx = e->createExecutionContext();
   Tensor x = Tensor::zeros(DataType::kFloat32, Shape{5, 3, 4});
   auto out = (*ctx)->run({{"x", x}});
@@ -379,7 +383,8 @@ TEST(PassEliminateIdentity, IdentityAndDropoutRemovedEvenAsOutput) {
   m.node("Identity", {"d"}, {"y"});
   m.output("y");
   auto e = build(m);
-  EXPECT_EQ(nodeCount(*e), 1u);
+  EXPECT_EQ(nodeCount(e), 1u);
+  ASSERT_TRUE(e);
   EXPECT_EQ(e->outputs()[0].name, "y");
   expectSameAsUnoptimised(m);
 }
@@ -390,7 +395,7 @@ TEST(PassEliminateIdentity, InputToOutputIdentityStays_n) {
   m.node("Identity", {"x"}, {"y"});
   m.output("y");
   auto e = build(m);
-  EXPECT_EQ(nodeCount(*e), 1u);
+  EXPECT_EQ(nodeCount(e), 1u);
   expectSameAsUnoptimised(m);
 }
 
@@ -400,7 +405,7 @@ TEST(PassDeadNodes, UnusedBranchRemoved) {
   m.node("Relu", {"x"}, {"y"});
   m.node("Sigmoid", {"x"}, {"unused"});
   m.output("y");
-  EXPECT_EQ(nodeCount(*build(m)), 1u);
+  EXPECT_EQ(nodeCount(build(m)), 1u);
 }
 
 TEST(PassInspect, PrintsBeforeAndAfterWithShapes) {

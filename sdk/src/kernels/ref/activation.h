@@ -26,6 +26,7 @@ enum class Activation {
 /// Parses the `activation` attribute of a fused node ("" means kNone). Returns false for an
 /// unknown name.
 inline bool parseActivation(const std::string& name, Activation* out) {
+  *out = Activation::kNone;
   static const struct {
     const char* name;
     Activation act;
