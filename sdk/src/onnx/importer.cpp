@@ -168,11 +168,17 @@ Expected<graph::Graph> importModel(const onnx::ModelProto& model, const ImportOp
   for (const auto& op : model.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx") opset = op.version();
   if (opset < 0) {
-    if (model.opset_import_size() == 0 && model.ir_version() <= 2)
+    if (model.opset_import_size() == 0 && model.ir_version() <= 2) {
       opset = 1;
-    else
-      return Status(ErrorCode::kInvalidModel,
-                    "the model imports no default-domain (ai.onnx) opset");
+    } else if (model.opset_import_size() > 0) {
+      std::string domains;
+      for (const auto& op : model.opset_import())
+        domains += (domains.empty() ? "'" : ", '") + op.domain() + "'";
+      return Status(ErrorCode::kUnsupported, "the model uses only the op domains " + domains +
+                                                 ", not the default ai.onnx domain");
+    } else {
+      return Status(ErrorCode::kInvalidModel, "the model imports no opset");
+    }
   }
   if (opset < kMinOpset || opset > kMaxOpset)
     return Status(ErrorCode::kUnsupported,
