@@ -89,6 +89,12 @@ void registerReduceSchemas(OpSchemaRegistry& r);
 void registerNnSchemas(OpSchemaRegistry& r);
 void registerQuantSchemas(OpSchemaRegistry& r);
 void registerFusedSchemas(OpSchemaRegistry& r);
+// Families registered from inside the ones above (tensor: detection, scatter/gather, misc;
+// quant: the integer / QLinear ops).
+void registerDetectionSchemas(OpSchemaRegistry& r);      // TopK, NonMaxSuppression, NonZero
+void registerScatterGatherSchemas(OpSchemaRegistry& r);  // ScatterND, ScatterElements, GatherND
+void registerMiscSchemas(OpSchemaRegistry& r);           // Trilu, CastLike, EyeLike, Shrink, MVN
+void registerQLinearSchemas(OpSchemaRegistry& r);        // ConvInteger, MatMulInteger, QLinear*
 
 // Helpers shared by shape functions.
 /// Numpy-style broadcast of two shapes (unknown dims propagate).

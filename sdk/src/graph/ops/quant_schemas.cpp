@@ -100,6 +100,7 @@ void add(OpSchemaRegistry& r, const std::string& op, ShapeInferFn fn) {
 void registerQuantSchemas(OpSchemaRegistry& r) {
   add(r, "QuantizeLinear", inferQuantize);
   add(r, "DequantizeLinear", inferDequantize);
+  registerQLinearSchemas(r);
 }
 
 }  // namespace edgeinfer::graph

@@ -127,6 +127,12 @@ Status inferIdentity(InferContext& ctx) {
 
 Status inferDropout(InferContext& ctx) {
   if (ctx.hasInput(2)) {
+    // Only inference-mode Dropout is supported. A training_mode that is not a constant at
+    // build time could be true at run time, so the model is unsupported, not just failing.
+    if (!ctx.inputs[2].value)
+      return ctx.error(ErrorCode::kUnsupported,
+                       "Dropout's training_mode must be a constant (false): training-mode Dropout "
+                       "is not supported");
     const auto mode = intValues(ctx.inputs[2]);
     if (mode && !mode->empty() && (*mode)[0] != 0)
       return ctx.error(ErrorCode::kUnsupported, "Dropout with training_mode=true is not supported");
@@ -858,6 +864,9 @@ void registerTensorSchemas(OpSchemaRegistry& r) {
   add(r, "Range", 11, 3, 3, inferRange);
   add(r, "OneHot", 9, 3, 3, inferOneHot);
   add(r, "CumSum", 11, 2, 2, inferCumSum);
+  registerDetectionSchemas(r);
+  registerScatterGatherSchemas(r);
+  registerMiscSchemas(r);
 }
 
 }  // namespace edgeinfer::graph

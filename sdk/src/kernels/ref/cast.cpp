@@ -1,6 +1,6 @@
-// CPU reference kernel for Cast. The canonical `to` attribute holds an edgeinfer::DataType
-// value. Each value converts from the source compute type (float for FP16/BF16) to the
-// destination's:
+// CPU reference kernels for Cast and CastLike (the same conversion, to input 1's type). The
+// canonical `to` attribute holds an edgeinfer::DataType value. Each value converts from the
+// source compute type (float for FP16/BF16) to the destination's:
 //   - float -> integer truncates toward zero; out-of-range values saturate and NaN becomes 0
 //     (ONNX leaves those undefined; saturating keeps the oracle free of undefined behaviour);
 //   - anything -> bool is `x != 0` (NaN -> true); bool -> anything is 0 or 1;
@@ -42,11 +42,8 @@ void castLoop(const Tensor& x, Tensor& y) {
   }
 }
 
-Status castKernel(KernelContext& ctx) {
-  const Tensor& x = *ctx.inputs[0];
-  Tensor& y = *ctx.outputs[0];
-  if (y.dtype() != static_cast<DataType>(ctx.attrs().getInt("to", 0)))
-    return ctx.error(ErrorCode::kInternal, "Cast output type does not match `to`");
+/// Converts every element of x into y's element type (shapes already match).
+Status castTensor(const Tensor& x, Tensor& y) {
   if (x.dtype() == y.dtype()) {
     copyElements(y.raw(), x.raw(), x.numel(), dataTypeSize(x.dtype()));
     return Status::Ok();
@@ -59,10 +56,24 @@ Status castKernel(KernelContext& ctx) {
   });
 }
 
+Status castKernel(KernelContext& ctx) {
+  if (ctx.outputs[0]->dtype() != static_cast<DataType>(ctx.attrs().getInt("to", 0)))
+    return ctx.error(ErrorCode::kInternal, "Cast output type does not match `to`");
+  return castTensor(*ctx.inputs[0], *ctx.outputs[0]);
+}
+
+/// CastLike: Cast to the element type of input 1 (its values are not read).
+Status castLikeKernel(KernelContext& ctx) {
+  if (ctx.outputs[0]->dtype() != ctx.inputs[1]->dtype())
+    return ctx.error(ErrorCode::kInternal, "CastLike output type does not match input 1");
+  return castTensor(*ctx.inputs[0], *ctx.outputs[0]);
+}
+
 }  // namespace
 
 void registerCastKernel(KernelRegistry& r) {
   r.add("", "Cast", castKernel);
+  r.add("", "CastLike", castLikeKernel);
 }
 
 }  // namespace edgeinfer::ref

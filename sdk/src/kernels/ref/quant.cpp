@@ -107,6 +107,7 @@ Status dequantizeKernel(KernelContext& ctx) {
 void registerQuantKernels(KernelRegistry& r) {
   r.add("", "QuantizeLinear", quantizeKernel);
   r.add("", "DequantizeLinear", dequantizeKernel);
+  registerQLinearKernels(r);
 }
 
 }  // namespace edgeinfer::ref

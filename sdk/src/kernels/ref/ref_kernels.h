@@ -48,6 +48,12 @@ void registerReduceKernels(KernelRegistry& r);
 void registerNnKernels(KernelRegistry& r);
 void registerQuantKernels(KernelRegistry& r);
 void registerFusedKernels(KernelRegistry& r);
+// Families registered from inside the ones above (tensor: detection, scatter/gather, misc;
+// quant: the integer / QLinear ops).
+void registerDetectionKernels(KernelRegistry& r);      // TopK, NonMaxSuppression, NonZero
+void registerScatterGatherKernels(KernelRegistry& r);  // ScatterND, ScatterElements, GatherND
+void registerMiscKernels(KernelRegistry& r);           // Trilu, CastLike, EyeLike, Shrink, MVN
+void registerQLinearKernels(KernelRegistry& r);        // ConvInteger, MatMulInteger, QLinear*
 
 /// Runs one node on host tensors: infers output shapes from the concrete inputs,
 /// allocates the outputs and calls the kernel. Used by the CPU runtime and by constant

@@ -299,6 +299,9 @@ void registerTensorKernels(KernelRegistry& r) {
   r.add("", "OneHot", oneHotKernel);
   r.add("", "CumSum", cumSumKernel);
   registerSlicePadGatherKernels(r);
+  registerDetectionKernels(r);
+  registerScatterGatherKernels(r);
+  registerMiscKernels(r);
 }
 
 }  // namespace edgeinfer::ref
