@@ -5,6 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "core/device.h"
 #include "graph/passes/passes.h"
 #include "onnx/importer.h"
 #include "onnx/onnx_tensor.h"
@@ -132,10 +133,13 @@ Status graphFromProto(const onnx::ModelProto& m, graph::Graph* g) {
 }  // namespace
 
 std::string currentDeviceKey(Backend backend) {
-  // The CUDA backend (issue 3) will key by GPU name, compute capability, SM count and
-  // library versions; the CPU reference is portable across CPUs of one architecture.
-  (void)backend;
-  return runtime::cpuDeviceKey();
+  // CPU reference engines are portable across CPUs of one architecture; GPU engines are
+  // keyed by GPU model, SM count and library versions (CudaDeviceInfo::deviceKey).
+  if (backend == Backend::kCuda) {
+    auto dev = queryCudaDevice(0);
+    return dev.ok() ? dev->deviceKey(sdkVersion()) : std::string("cuda-unavailable");
+  }
+  return cpuDeviceKey();
 }
 
 Expected<std::vector<uint8_t>> encodeEngine(const graph::Graph& g, const EngineInfo& info) {

@@ -117,15 +117,5 @@ Expected<std::vector<uint8_t>> GraphEngine::serialize() const {
   return builder::encodeEngine(graph_, info_);
 }
 
-std::string cpuDeviceKey() {
-#if defined(__x86_64__)
-  return "cpu-x86_64";
-#elif defined(__aarch64__)
-  return "cpu-aarch64";
-#else
-  return "cpu-unknown";
-#endif
-}
-
 }  // namespace runtime
 }  // namespace edgeinfer

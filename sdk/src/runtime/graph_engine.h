@@ -33,7 +33,4 @@ class GraphEngine final : public Engine {
 /// The CPU reference backend's context.
 Expected<std::unique_ptr<ExecutionContext>> createCpuContext(const GraphEngine& engine);
 
-/// Identifies this machine for the CPU backend ("cpu-x86_64").
-std::string cpuDeviceKey();
-
 }  // namespace edgeinfer::runtime

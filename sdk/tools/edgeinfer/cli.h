@@ -38,5 +38,6 @@ int fail(const Status& s);
 int cmdInspect(const Args& a);
 int cmdBuild(const Args& a);
 int cmdRun(const Args& a);
+int cmdDevice(const Args& a);
 
 }  // namespace edgeinfer::cli

@@ -16,6 +16,7 @@ commands:
   inspect MODEL.onnx            print the graph before and after optimisation, with shapes
   build   MODEL.onnx -o FILE    build an engine and save it
   run     MODEL.onnx|FILE       run a model or a saved engine and print its outputs
+  device                        print the GPU, its device key and whether this binary has SASS for it
   version                       print the SDK version
 
 Run `edgeinfer <command> --help` for the options of a command.
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
   if (cmd == "inspect") return cmdInspect(*args);
   if (cmd == "build") return cmdBuild(*args);
   if (cmd == "run") return cmdRun(*args);
+  if (cmd == "device") return cmdDevice(*args);
   std::cerr << "error: unknown command '" << cmd << "'\n\n" << kUsage;
   return 2;
 }

@@ -1,0 +1,59 @@
+// Device facts. The GPU half skips, saying why, where there is no usable GPU (CI).
+#include <gtest/gtest.h>
+
+#include "builder/engine_format.h"
+#include "core/device.h"
+#include "edgeinfer/engine.h"
+
+namespace edgeinfer {
+namespace {
+
+TEST(Device, CpuKeyNamesTheArchitecture) {
+  EXPECT_EQ(cpuDeviceKey().rfind("cpu-", 0), 0u);
+  EXPECT_EQ(builder::currentDeviceKey(Backend::kCpu), cpuDeviceKey());
+}
+
+TEST(Device, KeyIsStableAndFilesystemSafe) {
+  CudaDeviceInfo d;
+  d.name = "NVIDIA H200 / test";
+  d.ccMajor = 9;
+  d.smCount = 132;
+  d.driverVersion = 13000;
+  const std::string k = d.deviceKey("0.1.0");
+  EXPECT_EQ(k, d.deviceKey("0.1.0"));
+  EXPECT_EQ(k.find('/'), std::string::npos);
+  EXPECT_EQ(k.find(' '), std::string::npos);
+  EXPECT_NE(k.find("sm90-132sm"), std::string::npos);
+  CudaDeviceInfo other = d;
+  other.cudnnVersion = 91900;  // another library version => another key
+  EXPECT_NE(k, other.deviceKey("0.1.0"));
+  EXPECT_NE(k, d.deviceKey("0.2.0"));
+}
+
+TEST(Device, NoSuchGpuIndex_n) {
+  auto d = queryCudaDevice(1000);
+  EXPECT_FALSE(d.ok());
+}
+
+TEST(Device, GpuQuery) {
+  if (!builtWithCuda()) {
+    EXPECT_EQ(queryCudaDevice(0).status().code(), ErrorCode::kUnsupported);
+    GTEST_SKIP() << "this build has no CUDA support";
+  }
+  auto d = queryCudaDevice(0);
+  if (!d.ok()) GTEST_SKIP() << "no usable GPU: " << d.status().toString();
+  EXPECT_FALSE(d->name.empty());
+  EXPECT_GT(d->cc(), 50);
+  EXPECT_GT(d->smCount, 0);
+  EXPECT_GT(d->totalMemoryBytes, int64_t{1} << 30);
+  EXPECT_GT(d->cudnnVersion, 90000);
+  EXPECT_GT(d->firstLaunchMs, 0.0);
+  // The default build embeds SASS for the data-centre Hopper parts the tests run on.
+  if (d->cc() == 90) {
+    EXPECT_TRUE(d->hasSass);
+  }
+  EXPECT_EQ(builder::currentDeviceKey(Backend::kCuda), d->deviceKey(sdkVersion()));
+}
+
+}  // namespace
+}  // namespace edgeinfer
