@@ -46,6 +46,12 @@ struct EngineInfo {
 
 class ExecutionContext;
 
+/// Memory figures of an execution context (the largest over the input shapes it has run).
+struct ContextStats {
+  int64_t activationArenaBytes = 0;  ///< activation memory after liveness planning (peak)
+  int64_t activationNaiveBytes = 0;  ///< what one buffer per activation would take
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -83,6 +89,9 @@ class ExecutionContext {
   virtual Status execute() = 0;
   /// An output of the last execute() (valid until the next execute()).
   virtual Expected<Tensor> getOutput(const std::string& name) const = 0;
+
+  /// Activation memory this context uses (planned after its first run of each input shape).
+  virtual ContextStats stats() const = 0;
 
   /// Convenience: binds `inputs`, executes, returns every output by name.
   Expected<std::map<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs);

@@ -166,6 +166,11 @@ int cmdRun(const Args& a) {
       std::cout << "    written to " << file << "\n";
     }
   }
+  const ContextStats st = (*ctx)->stats();
+  if (st.activationArenaBytes > 0)
+    std::cout << "memory: activations " << st.activationArenaBytes / 1024
+              << " KiB after liveness planning (" << st.activationNaiveBytes / 1024
+              << " KiB without reuse)\n";
   std::sort(ms.begin(), ms.end());
   double mean = 0;
   for (double v : ms) mean += v;

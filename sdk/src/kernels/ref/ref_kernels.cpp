@@ -30,6 +30,12 @@ KernelFn KernelRegistry::find(const std::string& domain, const std::string& opTy
 
 Status runNode(const graph::Node& node, const std::vector<const Tensor*>& inputs,
                std::vector<Tensor>& outputs) {
+  return runNode(node, inputs, outputs,
+                 [](size_t, DataType dt, const Shape& shape) { return Tensor::create(dt, shape); });
+}
+
+Status runNode(const graph::Node& node, const std::vector<const Tensor*>& inputs,
+               std::vector<Tensor>& outputs, const OutputAllocator& allocate) {
   KernelFn fn = KernelRegistry::instance().find(node.domain, node.opType);
   if (!fn)
     return Status(ErrorCode::kUnsupported, "the CPU backend has no kernel for " + node.opType,
@@ -53,7 +59,7 @@ Status runNode(const graph::Node& node, const std::vector<const Tensor*>& inputs
       return Status(ErrorCode::kInternal,
                     "shape inference left output " + std::to_string(i) + " unresolved",
                     node.location());
-    auto t = Tensor::create(o.dtype, o.shape);
+    auto t = allocate(i, o.dtype, o.shape);
     if (!t.ok()) return t.status().at(node.location());
     outputs[i] = std::move(t).value();
   }

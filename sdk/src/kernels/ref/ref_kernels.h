@@ -7,6 +7,7 @@
 // output shapes themselves. Kernels see the canonical op forms described in op_schema.h.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -60,5 +61,14 @@ void registerQLinearKernels(KernelRegistry& r);        // ConvInteger, MatMulInt
 /// folding.
 Status runNode(const graph::Node& node, const std::vector<const Tensor*>& inputs,
                std::vector<Tensor>& outputs);
+
+/// Gives output `index` its memory: must return a zero-filled host tensor of `dtype` and
+/// `shape` (kernels may accumulate into their outputs).
+using OutputAllocator =
+    std::function<Expected<Tensor>(size_t index, DataType dtype, const Shape& shape)>;
+
+/// Same, with the outputs' memory coming from `allocate` (an activation arena, say).
+Status runNode(const graph::Node& node, const std::vector<const Tensor*>& inputs,
+               std::vector<Tensor>& outputs, const OutputAllocator& allocate);
 
 }  // namespace edgeinfer::ref
