@@ -1,0 +1,40 @@
+#include "builder/tactic.h"
+
+#include <sstream>
+
+namespace edgeinfer::builder {
+
+const char* layoutName(Layout l) {
+  switch (l) {
+    case Layout::kLinear:
+      return "linear";
+    case Layout::kNCHW:
+      return "nchw";
+    case Layout::kNHWC:
+      return "nhwc";
+  }
+  return "?";
+}
+
+std::string LayerContext::signature(Precision precision) const {
+  std::ostringstream os;
+  os << (node->domain.empty() ? "" : node->domain + "::") << node->opType << "|"
+     << precisionName(precision) << "|in";
+  for (size_t i = 0; i < inputShapes.size(); ++i) {
+    os << (i ? "," : ":");
+    if (!hasInput(i)) {
+      os << "-";
+      continue;
+    }
+    os << dataTypeName(inputTypes[i]) << inputShapes[i].toString();
+    if (constantInput(i)) os << "c";  // weights: their values do not change timings
+  }
+  os << "|out";
+  for (size_t i = 0; i < outputShapes.size(); ++i)
+    os << (i ? "," : ":") << dataTypeName(outputTypes[i]) << outputShapes[i].toString();
+  os << "|";
+  for (const auto& [k, a] : node->attrs.all()) os << k << "=" << a.toString() << ";";
+  return os.str();
+}
+
+}  // namespace edgeinfer::builder

@@ -1,0 +1,85 @@
+// Tactics: the candidate implementations of one layer that the builder times on the device
+// (docs/design/gpu-backend.md). A TacticProvider answers which of its implementations can run a
+// layer (ggml's supports_op, ncnn's support_* flags); the builder times those, consults the
+// timing cache, accounts for reformat costs and keeps the fastest. Nothing here depends on
+// CUDA headers: device pointers and streams travel as void*.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "edgeinfer/engine.h"
+#include "edgeinfer/status.h"
+#include "edgeinfer/tensor.h"
+#include "graph/graph.h"
+
+namespace edgeinfer::builder {
+
+/// Memory layout of a 4-D activation (other ranks are always kLinear: row-major as declared).
+enum class Layout : uint8_t { kLinear = 0, kNCHW = 1, kNHWC = 2 };
+const char* layoutName(Layout l);
+
+struct TensorFormat {
+  DataType dtype = DataType::kFloat32;
+  Layout layout = Layout::kLinear;
+  bool operator==(const TensorFormat& o) const { return dtype == o.dtype && layout == o.layout; }
+  bool operator!=(const TensorFormat& o) const { return !(*this == o); }
+};
+
+/// One layer as the tactics see it: the node, its static input/output shapes (logical,
+/// NCHW order) and element types, and read access to constant inputs (weights).
+struct LayerContext {
+  const graph::Node* node = nullptr;
+  const graph::Graph* graph = nullptr;
+  std::vector<Shape> inputShapes;  // empty Shape for an absent optional input
+  std::vector<DataType> inputTypes;
+  std::vector<Shape> outputShapes;
+  std::vector<DataType> outputTypes;
+
+  bool hasInput(size_t i) const { return node->hasInput(i); }
+  const Tensor* constantInput(size_t i) const {
+    return node->hasInput(i) ? graph->constant(node->inputs[i]) : nullptr;
+  }
+  /// Canonical text of everything that decides a timing: op, attributes, shapes, types. The
+  /// timing cache keys entries by it (with the device key).
+  std::string signature(Precision precision) const;
+};
+
+/// Device pointers of one launch, in the formats the tactic declared.
+struct LaunchArgs {
+  std::vector<const void*> inputs;  // nullptr for an absent optional input
+  std::vector<void*> outputs;
+  void* workspace = nullptr;
+  size_t workspaceBytes = 0;
+  void* stream = nullptr;  // cudaStream_t
+};
+
+class Tactic {
+ public:
+  virtual ~Tactic() = default;
+  /// Stable identifier: the implementation and its parameters ("cuda.eltwise.v4",
+  /// "cudnn.e12.k3=1"). The timing cache and the engine file store it.
+  virtual std::string id() const = 0;
+  virtual TensorFormat inputFormat(size_t index) const = 0;
+  virtual TensorFormat outputFormat(size_t index) const = 0;
+  virtual size_t workspaceBytes() const { return 0; }
+  /// Build/load time: prepares weights (layout, precision) on the device and any plans for
+  /// the layer's shapes. Called once per engine, never per inference.
+  virtual Status initialize(const LayerContext& layer) = 0;
+  /// Enqueues the layer on args.stream; must not synchronise, allocate or copy to the host
+  /// (so it can be captured into a CUDA Graph).
+  virtual Status enqueue(const LaunchArgs& args) = 0;
+};
+
+class TacticProvider {
+ public:
+  virtual ~TacticProvider() = default;
+  virtual std::string name() const = 0;
+  /// Every implementation of this provider that supports the layer at this precision.
+  virtual std::vector<std::unique_ptr<Tactic>> candidates(const LayerContext& layer,
+                                                          Precision precision) = 0;
+};
+
+}  // namespace edgeinfer::builder

@@ -1,0 +1,192 @@
+// Runs a GPU tactic on host inputs and compares it with the CPU reference: the harness every
+// CUDA tactic test uses. Inputs and results are logical (NCHW, float32 or the op's integer
+// type); the harness converts to and from the tactic's declared formats (NHWC, float16).
+#pragma once
+
+#ifdef EDGEINFER_HAVE_CUDA
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "builder/tactic.h"
+#include "core/half.h"
+#include "graph/op_schema.h"
+#include "kernels/ref/ref_kernels.h"
+
+namespace edgeinfer::test {
+
+/// True when a GPU is usable; otherwise `why` says why (for GTEST_SKIP).
+inline bool gpuAvailable(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n == 0) {
+    *why = e != cudaSuccess ? std::string("no usable GPU: ") + cudaGetErrorString(e) : "no GPU";
+    return false;
+  }
+  return true;
+}
+
+#define EI_SKIP_WITHOUT_GPU()                                                \
+  do {                                                                       \
+    std::string ei_why_;                                                     \
+    if (!::edgeinfer::test::gpuAvailable(&ei_why_)) GTEST_SKIP() << ei_why_; \
+  } while (0)
+
+/// Logical (NCHW) host tensor -> bytes in `fmt` (NHWC and/or float16 as requested).
+inline std::vector<uint8_t> toFormat(const Tensor& t, builder::TensorFormat fmt) {
+  const Shape& s = t.shape();
+  const bool nhwc = fmt.layout == builder::Layout::kNHWC && s.rank() == 4;
+  const int64_t n = t.numel();
+  std::vector<uint8_t> out(static_cast<size_t>(n) * dataTypeSize(fmt.dtype));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t j = i;
+    if (nhwc) {  // i indexes NCHW; j is the NHWC position
+      const int64_t C = s[1], H = s[2], W = s[3];
+      const int64_t w = i % W, h = (i / W) % H, c = (i / (W * H)) % C, b = i / (W * H * C);
+      j = ((b * H + h) * W + w) * C + c;
+    }
+    if (fmt.dtype == DataType::kFloat16 && t.dtype() == DataType::kFloat32) {
+      reinterpret_cast<uint16_t*>(out.data())[j] = floatToHalf(t.data<float>()[i]);
+    } else {
+      const size_t es = dataTypeSize(t.dtype());
+      std::memcpy(out.data() + j * es, static_cast<const uint8_t*>(t.raw()) + i * es, es);
+    }
+  }
+  return out;
+}
+
+/// Bytes in `fmt` -> logical host tensor of `logicalType` and `shape`.
+inline Tensor fromFormat(const std::vector<uint8_t>& bytes, builder::TensorFormat fmt,
+                         DataType logicalType, const Shape& s) {
+  Tensor t = Tensor::zeros(logicalType, s);
+  const bool nhwc = fmt.layout == builder::Layout::kNHWC && s.rank() == 4;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    int64_t j = i;
+    if (nhwc) {
+      const int64_t C = s[1], H = s[2], W = s[3];
+      const int64_t w = i % W, h = (i / W) % H, c = (i / (W * H)) % C, b = i / (W * H * C);
+      j = ((b * H + h) * W + w) * C + c;
+    }
+    if (fmt.dtype == DataType::kFloat16 && logicalType == DataType::kFloat32) {
+      t.data<float>()[i] = halfToFloat(reinterpret_cast<const uint16_t*>(bytes.data())[j]);
+    } else {
+      const size_t es = dataTypeSize(logicalType);
+      std::memcpy(static_cast<uint8_t*>(t.raw()) + i * es, bytes.data() + j * es, es);
+    }
+  }
+  return t;
+}
+
+/// Fills a LayerContext for `node` from concrete inputs (via the op's shape function).
+inline Status makeLayer(const graph::Node& node, const graph::Graph& g,
+                        const std::vector<const Tensor*>& inputs, builder::LayerContext* layer) {
+  std::vector<graph::InferValue> in(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]) continue;
+    in[i].dtype = inputs[i]->dtype();
+    in[i].shape = inputs[i]->shape();
+    in[i].shapeKnown = true;
+    in[i].value = inputs[i];
+  }
+  graph::InferContext ctx(node, in);
+  EI_RETURN_IF_ERROR(graph::inferNode(ctx));
+  layer->node = &node;
+  layer->graph = &g;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    layer->inputShapes.push_back(inputs[i] ? inputs[i]->shape() : Shape());
+    layer->inputTypes.push_back(inputs[i] ? inputs[i]->dtype() : DataType::kUndefined);
+  }
+  for (const auto& o : ctx.outputs) {
+    layer->outputShapes.push_back(o.shape);
+    layer->outputTypes.push_back(o.dtype);
+  }
+  return Status::Ok();
+}
+
+/// Runs `tactic` (already initialize()d for `layer`) on the host inputs; returns logical
+/// host outputs. Constant inputs are passed too (a tactic may ignore them if it prepared
+/// weights in initialize()).
+inline Expected<std::vector<Tensor>> runTactic(builder::Tactic& tactic,
+                                               const builder::LayerContext& layer,
+                                               const std::vector<const Tensor*>& inputs) {
+  std::vector<void*> dIn(inputs.size(), nullptr), dOut(layer.outputShapes.size(), nullptr);
+  void* ws = nullptr;
+  auto cleanup = [&] {
+    for (void* p : dIn) cudaFree(p);
+    for (void* p : dOut) cudaFree(p);
+    cudaFree(ws);
+  };
+  builder::LaunchArgs args;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]) {
+      args.inputs.push_back(nullptr);
+      continue;
+    }
+    const auto bytes = toFormat(*inputs[i], tactic.inputFormat(i));
+    if (cudaMalloc(&dIn[i], std::max<size_t>(bytes.size(), 1)) != cudaSuccess ||
+        cudaMemcpy(dIn[i], bytes.data(), bytes.size(), cudaMemcpyHostToDevice) != cudaSuccess) {
+      cleanup();
+      return Status(ErrorCode::kCudaError, "input upload failed");
+    }
+    args.inputs.push_back(dIn[i]);
+  }
+  std::vector<size_t> outBytes;
+  for (size_t i = 0; i < layer.outputShapes.size(); ++i) {
+    const size_t b = static_cast<size_t>(layer.outputShapes[i].numel()) *
+                     dataTypeSize(tactic.outputFormat(i).dtype);
+    outBytes.push_back(b);
+    // Poison: every element must be written by the tactic.
+    if (cudaMalloc(&dOut[i], std::max<size_t>(b, 1)) != cudaSuccess ||
+        cudaMemset(dOut[i], 0xff, b) != cudaSuccess) {
+      cleanup();
+      return Status(ErrorCode::kCudaError, "output allocation failed");
+    }
+    args.outputs.push_back(dOut[i]);
+  }
+  args.workspaceBytes = tactic.workspaceBytes();
+  if (args.workspaceBytes && cudaMalloc(&ws, args.workspaceBytes) != cudaSuccess) {
+    cleanup();
+    return Status(ErrorCode::kCudaError, "workspace allocation failed");
+  }
+  args.workspace = ws;
+  Status s = tactic.enqueue(args);
+  if (s.ok() && cudaDeviceSynchronize() != cudaSuccess)
+    s = Status(ErrorCode::kCudaError,
+               std::string("kernel failed: ") + cudaGetErrorString(cudaGetLastError()));
+  std::vector<Tensor> outs;
+  for (size_t i = 0; s.ok() && i < dOut.size(); ++i) {
+    std::vector<uint8_t> host(outBytes[i]);
+    if (cudaMemcpy(host.data(), dOut[i], outBytes[i], cudaMemcpyDeviceToHost) != cudaSuccess) {
+      s = Status(ErrorCode::kCudaError, "output download failed");
+      break;
+    }
+    outs.push_back(
+        fromFormat(host, tactic.outputFormat(i), layer.outputTypes[i], layer.outputShapes[i]));
+  }
+  cleanup();
+  if (!s.ok()) return s;
+  return outs;
+}
+
+/// ||a - b|| / ||b|| over all elements (NaN anywhere gives +inf).
+inline double relL2(const Tensor& a, const Tensor& b) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    const double x = a.getAsDouble(i), y = b.getAsDouble(i);
+    if (std::isnan(x) != std::isnan(y)) return INFINITY;
+    if (std::isnan(x)) continue;
+    num += (x - y) * (x - y);
+    den += y * y;
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+}  // namespace edgeinfer::test
+
+#endif  // EDGEINFER_HAVE_CUDA
