@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "builder/engine_format.h"
+#include "builder/timing_cache.h"
 #include "core/device.h"
 #include "edgeinfer/engine.h"
 
@@ -19,15 +20,14 @@ TEST(Device, KeyIsStableAndFilesystemSafe) {
   d.ccMajor = 9;
   d.smCount = 132;
   d.driverVersion = 13000;
-  const std::string k = d.deviceKey("0.1.0");
-  EXPECT_EQ(k, d.deviceKey("0.1.0"));
+  const std::string k = builder::DeviceKey::of(d).toString();
+  EXPECT_EQ(k, builder::DeviceKey::of(d).toString());
   EXPECT_EQ(k.find('/'), std::string::npos);
   EXPECT_EQ(k.find(' '), std::string::npos);
   EXPECT_NE(k.find("sm90-132sm"), std::string::npos);
   CudaDeviceInfo other = d;
   other.cudnnVersion = 91900;  // another library version => another key
-  EXPECT_NE(k, other.deviceKey("0.1.0"));
-  EXPECT_NE(k, d.deviceKey("0.2.0"));
+  EXPECT_NE(k, builder::DeviceKey::of(other).toString());
 }
 
 TEST(Device, NoSuchGpuIndex_n) {
@@ -52,7 +52,7 @@ TEST(Device, GpuQuery) {
   if (d->cc() == 90) {
     EXPECT_TRUE(d->hasSass);
   }
-  EXPECT_EQ(builder::currentDeviceKey(Backend::kCuda), d->deviceKey(sdkVersion()));
+  EXPECT_EQ(builder::currentDeviceKey(Backend::kCuda), builder::DeviceKey::of(*d).toString());
 }
 
 }  // namespace

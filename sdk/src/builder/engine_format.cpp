@@ -5,6 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "builder/timing_cache.h"
 #include "core/device.h"
 #include "graph/passes/passes.h"
 #include "onnx/importer.h"
@@ -134,10 +135,10 @@ Status graphFromProto(const onnx::ModelProto& m, graph::Graph* g) {
 
 std::string currentDeviceKey(Backend backend) {
   // CPU reference engines are portable across CPUs of one architecture; GPU engines are
-  // keyed by GPU model, SM count and library versions (CudaDeviceInfo::deviceKey).
+  // keyed by GPU model, SM count and library versions (DeviceKey, timing_cache.h).
   if (backend == Backend::kCuda) {
     auto dev = queryCudaDevice(0);
-    return dev.ok() ? dev->deviceKey(sdkVersion()) : std::string("cuda-unavailable");
+    return dev.ok() ? DeviceKey::of(*dev).toString() : std::string("cuda-unavailable");
   }
   return cpuDeviceKey();
 }

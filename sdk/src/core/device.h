@@ -29,8 +29,6 @@ struct CudaDeviceInfo {
   double firstLaunchMs = 0.0;  // first launch: module load (+ PTX JIT if no SASS)
 
   int cc() const { return ccMajor * 10 + ccMinor; }
-  /// A stable, filesystem-safe identifier: "NVIDIA_H200-sm90-132sm-<hash of versions>".
-  std::string deviceKey(const std::string& sdkVersion) const;
 };
 
 /// True when this build was compiled with the CUDA backend.

@@ -39,5 +39,6 @@ int cmdInspect(const Args& a);
 int cmdBuild(const Args& a);
 int cmdRun(const Args& a);
 int cmdDevice(const Args& a);
+int cmdCache(const Args& a);
 
 }  // namespace edgeinfer::cli

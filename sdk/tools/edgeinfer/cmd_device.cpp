@@ -2,6 +2,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "builder/timing_cache.h"
 #include "cli.h"
 #include "core/device.h"
 #include "edgeinfer/engine.h"
@@ -54,7 +55,7 @@ int cmdDevice(const Args& a) {
             << version(d.runtimeVersion, 1000, 10) << ", cuDNN " << d.cudnnVersion / 10000 << "."
             << (d.cudnnVersion % 10000) / 100 << "." << d.cudnnVersion % 100 << ", cuBLASLt "
             << d.cublasVersion << "\n"
-            << "  device key: " << d.deviceKey(sdkVersion()) << "\n"
+            << "  device key: " << builder::DeviceKey::of(d).toString() << "\n"
             << "  this binary: SASS for " << archList(d.sassArchs) << "; PTX for "
             << archList(d.ptxArchs) << "\n";
   if (d.hasSass)

@@ -17,6 +17,7 @@ commands:
   build   MODEL.onnx -o FILE    build an engine and save it
   run     MODEL.onnx|FILE       run a model or a saved engine and print its outputs
   device                        print the GPU, its device key and whether this binary has SASS for it
+  cache   list|merge|export     list, merge or export the per-device timing caches
   version                       print the SDK version
 
 Run `edgeinfer <command> --help` for the options of a command.
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::vector<std::string> flags = {"fp16",
+                                          "force",
                                           "verbose",
                                           "help",
                                           "no-fusion",
@@ -50,6 +52,7 @@ int main(int argc, char** argv) {
   if (cmd == "build") return cmdBuild(*args);
   if (cmd == "run") return cmdRun(*args);
   if (cmd == "device") return cmdDevice(*args);
+  if (cmd == "cache") return cmdCache(*args);
   std::cerr << "error: unknown command '" << cmd << "'\n\n" << kUsage;
   return 2;
 }
