@@ -8,7 +8,6 @@
 // Tests ending in _n feed invalid nodes and expect a clear error status, never a crash.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -425,7 +424,7 @@ TEST(RefNnConv, Float16InputsMatchFloat32) {
     EXPECT_NEAR(halfToFloat(yh.data<uint16_t>()[i]), y.data<float>()[i], 2e-2);  // fp16 inputs
 }
 
-TEST(RefNnConv, BlazeFaceSizedStackIsFast) {
+TEST(RefNnConv, BlazeFaceSizedStackRuns) {
   // 37 convs shaped like BlazeFace at 128x128: a 5x5/2 stem, then depthwise 5x5 + 1x1 pairs.
   std::vector<Tensor> keep;
   Tensor x = randomTensor({1, 3, 128, 128}, 41);
@@ -463,17 +462,12 @@ TEST(RefNnConv, BlazeFaceSizedStackIsFast) {
     }
     return cur;
   };
-  forward();  // warm-up
-  const auto t0 = std::chrono::steady_clock::now();
-  const int reps = 5;
-  for (int r = 0; r < reps; ++r) forward();
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
-      reps;
-  std::printf("[ perf     ] BlazeFace-sized conv stack: %.2f ms per run\n", ms);
-  // Generous bound: the target is well under 30 ms on 2 cores in a Release build; shared CI
-  // machines and debug builds are slower.
-  EXPECT_LT(ms, 1000.0);
+  // Speed is measured by benchmarks (docs/performance.md), never asserted in a test: this
+  // checks that a deep depthwise/pointwise stack runs and stays finite.
+  const Tensor out = forward();
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out.shape().rank(), 4u);
+  for (int64_t i = 0; i < out.numel(); ++i) ASSERT_TRUE(std::isfinite(out.data<float>()[i])) << i;
 }
 
 // ---- ConvTranspose ----------------------------------------------------------------------------

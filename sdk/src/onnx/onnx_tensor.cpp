@@ -104,12 +104,13 @@ Status readExternal(const TensorProto& p, const std::string& dir, size_t expectB
                   tensorLabel(p) + ": external data file '" + path + "' cannot be opened");
   f.seekg(0, std::ios::end);
   const int64_t fileSize = static_cast<int64_t>(f.tellg());
-  if (offset + static_cast<int64_t>(expectBytes) > fileSize)
+  // Compare without adding: a huge offset must not overflow.
+  if (fileSize < static_cast<int64_t>(expectBytes) ||
+      offset > fileSize - static_cast<int64_t>(expectBytes))
     return Status(ErrorCode::kCorruptFile,
                   tensorLabel(p) + ": external data file '" + path + "' has " +
-                      std::to_string(fileSize) + " bytes, but the tensor needs bytes " +
-                      std::to_string(offset) + ".." +
-                      std::to_string(offset + static_cast<int64_t>(expectBytes)));
+                      std::to_string(fileSize) + " bytes, but the tensor needs " +
+                      std::to_string(expectBytes) + " bytes at offset " + std::to_string(offset));
   out->resize(expectBytes);
   f.seekg(offset);
   f.read(out->data(), static_cast<std::streamsize>(expectBytes));
