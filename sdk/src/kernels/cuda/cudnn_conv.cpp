@@ -1,0 +1,688 @@
+// cuDNN graph-API convolutions: see cudnn_conv.h.
+#include "kernels/cuda/cudnn_conv.h"
+
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include "core/half.h"
+#include "graph/ops/conv_geometry.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cudnn_check.h"
+#include "kernels/ref/activation.h"
+
+namespace edgeinfer::cuda {
+
+using builder::Layout;
+using builder::TensorFormat;
+
+struct CudnnConvProvider::HandleHolder {
+  cudnnHandle_t handle = nullptr;
+  std::mutex mu;  // guards cudnnSetStream + cudnnBackendExecute and plan building
+  ~HandleHolder() {
+    if (handle) cudnnDestroy(handle);
+  }
+};
+
+namespace {
+
+using Holder = CudnnConvProvider::HandleHolder;
+
+/// A backend descriptor, destroyed with its last owner.
+using Desc = std::shared_ptr<void>;
+
+Status createDesc(cudnnBackendDescriptorType_t type, Desc* out) {
+  cudnnBackendDescriptor_t d = nullptr;
+  EI_CUDNN_CHECK(cudnnBackendCreateDescriptor(type, &d));
+  *out = Desc(d, [](void* p) { cudnnBackendDestroyDescriptor(p); });
+  return Status::Ok();
+}
+
+#define EI_SET(desc, name, type, count, ptr) \
+  EI_CUDNN_CHECK(cudnnBackendSetAttribute((desc).get(), name, type, count, ptr))
+
+// Unique ids of the tensors in the variant pack (virtual intermediates need ids too).
+constexpr int64_t kUidX = 1, kUidW = 2, kUidB = 3, kUidZ = 4, kUidY = 5;
+constexpr int64_t kUidVirtual = 100;
+
+/// Everything that decides the operation graph of one layer.
+struct ConvSpec {
+  int64_t N = 0, C = 0, H = 0, W = 0;   // input
+  int64_t K = 0, Cg = 0, R = 0, S = 0;  // weights [K, C/group, R, S]
+  int64_t P = 0, Q = 0;                 // output spatial
+  int64_t padBegin[2] = {0, 0}, padEnd[2] = {0, 0}, stride[2] = {1, 1}, dilation[2] = {1, 1};
+  bool hasBias = false, hasZ = false;
+  ref::Activation act = ref::Activation::kNone;
+  float alpha = 0.f, beta = 0.f;
+};
+
+/// The pointwise op an activation maps to exactly, or false.
+struct PointwiseAct {
+  cudnnPointwiseMode_t mode = CUDNN_POINTWISE_RELU_FWD;
+  bool setLower = false, setUpper = false, setSlope = false, setEluAlpha = false;
+  double lower = 0, upper = 0, slope = 0, eluAlpha = 1;
+};
+
+bool mapActivation(ref::Activation act, float alpha, float beta, PointwiseAct* pw) {
+  switch (act) {
+    case ref::Activation::kRelu:
+      pw->mode = CUDNN_POINTWISE_RELU_FWD;
+      pw->setLower = true;
+      return true;
+    case ref::Activation::kLeakyRelu:  // x >= 0 ? x : alpha * x
+      pw->mode = CUDNN_POINTWISE_RELU_FWD;
+      pw->setLower = pw->setSlope = true;
+      pw->slope = alpha;
+      return true;
+    case ref::Activation::kClip:  // min(max(x, alpha), beta)
+      if (!std::isfinite(alpha) || std::isnan(beta) || beta < alpha) return false;
+      pw->mode = CUDNN_POINTWISE_RELU_FWD;
+      pw->setLower = true;
+      pw->lower = alpha;
+      if (std::isfinite(beta)) {
+        pw->setUpper = true;
+        pw->upper = beta;
+      }
+      return true;
+    case ref::Activation::kSigmoid:
+      pw->mode = CUDNN_POINTWISE_SIGMOID_FWD;
+      return true;
+    case ref::Activation::kTanh:
+      pw->mode = CUDNN_POINTWISE_TANH_FWD;
+      return true;
+    case ref::Activation::kElu:  // x >= 0 ? x : alpha * (exp(x) - 1)
+      pw->mode = CUDNN_POINTWISE_ELU_FWD;
+      pw->setEluAlpha = true;
+      pw->eluAlpha = alpha;
+      return true;
+    default:  // HardSigmoid, HardSwish, Selu, Softplus: no exact pointwise mode
+      return false;
+  }
+}
+
+bool isFloatType(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16;
+}
+
+bool allPositive(const Shape& s) {
+  for (size_t i = 0; i < s.rank(); ++i)
+    if (s[i] <= 0) return false;
+  return true;
+}
+
+bool fail(std::string* why, std::string msg) {
+  *why = std::move(msg);
+  return false;
+}
+
+/// Reads the layer into `spec`; false (with `why`) when this provider cannot run it.
+bool parseLayer(const builder::LayerContext& layer, ConvSpec* spec, std::string* why) {
+  const graph::Node* node = layer.node;
+  if (!node || !layer.graph) return fail(why, "no node");
+  const bool fused = node->opType == "FusedConv" && node->domain == graph::kEdgeInferDomain;
+  const bool conv = node->opType == "Conv" && node->domain.empty();
+  if (!fused && !conv) return fail(why, "not a Conv / FusedConv node");
+  if (layer.inputShapes.size() < 2 || layer.outputShapes.size() != 1)
+    return fail(why, "unexpected input/output count");
+  const Shape& xs = layer.inputShapes[0];
+  const Shape& ys = layer.outputShapes[0];
+  if (xs.rank() != 4 || ys.rank() != 4)
+    return fail(why, "only 2-D convolutions (4-D tensors) are supported");
+  if (!allPositive(xs) || !allPositive(ys)) return fail(why, "shapes must be static");
+  if (!isFloatType(layer.inputTypes[0]) || !isFloatType(layer.outputTypes[0]))
+    return fail(why, "input and output must be float32 or float16");
+  const Tensor* w = layer.constantInput(1);
+  if (!w) return fail(why, "the weights are not a constant");
+  if (!isFloatType(w->dtype()) || w->shape().rank() != 4 || !allPositive(w->shape()))
+    return fail(why, "the weights must be a static 4-D float tensor");
+  spec->N = xs[0], spec->C = xs[1], spec->H = xs[2], spec->W = xs[3];
+  spec->K = w->shape()[0], spec->Cg = w->shape()[1], spec->R = w->shape()[2],
+  spec->S = w->shape()[3];
+  spec->P = ys[2], spec->Q = ys[3];
+  const int64_t group = node->attrs.getInt("group", 1);
+  if (group < 1 || spec->C != spec->Cg * group || spec->K % group != 0 || ys[1] != spec->K ||
+      ys[0] != spec->N)
+    return fail(why, "inconsistent group / channel counts");
+  if (layer.hasInput(2)) {
+    const Tensor* b = layer.constantInput(2);
+    if (!b) return fail(why, "the bias is not a constant");
+    if (!isFloatType(b->dtype()) || b->numel() != spec->K)
+      return fail(why, "the bias must be a float tensor of K elements");
+    spec->hasBias = true;
+  }
+  if (layer.hasInput(3)) {
+    if (!fused) return fail(why, "Conv has no fourth input");
+    if (layer.inputShapes.size() < 4 || layer.inputShapes[3] != ys ||
+        !isFloatType(layer.inputTypes[3]))
+      return fail(why, "the residual Z must be a float tensor of the output's shape");
+    spec->hasZ = true;
+  }
+  graph::WindowAttrs wa;
+  graph::WindowDims wd;
+  if (!graph::readWindowAttrs(node->attrs, 2, {spec->R, spec->S}, &wa).ok() ||
+      !graph::computeWindowDims(wa, {spec->H, spec->W}, &wd).ok())
+    return fail(why, "invalid window attributes");
+  if (wd.out[0] != spec->P || wd.out[1] != spec->Q)
+    return fail(why, "output shape disagrees with the window attributes");
+  for (int i = 0; i < 2; ++i) {
+    spec->padBegin[i] = wd.padBegin[static_cast<size_t>(i)];
+    spec->padEnd[i] = wd.padEnd[static_cast<size_t>(i)];
+    spec->stride[i] = wa.strides[static_cast<size_t>(i)];
+    spec->dilation[i] = wa.dilations[static_cast<size_t>(i)];
+  }
+  if (fused) {
+    const std::string act = node->attrs.getString("activation", "");
+    if (!ref::parseActivation(act, &spec->act))
+      return fail(why, "unknown activation '" + act + "'");
+    float alpha = 0.f, beta = 0.f;  // the ONNX defaults, as the reference takes them
+    switch (spec->act) {
+      case ref::Activation::kLeakyRelu:
+        alpha = 0.01f;
+        break;
+      case ref::Activation::kElu:
+        alpha = 1.f;
+        break;
+      case ref::Activation::kClip:
+        alpha = -INFINITY;
+        beta = INFINITY;
+        break;
+      default:
+        break;
+    }
+    spec->alpha = node->attrs.getFloat("activation_alpha", alpha);
+    spec->beta = node->attrs.getFloat("activation_beta", beta);
+    PointwiseAct pw;
+    if (spec->act != ref::Activation::kNone &&
+        !mapActivation(spec->act, spec->alpha, spec->beta, &pw))
+      return fail(why, "activation '" + act + "' has no exact cuDNN pointwise mode");
+  }
+  return true;
+}
+
+cudnnDataType_t cudnnType(DataType t) {
+  return t == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+}
+
+/// Strides of a [N, C, H, W] tensor stored in `layout`.
+void stridesFor(const int64_t d[4], Layout layout, int64_t s[4]) {
+  if (layout == Layout::kNHWC) {
+    s[0] = d[1] * d[2] * d[3], s[1] = 1, s[2] = d[3] * d[1], s[3] = d[1];
+  } else {
+    s[0] = d[1] * d[2] * d[3], s[1] = d[2] * d[3], s[2] = d[3], s[3] = 1;
+  }
+}
+
+Status makeTensor(int64_t uid, cudnnDataType_t type, const int64_t dims[4],
+                  const int64_t strides[4], bool isVirtual, Desc* out) {
+  EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_TENSOR_DESCRIPTOR, out));
+  const int64_t alignment = 16;
+  EI_SET(*out, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+  EI_SET(*out, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
+  EI_SET(*out, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides);
+  EI_SET(*out, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+  EI_SET(*out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
+  EI_SET(*out, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &isVirtual);
+  EI_CUDNN_CHECK(cudnnBackendFinalize(out->get()));
+  return Status::Ok();
+}
+
+/// A finalized operation graph and every descriptor it refers to.
+struct OpGraph {
+  std::vector<Desc> keep;
+  Desc graph;
+};
+
+Status makePointwiseOp(const PointwiseAct& pw, const Desc& x, const Desc* b, const Desc& y,
+                       OpGraph* g, Desc* op) {
+  Desc pwd;
+  EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &pwd));
+  const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+  EI_SET(pwd, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &pw.mode);
+  EI_SET(pwd, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+  if (pw.setLower)
+    EI_SET(pwd, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &pw.lower);
+  if (pw.setUpper)
+    EI_SET(pwd, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &pw.upper);
+  if (pw.setSlope)
+    EI_SET(pwd, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, CUDNN_TYPE_DOUBLE, 1, &pw.slope);
+  if (pw.setEluAlpha)
+    EI_SET(pwd, CUDNN_ATTR_POINTWISE_ELU_ALPHA, CUDNN_TYPE_DOUBLE, 1, &pw.eluAlpha);
+  EI_CUDNN_CHECK(cudnnBackendFinalize(pwd.get()));
+  EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op));
+  void* raw[3] = {pwd.get(), x.get(), y.get()};
+  EI_SET(*op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+         &raw[0]);
+  EI_SET(*op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw[1]);
+  if (b) {
+    void* braw = b->get();
+    EI_SET(*op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &braw);
+  }
+  EI_SET(*op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw[2]);
+  EI_CUDNN_CHECK(cudnnBackendFinalize(op->get()));
+  g->keep.push_back(pwd);
+  return Status::Ok();
+}
+
+/// conv_fprop [-> add B] [-> add Z] [-> act] for one tensor format.
+Status buildOpGraph(const ConvSpec& s, TensorFormat fmt, cudnnHandle_t handle, OpGraph* g) {
+  const cudnnDataType_t io = cudnnType(fmt.dtype);
+  const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+  const int64_t xd[4] = {s.N, s.C, s.H, s.W}, wdims[4] = {s.K, s.Cg, s.R, s.S};
+  const int64_t yd[4] = {s.N, s.K, s.P, s.Q}, bd[4] = {1, s.K, 1, 1};
+  int64_t xs[4], ws[4], ys[4];
+  stridesFor(xd, fmt.layout, xs);
+  stridesFor(wdims, fmt.layout, ws);  // NHWC weights are KRSC
+  stridesFor(yd, fmt.layout, ys);
+  const int64_t bs[4] = {s.K, 1, 1, 1};
+
+  Desc x, w, y;
+  EI_RETURN_IF_ERROR(makeTensor(kUidX, io, xd, xs, false, &x));
+  EI_RETURN_IF_ERROR(makeTensor(kUidW, io, wdims, ws, false, &w));
+  EI_RETURN_IF_ERROR(makeTensor(kUidY, io, yd, ys, false, &y));
+  g->keep.insert(g->keep.end(), {x, w, y});
+
+  // The stages after the convolution; the last one writes Y, the others virtual tensors.
+  std::vector<std::pair<PointwiseAct, Desc>> stages;  // op, second operand (or null)
+  if (s.hasBias) {
+    Desc b;
+    EI_RETURN_IF_ERROR(makeTensor(kUidB, io, bd, bs, false, &b));
+    g->keep.push_back(b);
+    PointwiseAct add;
+    add.mode = CUDNN_POINTWISE_ADD;
+    stages.emplace_back(add, b);
+  }
+  if (s.hasZ) {
+    Desc z;
+    EI_RETURN_IF_ERROR(makeTensor(kUidZ, io, yd, ys, false, &z));
+    g->keep.push_back(z);
+    PointwiseAct add;
+    add.mode = CUDNN_POINTWISE_ADD;
+    stages.emplace_back(add, z);
+  }
+  if (s.act != ref::Activation::kNone) {
+    PointwiseAct pw;
+    if (!mapActivation(s.act, s.alpha, s.beta, &pw))
+      return Status(ErrorCode::kUnsupported, "activation has no cuDNN pointwise mode");
+    stages.emplace_back(pw, Desc());
+  }
+  int64_t nextVirtual = kUidVirtual;
+  auto outputOf = [&](size_t stage, Desc* out) -> Status {  // stage 0 = the convolution
+    if (stage == stages.size()) {
+      *out = y;
+      return Status::Ok();
+    }
+    EI_RETURN_IF_ERROR(makeTensor(nextVirtual++, f32, yd, ys, true, out));
+    g->keep.push_back(*out);
+    return Status::Ok();
+  };
+
+  Desc convDesc;
+  EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &convDesc));
+  const int64_t spatial = 2;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  EI_SET(convDesc, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32);
+  EI_SET(convDesc, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  EI_SET(convDesc, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial);
+  EI_SET(convDesc, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, s.dilation);
+  EI_SET(convDesc, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, s.stride);
+  EI_SET(convDesc, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, s.padBegin);
+  EI_SET(convDesc, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, s.padEnd);
+  EI_CUDNN_CHECK(cudnnBackendFinalize(convDesc.get()));
+  g->keep.push_back(convDesc);
+
+  Desc cur;
+  EI_RETURN_IF_ERROR(outputOf(0, &cur));
+  Desc convOp;
+  EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &convOp));
+  {
+    void* xr = x.get();
+    void* wr = w.get();
+    void* yr = cur.get();
+    void* cr = convDesc.get();
+    const float one = 1.f, zero = 0.f;
+    EI_SET(convOp, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           &xr);
+    EI_SET(convOp, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           &wr);
+    EI_SET(convOp, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           &yr);
+    EI_SET(convOp, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cr);
+    EI_SET(convOp, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &one);
+    EI_SET(convOp, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &zero);
+    EI_CUDNN_CHECK(cudnnBackendFinalize(convOp.get()));
+  }
+  std::vector<Desc> ops{convOp};
+  for (size_t i = 0; i < stages.size(); ++i) {
+    Desc out, op;
+    EI_RETURN_IF_ERROR(outputOf(i + 1, &out));
+    EI_RETURN_IF_ERROR(makePointwiseOp(
+        stages[i].first, cur, stages[i].second ? &stages[i].second : nullptr, out, g, &op));
+    ops.push_back(op);
+    cur = out;
+  }
+  g->keep.insert(g->keep.end(), ops.begin(), ops.end());
+
+  EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g->graph));
+  std::vector<void*> raw;
+  for (const Desc& d : ops) raw.push_back(d.get());
+  EI_SET(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+         static_cast<int64_t>(raw.size()), raw.data());
+  EI_SET(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+  EI_CUDNN_CHECK(cudnnBackendFinalize(g->graph.get()));
+  return Status::Ok();
+}
+
+/// What an engine configuration is: its engine, notes and knob choices.
+struct EngineInfo {
+  int64_t engine = -1;
+  std::vector<cudnnBackendNumericalNote_t> notes;
+  std::vector<std::pair<int64_t, int64_t>> knobs;  // (type, value), sorted by type
+  bool has(cudnnBackendNumericalNote_t n) const {
+    return std::find(notes.begin(), notes.end(), n) != notes.end();
+  }
+};
+
+Status describeConfig(const Desc& cfg, EngineInfo* info) {
+  Desc engine;
+  EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine));
+  int64_t n = 0;
+  void* er = engine.get();
+  EI_CUDNN_CHECK(cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE,
+                                          CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &er));
+  EI_CUDNN_CHECK(cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
+                                          CUDNN_TYPE_INT64, 1, &n, &info->engine));
+  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  EI_CUDNN_CHECK(cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                          CUDNN_TYPE_NUMERICAL_NOTE,
+                                          CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes));
+  info->notes.assign(notes, notes + std::min<int64_t>(n, CUDNN_NUMERICAL_NOTE_TYPE_COUNT));
+
+  std::vector<Desc> choices(CUDNN_KNOB_TYPE_COUNTS);
+  std::vector<void*> raw(choices.size());
+  for (size_t i = 0; i < choices.size(); ++i) {
+    EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &choices[i]));
+    raw[i] = choices[i].get();
+  }
+  EI_CUDNN_CHECK(cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                          CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                          static_cast<int64_t>(raw.size()), &n, raw.data()));
+  for (int64_t i = 0; i < std::min<int64_t>(n, static_cast<int64_t>(raw.size())); ++i) {
+    cudnnBackendKnobType_t type;
+    int64_t value = 0, m = 0;
+    EI_CUDNN_CHECK(cudnnBackendGetAttribute(raw[static_cast<size_t>(i)],
+                                            CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE,
+                                            1, &m, &type));
+    EI_CUDNN_CHECK(cudnnBackendGetAttribute(raw[static_cast<size_t>(i)],
+                                            CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1,
+                                            &m, &value));
+    info->knobs.emplace_back(static_cast<int64_t>(type), value);
+  }
+  std::sort(info->knobs.begin(), info->knobs.end());
+  return Status::Ok();
+}
+
+/// The engine configurations the heuristics of `mode` offer for the graph.
+Status heuristicConfigs(const OpGraph& g, cudnnBackendHeurMode_t mode, std::vector<Desc>* out) {
+  Desc heur;
+  EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
+  void* gr = g.graph.get();
+  EI_SET(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &gr);
+  EI_SET(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+  EI_CUDNN_CHECK(cudnnBackendFinalize(heur.get()));
+  int64_t count = 0;
+  EI_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                          CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
+  std::vector<Desc> cfgs(static_cast<size_t>(count));
+  std::vector<void*> raw(cfgs.size());
+  for (size_t i = 0; i < cfgs.size(); ++i) {
+    EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[i]));
+    raw[i] = cfgs[i].get();
+  }
+  int64_t got = 0;
+  if (count > 0)
+    EI_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
+                                            raw.data()));
+  cfgs.resize(static_cast<size_t>(std::min(got, count)));
+  *out = std::move(cfgs);
+  return Status::Ok();
+}
+
+Status finalizePlan(cudnnHandle_t handle, const Desc& cfg, Desc* plan, int64_t* workspace) {
+  EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, plan));
+  void* cr = cfg.get();
+  EI_SET(*plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+  EI_SET(*plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cr);
+  EI_CUDNN_CHECK(cudnnBackendFinalize(plan->get()));
+  int64_t n = 0;
+  EI_CUDNN_CHECK(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                          CUDNN_TYPE_INT64, 1, &n, workspace));
+  return Status::Ok();
+}
+
+std::string formatTag(TensorFormat f) {
+  return std::string(f.dtype == DataType::kFloat16 ? "fp16" : "fp32") + "." +
+         (f.layout == Layout::kNHWC ? "nhwc" : "nchw");
+}
+
+class CudnnConvTactic : public builder::Tactic {
+ public:
+  CudnnConvTactic(std::string id, const ConvSpec& spec, TensorFormat fmt,
+                  std::shared_ptr<Holder> handle, std::shared_ptr<OpGraph> graph, Desc plan,
+                  int64_t workspace)
+      : id_(std::move(id)),
+        spec_(spec),
+        fmt_(fmt),
+        handle_(std::move(handle)),
+        graph_(std::move(graph)),
+        plan_(std::move(plan)),
+        workspace_(static_cast<size_t>(std::max<int64_t>(workspace, 0))) {}
+  ~CudnnConvTactic() override {
+    variantPack_.reset();
+    if (dW_) cudaFree(dW_);
+    if (dB_) cudaFree(dB_);
+  }
+
+  std::string id() const override { return id_; }
+  TensorFormat inputFormat(size_t index) const override {
+    if (index == 1 || index == 2) return TensorFormat{DataType::kFloat32, Layout::kLinear};
+    return fmt_;
+  }
+  TensorFormat outputFormat(size_t) const override { return fmt_; }
+  size_t workspaceBytes() const override { return workspace_; }
+
+  Status initialize(const builder::LayerContext& layer) override {
+    const Tensor* w = layer.constantInput(1);
+    if (!w || w->numel() != spec_.K * spec_.Cg * spec_.R * spec_.S)
+      return Status(ErrorCode::kInvalidArgument, id_ + ": weights missing or of another shape");
+    const size_t es = dataTypeSize(fmt_.dtype);
+    // Weights [K, Cg, R, S] -> KCRS (NCHW) or KRSC (NHWC), in the tactic's element type.
+    std::vector<uint8_t> host(static_cast<size_t>(w->numel()) * es);
+    const int64_t RS = spec_.R * spec_.S;
+    for (int64_t i = 0; i < w->numel(); ++i) {
+      int64_t j = i;
+      if (fmt_.layout == Layout::kNHWC) {
+        const int64_t rs = i % RS, c = (i / RS) % spec_.Cg, k = i / (RS * spec_.Cg);
+        j = (k * RS + rs) * spec_.Cg + c;
+      }
+      store(host.data(), j, static_cast<float>(w->getAsDouble(i)));
+    }
+    EI_RETURN_IF_ERROR(upload(host, &dW_));
+    if (spec_.hasBias) {
+      const Tensor* b = layer.constantInput(2);
+      if (!b || b->numel() != spec_.K)
+        return Status(ErrorCode::kInvalidArgument, id_ + ": bias missing or of another size");
+      std::vector<uint8_t> hb(static_cast<size_t>(spec_.K) * es);
+      for (int64_t i = 0; i < spec_.K; ++i)
+        store(hb.data(), i, static_cast<float>(b->getAsDouble(i)));
+      EI_RETURN_IF_ERROR(upload(hb, &dB_));
+    }
+    return Status::Ok();
+  }
+
+  Status enqueue(const builder::LaunchArgs& args) override {
+    if (!dW_ || (spec_.hasBias && !dB_))
+      return Status(ErrorCode::kInvalidArgument, id_ + ": enqueue before initialize");
+    if (args.inputs.empty() || !args.inputs[0] || args.outputs.empty() || !args.outputs[0] ||
+        (spec_.hasZ && (args.inputs.size() < 4 || !args.inputs[3])))
+      return Status(ErrorCode::kInvalidArgument, id_ + ": missing input or output pointer");
+    if (workspace_ && (!args.workspace || args.workspaceBytes < workspace_))
+      return Status(ErrorCode::kInvalidArgument,
+                    id_ + ": needs a workspace of " + std::to_string(workspace_) + " bytes");
+    void* ptrs[5] = {const_cast<void*>(args.inputs[0]), dW_, args.outputs[0], dB_,
+                     spec_.hasZ ? const_cast<void*>(args.inputs[3]) : nullptr};
+    std::lock_guard<std::mutex> lock(handle_->mu);
+    EI_CUDNN_CHECK(cudnnSetStream(handle_->handle, static_cast<cudaStream_t>(args.stream)));
+    // The variant pack is rebuilt only when a pointer changes (host work, no device memory).
+    if (!variantPack_ || !std::equal(ptrs, ptrs + 5, lastPtrs_) || args.workspace != lastWs_) {
+      variantPack_.reset();
+      int64_t uids[5] = {kUidX, kUidW, kUidY, kUidB, kUidZ};
+      void* data[5] = {ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4]};
+      int64_t n = 3;
+      if (spec_.hasBias) uids[n] = kUidB, data[n++] = ptrs[3];
+      if (spec_.hasZ) uids[n] = kUidZ, data[n++] = ptrs[4];
+      Desc vp;
+      EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp));
+      void* ws = args.workspace;
+      EI_SET(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids);
+      EI_SET(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, data);
+      EI_SET(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+      EI_CUDNN_CHECK(cudnnBackendFinalize(vp.get()));
+      variantPack_ = vp;
+      std::copy(ptrs, ptrs + 5, lastPtrs_);
+      lastWs_ = args.workspace;
+    }
+    EI_CUDNN_CHECK(cudnnBackendExecute(handle_->handle, plan_.get(), variantPack_.get()));
+    return Status::Ok();
+  }
+
+ private:
+  void store(uint8_t* base, int64_t j, float v) const {
+    if (fmt_.dtype == DataType::kFloat16)
+      reinterpret_cast<uint16_t*>(base)[j] = floatToHalf(v);
+    else
+      reinterpret_cast<float*>(base)[j] = v;
+  }
+  static Status upload(const std::vector<uint8_t>& host, void** dev) {
+    if (*dev) {
+      EI_CUDA_CHECK(cudaFree(*dev));
+      *dev = nullptr;
+    }
+    EI_CUDA_CHECK(cudaMalloc(dev, std::max<size_t>(host.size(), 1)));
+    EI_CUDA_CHECK(cudaMemcpy(*dev, host.data(), host.size(), cudaMemcpyHostToDevice));
+    return Status::Ok();
+  }
+
+  std::string id_;
+  ConvSpec spec_;
+  TensorFormat fmt_;
+  std::shared_ptr<Holder> handle_;
+  std::shared_ptr<OpGraph> graph_;  // the plan's engine config refers to it
+  Desc plan_;
+  size_t workspace_;
+  void* dW_ = nullptr;
+  void* dB_ = nullptr;
+  Desc variantPack_;
+  void* lastPtrs_[5] = {};
+  void* lastWs_ = nullptr;
+};
+
+}  // namespace
+
+CudnnConvProvider::CudnnConvProvider() = default;
+CudnnConvProvider::~CudnnConvProvider() = default;
+
+std::vector<std::unique_ptr<builder::Tactic>> CudnnConvProvider::candidates(
+    const builder::LayerContext& layer, Precision precision) {
+  std::vector<std::unique_ptr<builder::Tactic>> out;
+  ConvSpec spec;
+  if (precision == Precision::kInt8) {
+    lastReason_ = "int8 precision is not offered by the cudnn conv provider";
+    return out;
+  }
+  if (!parseLayer(layer, &spec, &lastReason_)) return out;
+
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    lastReason_ = "no CUDA device";
+    return out;
+  }
+  std::shared_ptr<Holder>& holder = handles_[device];
+  if (!holder) {
+    auto h = std::make_shared<Holder>();
+    const Status s = cudnnStatus(cudnnCreate(&h->handle), "cudnnCreate", __FILE__, __LINE__);
+    if (!s.ok()) {
+      h->handle = nullptr;
+      handles_.erase(device);
+      lastReason_ = s.message();
+      return out;
+    }
+    holder = h;
+  }
+  std::shared_ptr<Holder> h = holder;
+  std::lock_guard<std::mutex> lock(h->mu);
+
+  std::vector<TensorFormat> formats;
+  if (precision == Precision::kFp16) formats.push_back({DataType::kFloat16, Layout::kNHWC});
+  formats.push_back({DataType::kFloat32, Layout::kNHWC});
+  formats.push_back({DataType::kFloat32, Layout::kNCHW});
+
+  lastReason_.clear();
+  for (const TensorFormat& fmt : formats) {
+    const std::string tag = formatTag(fmt);
+    auto g = std::make_shared<OpGraph>();
+    Status s = buildOpGraph(spec, fmt, h->handle, g.get());
+    if (!s.ok()) {
+      lastReason_ += tag + ": no operation graph (" + s.message() + "); ";
+      continue;
+    }
+    std::set<std::string> seen;
+    int offered = 0, filtered = 0, failed = 0;
+    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+      std::vector<Desc> cfgs;
+      if (!heuristicConfigs(*g, mode, &cfgs).ok()) continue;
+      for (const Desc& cfg : cfgs) {
+        EngineInfo info;
+        if (!describeConfig(cfg, &info).ok()) {
+          ++failed;
+          continue;
+        }
+        std::string id = "cudnn.conv." + tag + ".e" + std::to_string(info.engine) + ".k";
+        for (size_t i = 0; i < info.knobs.size(); ++i)
+          id += (i ? "," : "") + std::to_string(info.knobs[i].first) + "=" +
+                std::to_string(info.knobs[i].second);
+        if (!seen.insert(id).second) continue;
+        ++offered;
+        const bool fp32 = fmt.dtype == DataType::kFloat32;
+        if (info.has(CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) ||
+            (fp32 && (info.has(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ||
+                      info.has(CUDNN_NUMERICAL_NOTE_TENSOR_CORE)))) {
+          ++filtered;  // TF32 / half accumulation: not the precision the tactic promises
+          continue;
+        }
+        Desc plan;
+        int64_t workspace = 0;
+        if (!finalizePlan(h->handle, cfg, &plan, &workspace).ok()) {
+          ++failed;
+          continue;
+        }
+        out.push_back(
+            std::make_unique<CudnnConvTactic>(id, spec, fmt, h, g, std::move(plan), workspace));
+      }
+    }
+    lastReason_ += tag + ": " + std::to_string(offered) + " engine configs, " +
+                   std::to_string(filtered) + " filtered, " + std::to_string(failed) +
+                   " did not finalize; ";
+  }
+  return out;
+}
+
+}  // namespace edgeinfer::cuda

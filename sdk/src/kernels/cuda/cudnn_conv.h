@@ -1,0 +1,55 @@
+// The `cudnn` tactic provider: 2-D Conv and ai.edgeinfer::FusedConv through cuDNN's graph
+// (backend) API. For each layer it builds the operation graph
+//
+//   conv_fprop(X, W) [-> ADD B (broadcast [1,K,1,1])] [-> ADD Z] [-> activation] -> Y
+//
+// (intermediates virtual, float) once per tensor format it offers, asks the engine heuristics
+// (CUDNN_HEUR_MODE_A, then CUDNN_HEUR_MODE_FALLBACK) for engine configurations, and turns
+// every configuration whose execution plan finalizes into a separate candidate tactic with a
+// stable id "cudnn.conv.<fp32|fp16>.<nhwc|nchw>.e<engine>.k<knob=value,...>".
+//
+// Formats: FP16 (io half, compute float) NHWC; FP32 (io and compute float) NHWC and NCHW.
+// Precision::kFp32 asks for the FP32 tactics, kFp16 for the FP16 and the FP32 ones. FP32
+// tactics never use TF32: engine configurations noted DOWN_CONVERT_INPUTS or TENSOR_CORE are
+// left out for FP32, and REDUCED_PRECISION_REDUCTION ones for both precisions.
+//
+// Not offered (candidates() returns none and lastReason() says why): other ranks than 2-D,
+// non-float inputs, weights or bias that are not constants (the tactic converts them once in
+// initialize(); a runtime weight is left to other providers), activations cuDNN's pointwise
+// modes do not compute exactly (HardSigmoid, HardSwish, Selu, Softplus; Clip with an
+// infinite lower bound), Precision::kInt8.
+//
+// Inputs 1 (W) and 2 (B) are consumed in initialize() and ignored at enqueue; their declared
+// format is the logical one (float32, kLinear). One cudnnHandle_t per device is shared by the
+// tactics of a provider; enqueue serialises cudnnSetStream + cudnnBackendExecute on it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "builder/tactic.h"
+
+namespace edgeinfer::cuda {
+
+class CudnnConvProvider : public builder::TacticProvider {
+ public:
+  CudnnConvProvider();
+  ~CudnnConvProvider() override;
+  std::string name() const override { return "cudnn"; }
+  std::vector<std::unique_ptr<builder::Tactic>> candidates(const builder::LayerContext& layer,
+                                                           Precision precision) override;
+  /// Why the last candidates() call returned what it did: the reason a layer is not
+  /// supported, or per format how many engine configurations were offered, filtered and
+  /// failed to finalize. For logs and tests.
+  const std::string& lastReason() const { return lastReason_; }
+
+  struct HandleHolder;
+
+ private:
+  std::map<int, std::shared_ptr<HandleHolder>> handles_;  // per CUDA device
+  std::string lastReason_;
+};
+
+}  // namespace edgeinfer::cuda

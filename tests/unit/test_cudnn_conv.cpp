@@ -1,0 +1,511 @@
+// The cudnn tactic provider (kernels/cuda/cudnn_conv.h): every candidate tactic of every case
+// is run on the GPU and compared with the CPU reference (FP32 rel. L2 <= 1e-4, FP16 <= 3e-3).
+// Negative cases (_n) check which layers get no candidate; they need no GPU. Without CUDA in
+// the build only the availability test exists, and it skips.
+#include <gtest/gtest.h>
+
+#ifdef EDGEINFER_HAVE_CUDA
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cudnn_conv.h"
+#include "kernels/ref/ref_kernels.h"
+#include "tactic_test_util.h"
+
+namespace edgeinfer {
+namespace {
+
+using builder::Layout;
+using cuda::CudnnConvProvider;
+
+Tensor randomTensor(DataType dt, const Shape& s, uint32_t seed, float scale = 1.f) {
+  Tensor t = Tensor::zeros(dt, s);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-scale, scale);
+  if (dt == DataType::kFloat32) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  }
+  return t;
+}
+
+/// One convolution layer: a graph holding W (and B) as constants and the node.
+struct ConvCase {
+  std::string op = "Conv";  // or "FusedConv"
+  int64_t N = 1, C = 8, H = 9, W = 9, K = 8, R = 3, S = 3, group = 1;
+  std::vector<int64_t> strides{1, 1}, dilations{1, 1}, pads{1, 1, 1, 1};
+  std::string autoPad;
+  bool bias = false, residual = false, constWeights = true, constBias = true;
+  std::string act;
+  float alpha = 0.f, beta = 0.f;
+  DataType xType = DataType::kFloat32;
+
+  graph::Graph g;
+  graph::Node node;
+  Tensor x, w, b, z;
+
+  void build() {
+    x = randomTensor(DataType::kFloat32, Shape{N, C, H, W}, 1);
+    if (xType != DataType::kFloat32) x = Tensor::zeros(xType, Shape{N, C, H, W});
+    w = randomTensor(DataType::kFloat32, Shape{K, C / group, R, S}, 2, 0.5f);
+    b = randomTensor(DataType::kFloat32, Shape{K}, 3);
+    node.name = "conv";
+    node.opType = op;
+    node.domain = op == "FusedConv" ? graph::kEdgeInferDomain : "";
+    node.inputs = {"X", "W"};
+    if (bias || residual) node.inputs.push_back(bias ? "B" : "");
+    if (residual) node.inputs.push_back("Z");
+    node.outputs = {"Y"};
+    node.attrs.set("group", graph::Attribute::Int(group));
+    node.attrs.set("strides", graph::Attribute::Ints(strides));
+    node.attrs.set("dilations", graph::Attribute::Ints(dilations));
+    if (autoPad.empty())
+      node.attrs.set("pads", graph::Attribute::Ints(pads));
+    else
+      node.attrs.set("auto_pad", graph::Attribute::String(autoPad));
+    if (op == "FusedConv") {
+      node.attrs.set("activation", graph::Attribute::String(act));
+      node.attrs.set("activation_alpha", graph::Attribute::Float(alpha));
+      node.attrs.set("activation_beta", graph::Attribute::Float(beta));
+    }
+    if (constWeights) g.value("W").constant = w;
+    if (bias && constBias) g.value("B").constant = b;
+  }
+  std::vector<const Tensor*> inputs() {
+    std::vector<const Tensor*> in{&x, &w};
+    if (bias || residual) in.push_back(bias ? &b : nullptr);
+    if (residual) in.push_back(&z);
+    return in;
+  }
+  /// Builds the graph and the layer; the residual gets the output's shape.
+  ::testing::AssertionResult layer(builder::LayerContext* l) {
+    build();
+    if (residual) {
+      // Shape of Y first (without Z), then Z of that shape.
+      builder::LayerContext tmp;
+      graph::Node plain = node;
+      plain.inputs.resize(2);
+      graph::Graph g2;
+      g2.value("W").constant = w;
+      const Status s0 = test::makeLayer(plain, g2, {&x, &w}, &tmp);
+      if (!s0.ok()) return ::testing::AssertionFailure() << s0.message();
+      z = randomTensor(DataType::kFloat32, tmp.outputShapes[0], 4);
+    }
+    const Status s = test::makeLayer(node, g, inputs(), l);
+    if (!s.ok()) return ::testing::AssertionFailure() << s.message();
+    return ::testing::AssertionSuccess();
+  }
+};
+
+struct Counts {
+  int fp16 = 0, fp32nhwc = 0, fp32nchw = 0;
+  int total() const { return fp16 + fp32nhwc + fp32nchw; }
+};
+
+/// Runs every candidate of `c` at `precision` and compares it with the reference.
+Counts checkAllCandidates(ConvCase& c, Precision precision) {
+  Counts n;
+  builder::LayerContext layer;
+  EXPECT_TRUE(c.layer(&layer));
+  if (::testing::Test::HasFailure()) return n;
+  std::vector<Tensor> expected;
+  const Status rs = ref::runNode(c.node, c.inputs(), expected);
+  EXPECT_TRUE(rs.ok()) << rs.message();
+  if (!rs.ok()) return n;
+  CudnnConvProvider provider;
+  auto cands = provider.candidates(layer, precision);
+  std::printf("  %zu candidates (%s)\n", cands.size(), provider.lastReason().c_str());
+  double worst16 = 0, worst32 = 0;
+  for (auto& t : cands) {
+    const Status is = t->initialize(layer);
+    EXPECT_TRUE(is.ok()) << t->id() << ": " << is.message();
+    if (!is.ok()) continue;
+    auto r = test::runTactic(*t, layer, c.inputs());
+    EXPECT_TRUE(r.ok()) << t->id() << ": " << r.status().message();
+    if (!r.ok()) continue;
+    const double err = test::relL2(r.value()[0], expected[0]);
+    const builder::TensorFormat f = t->outputFormat(0);
+    const bool half = f.dtype == DataType::kFloat16;
+    EXPECT_LE(err, half ? 3e-3 : 1e-4) << t->id();
+    EXPECT_EQ(t->id().rfind(half ? "cudnn.conv.fp16.nhwc.e" : "cudnn.conv.fp32.", 0), 0u)
+        << t->id();
+    if (half) {
+      ++n.fp16;
+      worst16 = std::max(worst16, err);
+    } else {
+      (f.layout == Layout::kNHWC ? n.fp32nhwc : n.fp32nchw)++;
+      worst32 = std::max(worst32, err);
+    }
+  }
+  std::printf("  fp16.nhwc %d (worst rel L2 %.2e), fp32.nhwc %d, fp32.nchw %d (worst %.2e)\n",
+              n.fp16, worst16, n.fp32nhwc, n.fp32nchw, worst32);
+  std::fflush(stdout);
+  return n;
+}
+
+TEST(CudnnConv, PlainOddSizesStride2) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.N = 2, c.C = 3, c.K = 5, c.H = 13, c.W = 11, c.strides = {2, 2};
+  const Counts n = checkAllCandidates(c, Precision::kFp16);
+  EXPECT_GT(n.fp16, 0);
+  EXPECT_GT(n.fp32nhwc + n.fp32nchw, 0);
+}
+
+TEST(CudnnConv, Fp32PrecisionOffersOnlyFp32) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.N = 2, c.C = 3, c.K = 5, c.H = 13, c.W = 11, c.strides = {2, 2};
+  const Counts n = checkAllCandidates(c, Precision::kFp32);
+  EXPECT_EQ(n.fp16, 0);
+  EXPECT_GT(n.fp32nchw, 0);
+}
+
+TEST(CudnnConv, Pointwise1x1) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.N = 2, c.C = 16, c.K = 24, c.H = 7, c.W = 5, c.R = 1, c.S = 1, c.pads = {0, 0, 0, 0};
+  const Counts n = checkAllCandidates(c, Precision::kFp16);
+  EXPECT_GT(n.fp16, 0);
+  EXPECT_GT(n.fp32nhwc + n.fp32nchw, 0);
+}
+
+TEST(CudnnConv, Depthwise3x3) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.N = 2, c.C = 8, c.K = 8, c.group = 8, c.H = 13, c.W = 11;
+  const Counts n = checkAllCandidates(c, Precision::kFp16);
+  EXPECT_GT(n.total(), 0);
+}
+
+TEST(CudnnConv, Dilated) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.N = 1, c.C = 8, c.K = 16, c.H = 15, c.W = 13, c.dilations = {2, 3}, c.pads = {2, 3, 2, 3};
+  const Counts n = checkAllCandidates(c, Precision::kFp16);
+  EXPECT_GT(n.total(), 0);
+}
+
+TEST(CudnnConv, Grouped2AsymmetricPads) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.N = 2, c.C = 8, c.K = 16, c.group = 2, c.H = 10, c.W = 9, c.pads = {0, 1, 1, 0};
+  const Counts n = checkAllCandidates(c, Precision::kFp16);
+  EXPECT_GT(n.total(), 0);
+}
+
+TEST(CudnnConv, AutoPadSameUpper) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.N = 1, c.C = 8, c.K = 8, c.H = 10, c.W = 7, c.strides = {2, 2}, c.autoPad = "SAME_UPPER";
+  const Counts n = checkAllCandidates(c, Precision::kFp16);
+  EXPECT_GT(n.total(), 0);
+}
+
+TEST(CudnnConv, FusedBiasRelu) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.op = "FusedConv", c.bias = true, c.act = "Relu";
+  c.N = 2, c.C = 16, c.K = 32, c.H = 12, c.W = 10;
+  const Counts n = checkAllCandidates(c, Precision::kFp16);
+  EXPECT_GT(n.total(), 0);
+}
+
+TEST(CudnnConv, FusedBiasResidualRelu) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.op = "FusedConv", c.bias = true, c.residual = true, c.act = "Relu";
+  c.N = 2, c.C = 16, c.K = 32, c.H = 12, c.W = 10;
+  const Counts n = checkAllCandidates(c, Precision::kFp16);
+  EXPECT_GT(n.total(), 0);
+}
+
+TEST(CudnnConv, FusedResidualNoBias) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.op = "FusedConv", c.residual = true, c.act = "";
+  c.N = 1, c.C = 16, c.K = 16, c.H = 8, c.W = 8;
+  const Counts n = checkAllCandidates(c, Precision::kFp16);
+  std::printf("  (conv + Z without bias: %d candidates)\n", n.total());
+}
+
+TEST(CudnnConv, FusedOtherActivations) {
+  EI_SKIP_WITHOUT_GPU();
+  struct A {
+    const char* name;
+    float alpha, beta;
+  } acts[] = {{"Sigmoid", 0, 0},      {"Tanh", 0, 0},        {"Elu", 0.7f, 0},
+              {"LeakyRelu", 0.1f, 0}, {"Clip", -0.5f, 0.7f}, {"Clip", 0.f, 6.f}};
+  for (const A& a : acts) {
+    SCOPED_TRACE(a.name);
+    std::printf(" %s(%g, %g):\n", a.name, a.alpha, a.beta);
+    ConvCase c;
+    c.op = "FusedConv", c.bias = true, c.act = a.name, c.alpha = a.alpha, c.beta = a.beta;
+    c.N = 1, c.C = 16, c.K = 16, c.H = 9, c.W = 7;
+    checkAllCandidates(c, Precision::kFp16);
+  }
+}
+
+// ---- Negative cases: no candidate, for a reason ------------------------------------------
+
+std::string reasonFor(ConvCase& c, Precision p = Precision::kFp16, size_t* count = nullptr) {
+  builder::LayerContext layer;
+  EXPECT_TRUE(c.layer(&layer));
+  CudnnConvProvider provider;
+  const size_t n = provider.candidates(layer, p).size();
+  if (count) *count = n;
+  EXPECT_EQ(n, 0u) << provider.lastReason();
+  return provider.lastReason();
+}
+
+/// A layer context without shape inference (for inputs the shape functions refuse).
+builder::LayerContext manualLayer(const graph::Node& node, const graph::Graph& g,
+                                  std::vector<Shape> in, std::vector<DataType> types, Shape out,
+                                  DataType outType) {
+  builder::LayerContext l;
+  l.node = &node;
+  l.graph = &g;
+  l.inputShapes = std::move(in);
+  l.inputTypes = std::move(types);
+  l.outputShapes = {std::move(out)};
+  l.outputTypes = {outType};
+  return l;
+}
+
+TEST(CudnnConv, Conv3D_n) {
+  ConvCase c;
+  c.build();
+  c.x = randomTensor(DataType::kFloat32, Shape{1, 8, 5, 5, 5}, 1);
+  c.w = randomTensor(DataType::kFloat32, Shape{8, 8, 3, 3, 3}, 2);
+  c.g.value("W").constant = c.w;
+  c.node.attrs.set("strides", graph::Attribute::Ints({1, 1, 1}));
+  c.node.attrs.set("dilations", graph::Attribute::Ints({1, 1, 1}));
+  c.node.attrs.set("pads", graph::Attribute::Ints({1, 1, 1, 1, 1, 1}));
+  builder::LayerContext layer;
+  const Status s = test::makeLayer(c.node, c.g, {&c.x, &c.w}, &layer);
+  ASSERT_TRUE(s.ok()) << s.message();
+  CudnnConvProvider p;
+  EXPECT_TRUE(p.candidates(layer, Precision::kFp16).empty());
+  EXPECT_NE(p.lastReason().find("2-D"), std::string::npos) << p.lastReason();
+}
+
+TEST(CudnnConv, Conv1D_n) {
+  ConvCase c;
+  c.build();
+  builder::LayerContext layer =
+      manualLayer(c.node, c.g, {Shape{1, 8, 9}, Shape{8, 8, 3}},
+                  {DataType::kFloat32, DataType::kFloat32}, Shape{1, 8, 9}, DataType::kFloat32);
+  CudnnConvProvider p;
+  EXPECT_TRUE(p.candidates(layer, Precision::kFp32).empty());
+  EXPECT_NE(p.lastReason().find("2-D"), std::string::npos) << p.lastReason();
+}
+
+TEST(CudnnConv, UnsupportedActivations_n) {
+  for (const char* act : {"HardSigmoid", "HardSwish", "Selu", "Softplus"}) {
+    SCOPED_TRACE(act);
+    ConvCase c;
+    c.op = "FusedConv", c.bias = true, c.act = act, c.alpha = 0.2f, c.beta = 0.5f;
+    EXPECT_NE(reasonFor(c).find("no exact cuDNN pointwise mode"), std::string::npos);
+  }
+}
+
+TEST(CudnnConv, ClipWithoutLowerBound_n) {
+  ConvCase c;
+  c.op = "FusedConv", c.act = "Clip", c.alpha = -INFINITY, c.beta = 6.f;
+  EXPECT_NE(reasonFor(c).find("Clip"), std::string::npos);
+}
+
+TEST(CudnnConv, UnknownActivation_n) {
+  ConvCase c;
+  c.op = "FusedConv", c.act = "Relu";
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer));
+  c.node.attrs.set("activation", graph::Attribute::String("Swish"));
+  CudnnConvProvider p;
+  EXPECT_TRUE(p.candidates(layer, Precision::kFp16).empty());
+  EXPECT_NE(p.lastReason().find("unknown activation"), std::string::npos) << p.lastReason();
+}
+
+// Decision: weights that are not constants get no cuDNN candidate. The tactic converts W and B
+// to its layout and precision once, in initialize(); a runtime weight would need a reformat per
+// inference, which is a different tactic (left to other providers).
+TEST(CudnnConv, NonConstantWeights_n) {
+  ConvCase c;
+  c.constWeights = false;
+  EXPECT_NE(reasonFor(c).find("weights are not a constant"), std::string::npos);
+}
+
+TEST(CudnnConv, NonConstantBias_n) {
+  ConvCase c;
+  c.op = "FusedConv", c.bias = true, c.constBias = false, c.act = "Relu";
+  EXPECT_NE(reasonFor(c).find("bias is not a constant"), std::string::npos);
+}
+
+TEST(CudnnConv, Int8Input_n) {
+  ConvCase c;
+  c.build();
+  builder::LayerContext layer =
+      manualLayer(c.node, c.g, {Shape{1, 8, 9, 9}, Shape{8, 8, 3, 3}},
+                  {DataType::kInt8, DataType::kFloat32}, Shape{1, 8, 9, 9}, DataType::kFloat32);
+  CudnnConvProvider p;
+  EXPECT_TRUE(p.candidates(layer, Precision::kFp16).empty());
+  EXPECT_NE(p.lastReason().find("float32 or float16"), std::string::npos) << p.lastReason();
+}
+
+TEST(CudnnConv, Int8Precision_n) {
+  ConvCase c;
+  EXPECT_NE(reasonFor(c, Precision::kInt8).find("int8"), std::string::npos);
+}
+
+TEST(CudnnConv, DynamicShape_n) {
+  ConvCase c;
+  c.build();
+  builder::LayerContext layer =
+      manualLayer(c.node, c.g, {Shape{-1, 8, 9, 9}, Shape{8, 8, 3, 3}},
+                  {DataType::kFloat32, DataType::kFloat32}, Shape{-1, 8, 9, 9}, DataType::kFloat32);
+  CudnnConvProvider p;
+  EXPECT_TRUE(p.candidates(layer, Precision::kFp16).empty());
+  EXPECT_NE(p.lastReason().find("static"), std::string::npos) << p.lastReason();
+}
+
+TEST(CudnnConv, NotAConv_n) {
+  ConvCase c;
+  c.build();
+  c.node.opType = "ConvTranspose";
+  builder::LayerContext layer =
+      manualLayer(c.node, c.g, {Shape{1, 8, 9, 9}, Shape{8, 8, 3, 3}},
+                  {DataType::kFloat32, DataType::kFloat32}, Shape{1, 8, 9, 9}, DataType::kFloat32);
+  CudnnConvProvider p;
+  EXPECT_TRUE(p.candidates(layer, Precision::kFp16).empty());
+  c.node.opType = "FusedConv";  // right name, wrong (ONNX) domain
+  EXPECT_TRUE(p.candidates(layer, Precision::kFp16).empty());
+  EXPECT_NE(p.lastReason().find("not a Conv"), std::string::npos) << p.lastReason();
+}
+
+TEST(CudnnConv, OutputShapeMismatch_n) {
+  ConvCase c;
+  c.build();
+  builder::LayerContext layer =
+      manualLayer(c.node, c.g, {Shape{1, 8, 9, 9}, Shape{8, 8, 3, 3}},
+                  {DataType::kFloat32, DataType::kFloat32}, Shape{1, 8, 8, 9}, DataType::kFloat32);
+  CudnnConvProvider p;
+  EXPECT_TRUE(p.candidates(layer, Precision::kFp16).empty());
+  EXPECT_NE(p.lastReason().find("disagrees"), std::string::npos) << p.lastReason();
+}
+
+TEST(CudnnConv, EnqueueBeforeInitialize_n) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer));
+  CudnnConvProvider p;
+  auto cands = p.candidates(layer, Precision::kFp32);
+  ASSERT_FALSE(cands.empty()) << p.lastReason();
+  builder::LaunchArgs args;
+  args.inputs = {nullptr, nullptr};
+  args.outputs = {nullptr};
+  const Status s = cands[0]->enqueue(args);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("before initialize"), std::string::npos) << s.message();
+  ASSERT_TRUE(cands[0]->initialize(layer).ok());
+  const Status s2 = cands[0]->enqueue(args);  // initialised, but null pointers
+  EXPECT_FALSE(s2.ok());
+}
+
+// ---- Performance (printing only) ---------------------------------------------------------
+
+void timeAllCandidates(int64_t N, int64_t C, int64_t K, int64_t HW, int64_t R) {
+  ConvCase c;
+  c.N = N, c.C = C, c.K = K, c.H = HW, c.W = HW, c.R = R, c.S = R;
+  const int64_t p = R / 2;
+  c.pads = {p, p, p, p};
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer));
+  CudnnConvProvider provider;
+  auto cands = provider.candidates(layer, Precision::kFp16);
+  std::printf("conv N=%ld C=%ld K=%ld %ldx%ld %ldx%ld: %zu candidates (%s)\n", static_cast<long>(N),
+              static_cast<long>(C), static_cast<long>(K), static_cast<long>(HW),
+              static_cast<long>(HW), static_cast<long>(R), static_cast<long>(R), cands.size(),
+              provider.lastReason().c_str());
+  struct Row {
+    std::string id;
+    double ms;
+    size_t ws;
+  };
+  std::vector<Row> rows;
+  const size_t yElems = static_cast<size_t>(layer.outputShapes[0].numel());
+  cudaEvent_t e0, e1;
+  ASSERT_EQ(cudaEventCreate(&e0), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&e1), cudaSuccess);
+  for (auto& t : cands) {
+    if (!t->initialize(layer).ok()) {
+      rows.push_back({t->id() + " (initialize failed)", INFINITY, 0});
+      continue;
+    }
+    const auto xb = test::toFormat(c.x, t->inputFormat(0));
+    void *dx = nullptr, *dy = nullptr, *ws = nullptr;
+    const size_t yb = yElems * dataTypeSize(t->outputFormat(0).dtype);
+    bool ok = cudaMalloc(&dx, xb.size()) == cudaSuccess && cudaMalloc(&dy, yb) == cudaSuccess &&
+              cudaMemcpy(dx, xb.data(), xb.size(), cudaMemcpyHostToDevice) == cudaSuccess &&
+              (!t->workspaceBytes() || cudaMalloc(&ws, t->workspaceBytes()) == cudaSuccess);
+    builder::LaunchArgs args;
+    args.inputs = {dx, nullptr};
+    args.outputs = {dy};
+    args.workspace = ws;
+    args.workspaceBytes = t->workspaceBytes();
+    for (int i = 0; ok && i < 5; ++i) ok = t->enqueue(args).ok();
+    std::vector<float> times;
+    for (int i = 0; ok && i < 20; ++i) {
+      cudaEventRecord(e0);
+      ok = t->enqueue(args).ok();
+      cudaEventRecord(e1);
+      float ms = 0;
+      ok = ok && cudaEventSynchronize(e1) == cudaSuccess &&
+           cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
+      times.push_back(ms);
+    }
+    if (ok) {
+      std::sort(times.begin(), times.end());
+      rows.push_back({t->id(), (times[9] + times[10]) / 2, t->workspaceBytes()});
+    } else {
+      cudaGetLastError();
+      rows.push_back({t->id() + " (failed)", INFINITY, t->workspaceBytes()});
+    }
+    cudaFree(dx);
+    cudaFree(dy);
+    cudaFree(ws);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  std::sort(rows.begin(), rows.end(),
+            [](const Row& a, const Row& b) { return a.ms != b.ms ? a.ms < b.ms : a.id < b.id; });
+  for (const Row& r : rows) std::printf("  %9.4f ms  ws %9zu  %s\n", r.ms, r.ws, r.id.c_str());
+  std::fflush(stdout);
+}
+
+TEST(CudnnConv, PerfTable) {
+  EI_SKIP_WITHOUT_GPU();
+  timeAllCandidates(1, 256, 256, 14, 3);
+  timeAllCandidates(64, 1024, 256, 14, 1);
+}
+
+}  // namespace
+}  // namespace edgeinfer
+
+#endif  // EDGEINFER_HAVE_CUDA
+
+TEST(CudnnConv, Availability) {
+#ifndef EDGEINFER_HAVE_CUDA
+  GTEST_SKIP() << "built without CUDA";
+#else
+  EI_SKIP_WITHOUT_GPU();
+  edgeinfer::cuda::CudnnConvProvider p;
+  EXPECT_EQ(p.name(), "cudnn");
+#endif
+}
