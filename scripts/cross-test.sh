@@ -75,7 +75,8 @@ fi
 if ((cross_ready)) &&
   run_stage configure cmake -S . -B "$CROSS_DIR" "${cmake_args[@]}" \
     -DCMAKE_TOOLCHAIN_FILE="$repo_root/toolchains/aarch64-linux-gnu.cmake" \
-    -DEDGEINFER_WITH_CUDA=OFF -DEDGEINFER_BUILD_TOOLS=OFF -DEDGEINFER_BUILD_TESTS=ON; then
+    -DEDGEINFER_WITH_CUDA=OFF -DEDGEINFER_BUILD_TOOLS=OFF -DEDGEINFER_BUILD_TESTS=ON \
+    -DCMAKE_CXX_FLAGS_RELEASE=-O1; then
   # The SDK and its unit tests only: the conformance runner is not run under qemu.
   if run_stage build cmake --build "$CROSS_DIR" -j "$jobs" --target edgeinfer edgeinfer_unit_tests; then
     # gtest_discover_tests ran the test binary through qemu at build time; the ctest run
