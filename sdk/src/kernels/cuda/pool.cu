@@ -1,0 +1,329 @@
+// Pooling kernels of the `cuda` tactic family (pool.h), 2-D spatial, NCHW and NHWC.
+//
+// Windowed pools: one thread per output element (NCHW) or per 16-byte vector of channels of
+// one output pixel (NHWC: 4 floats / 8 halves, loads coalesced across the warp). The window
+// walk is the reference's (kernels/ref/pool.cpp): taps outside the input are skipped, the
+// first tap inside seeds the max, and AveragePool divides by the number of taps inside the
+// input, or with count_include_pad by the number inside the padded input.
+// Global pools: a warp (or a block, for large planes) per NCHW plane; for NHWC a block per
+// (image, channel slice), its rows splitting the pixels and reduced in shared memory.
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <climits>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_half.h"
+#include "kernels/cuda/pool.h"
+
+namespace edgeinfer::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+struct WindowParams {
+  int C, H, W, OH, OW;
+  int kh, kw, sh, sw, dh, dw;
+  int padTop, padLeft, padBottom, padRight;
+  bool countIncludePad;
+};
+
+__device__ __forceinline__ float refMax(float a, float b) {
+  return a < b ? b : a;
+}
+
+/// Taps of one window dim inside the padded input [-padBegin, in + padEnd).
+__device__ __forceinline__ int paddedTaps(int start, int k, int d, int padBegin, int in,
+                                          int padEnd) {
+  int n = 0;
+  for (int i = 0; i < k; ++i) {
+    const int p = start + i * d;
+    n += (p >= -padBegin && p < in + padEnd) ? 1 : 0;
+  }
+  return n;
+}
+
+/// Pools one window over VEC channels; `tap(ih, iw)` is the element offset of a tap's first
+/// channel, consecutive channels are consecutive elements.
+template <typename T, bool kMax, int VEC, typename TapOffset>
+__device__ __forceinline__ void poolWindow(const T* __restrict__ x, const WindowParams& q, int oh,
+                                           int ow, TapOffset tap, float (&acc)[VEC]) {
+  const int hs = oh * q.sh - q.padTop;
+  const int ws = ow * q.sw - q.padLeft;
+  bool found = false;
+  int count = 0;
+#pragma unroll
+  for (int c = 0; c < VEC; ++c) acc[c] = kMax ? -FLT_MAX : 0.f;
+  for (int i = 0; i < q.kh; ++i) {
+    const int ih = hs + i * q.dh;
+    if (ih < 0 || ih >= q.H) continue;
+    for (int j = 0; j < q.kw; ++j) {
+      const int iw = ws + j * q.dw;
+      if (iw < 0 || iw >= q.W) continue;
+      float v[VEC];
+      dev::loadN<T, VEC>(x + tap(ih, iw), v);
+#pragma unroll
+      for (int c = 0; c < VEC; ++c) {
+        if constexpr (kMax) {
+          if (!found || v[c] > acc[c]) acc[c] = v[c];
+        } else {
+          acc[c] += v[c];
+        }
+      }
+      found = true;
+      ++count;
+    }
+  }
+  if constexpr (!kMax) {
+    const int divisor = q.countIncludePad
+                            ? paddedTaps(hs, q.kh, q.dh, q.padTop, q.H, q.padBottom) *
+                                  paddedTaps(ws, q.kw, q.dw, q.padLeft, q.W, q.padRight)
+                            : count;
+#pragma unroll
+    for (int c = 0; c < VEC; ++c) acc[c] = divisor > 0 ? acc[c] / static_cast<float>(divisor) : 0.f;
+  }
+}
+
+template <typename T, bool kMax, typename I>
+__global__ void __launch_bounds__(kThreads)
+    poolNchwKernel(const T* __restrict__ x, T* __restrict__ y, const WindowParams q, I total) {
+  const I step = static_cast<I>(gridDim.x) * kThreads;
+  for (I o = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x; o < total; o += step) {
+    const int ow = static_cast<int>(o % q.OW);
+    const I t = o / q.OW;
+    const int oh = static_cast<int>(t % q.OH);
+    const I plane = t / q.OH;
+    const T* xp = x + plane * static_cast<I>(q.H) * q.W;
+    const int W = q.W;
+    float acc[1];
+    poolWindow<T, kMax, 1>(
+        xp, q, oh, ow, [W](int ih, int iw) { return ih * W + iw; }, acc);
+    y[o] = dev::fromFloat<T>(acc[0]);
+  }
+}
+
+template <typename T, bool kMax, int VEC, typename I>
+__global__ void __launch_bounds__(kThreads)
+    poolNhwcKernel(const T* __restrict__ x, T* __restrict__ y, const WindowParams q, I total) {
+  const int cv = q.C / VEC;  // channel vectors per pixel
+  const I step = static_cast<I>(gridDim.x) * kThreads;
+  for (I o = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x; o < total; o += step) {
+    const int c = static_cast<int>(o % cv) * VEC;
+    I t = o / cv;
+    const int ow = static_cast<int>(t % q.OW);
+    t /= q.OW;
+    const int oh = static_cast<int>(t % q.OH);
+    const I n = t / q.OH;
+    const T* xp = x + n * static_cast<I>(q.H) * q.W * q.C + c;
+    const int W = q.W, C = q.C;
+    float acc[VEC];
+    poolWindow<T, kMax, VEC>(
+        xp, q, oh, ow, [W, C](int ih, int iw) { return (ih * W + iw) * C; }, acc);
+    dev::storeN<T, VEC>(y + ((n * q.OH + oh) * static_cast<I>(q.OW) + ow) * q.C + c, acc);
+  }
+}
+
+/// Global pooling over NCHW planes: kPlaneThreads (32 or 256) threads per plane.
+template <typename T, bool kMax, int VEC, int kPlaneThreads>
+__global__ void __launch_bounds__(kThreads)
+    globalPoolNchwKernel(const T* __restrict__ x, T* __restrict__ y, int64_t planes, int64_t size) {
+  constexpr int kPlanesPerBlock = kThreads / kPlaneThreads;
+  __shared__ float partial[kThreads / 32];
+  const int lane = threadIdx.x % kPlaneThreads;
+  const int64_t first =
+      static_cast<int64_t>(blockIdx.x) * kPlanesPerBlock + threadIdx.x / kPlaneThreads;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kPlanesPerBlock;
+  // Every thread runs the same number of iterations (block-wide barriers below).
+  const int64_t rounds = (planes + step - 1 - (first - threadIdx.x / kPlaneThreads)) / step;
+  int64_t plane = first;
+  for (int64_t r = 0; r < rounds; ++r, plane += step) {
+    float acc = kMax ? -FLT_MAX : 0.f;
+    if (plane < planes) {
+      const T* xp = x + plane * size;
+      for (int64_t i = static_cast<int64_t>(lane) * VEC; i < size; i += kPlaneThreads * VEC) {
+        float v[VEC];
+        dev::loadN<T, VEC>(xp + i, v);
+#pragma unroll
+        for (int c = 0; c < VEC; ++c) acc = kMax ? refMax(acc, v[c]) : acc + v[c];
+      }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+      const float o = __shfl_xor_sync(0xffffffffu, acc, off);
+      acc = kMax ? refMax(acc, o) : acc + o;
+    }
+    if constexpr (kPlaneThreads > 32) {
+      const int warp = threadIdx.x / 32;
+      __syncthreads();
+      if (threadIdx.x % 32 == 0) partial[warp] = acc;
+      __syncthreads();
+      acc = partial[0];
+      for (int w = 1; w < kThreads / 32; ++w)
+        acc = kMax ? refMax(acc, partial[w]) : acc + partial[w];
+    }
+    if (lane == 0 && plane < planes)
+      y[plane] = dev::fromFloat<T>(kMax ? acc : acc / static_cast<float>(size));
+  }
+}
+
+/// Global pooling over NHWC: block (tx, ty) covers tx channel vectors of image blockIdx.y,
+/// its ty rows take every ty-th pixel.
+template <typename T, bool kMax, int VEC>
+__global__ void __launch_bounds__(kThreads)
+    globalPoolNhwcKernel(const T* __restrict__ x, T* __restrict__ y, int C, int64_t size) {
+  __shared__ float partial[kThreads * VEC];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int c = (blockIdx.x * blockDim.x + tx) * VEC;
+  const int64_t n = blockIdx.y;
+  float acc[VEC];
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) acc[k] = kMax ? -FLT_MAX : 0.f;
+  if (c < C) {
+    const T* xp = x + n * size * C + c;
+    for (int64_t i = ty; i < size; i += blockDim.y) {
+      float v[VEC];
+      dev::loadN<T, VEC>(xp + i * C, v);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) acc[k] = kMax ? refMax(acc[k], v[k]) : acc[k] + v[k];
+    }
+  }
+  const int slot = (ty * blockDim.x + tx) * VEC;
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) partial[slot + k] = acc[k];
+  __syncthreads();
+  if (ty == 0 && c < C) {
+    for (int r = 1; r < static_cast<int>(blockDim.y); ++r) {
+      const int s = (r * blockDim.x + tx) * VEC;
+#pragma unroll
+      for (int k = 0; k < VEC; ++k)
+        acc[k] = kMax ? refMax(acc[k], partial[s + k]) : acc[k] + partial[s + k];
+    }
+    if constexpr (!kMax) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) acc[k] /= static_cast<float>(size);
+    }
+    dev::storeN<T, VEC>(y + n * C + c, acc);
+  }
+}
+
+template <typename T, bool kMax>
+Status launchWindow(const PoolPlan& p, const void* in, void* out, int maxBlocks,
+                    cudaStream_t stream) {
+  WindowParams q{};
+  q.C = static_cast<int>(p.C);
+  q.H = static_cast<int>(p.H);
+  q.W = static_cast<int>(p.W);
+  q.OH = static_cast<int>(p.OH);
+  q.OW = static_cast<int>(p.OW);
+  q.kh = static_cast<int>(p.kh);
+  q.kw = static_cast<int>(p.kw);
+  q.sh = static_cast<int>(p.sh);
+  q.sw = static_cast<int>(p.sw);
+  q.dh = static_cast<int>(p.dh);
+  q.dw = static_cast<int>(p.dw);
+  q.padTop = static_cast<int>(p.padTop);
+  q.padLeft = static_cast<int>(p.padLeft);
+  q.padBottom = static_cast<int>(p.padBottom);
+  q.padRight = static_cast<int>(p.padRight);
+  q.countIncludePad = p.countIncludePad;
+  const T* x = static_cast<const T*>(in);
+  T* y = static_cast<T*>(out);
+  const bool small = p.N * p.C * p.H * p.W < INT_MAX && p.N * p.C * p.OH * p.OW < INT_MAX;
+  if (!p.nhwc) {
+    const int64_t total = p.N * p.C * p.OH * p.OW;
+    const int grid = dev::gridFor(total, kThreads, maxBlocks);
+    if (small)
+      poolNchwKernel<T, kMax, uint32_t>
+          <<<grid, kThreads, 0, stream>>>(x, y, q, static_cast<uint32_t>(total));
+    else
+      poolNchwKernel<T, kMax, int64_t><<<grid, kThreads, 0, stream>>>(x, y, q, total);
+  } else {
+    constexpr int V = dev::kVec16<T>;
+    const bool vec = p.C % V == 0 && dev::aligned16(in) && dev::aligned16(out);
+    const int64_t total = p.N * p.OH * p.OW * (vec ? p.C / V : p.C);
+    const int grid = dev::gridFor(total, kThreads, maxBlocks);
+    if (vec && small)
+      poolNhwcKernel<T, kMax, V, uint32_t>
+          <<<grid, kThreads, 0, stream>>>(x, y, q, static_cast<uint32_t>(total));
+    else if (vec)
+      poolNhwcKernel<T, kMax, V, int64_t><<<grid, kThreads, 0, stream>>>(x, y, q, total);
+    else if (small)
+      poolNhwcKernel<T, kMax, 1, uint32_t>
+          <<<grid, kThreads, 0, stream>>>(x, y, q, static_cast<uint32_t>(total));
+    else
+      poolNhwcKernel<T, kMax, 1, int64_t><<<grid, kThreads, 0, stream>>>(x, y, q, total);
+  }
+  EI_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
+
+template <typename T, bool kMax>
+Status launchGlobal(const PoolPlan& p, const void* in, void* out, int maxBlocks,
+                    cudaStream_t stream) {
+  constexpr int V = dev::kVec16<T>;
+  const T* x = static_cast<const T*>(in);
+  T* y = static_cast<T*>(out);
+  const int64_t size = p.H * p.W;
+  if (!p.nhwc) {
+    const int64_t planes = p.N * p.C;
+    const bool vec = size % V == 0 && dev::aligned16(in);
+    if (size >= 2048) {  // a block per plane
+      const int grid = dev::gridFor(planes, 1, maxBlocks);
+      if (vec)
+        globalPoolNchwKernel<T, kMax, V, kThreads>
+            <<<grid, kThreads, 0, stream>>>(x, y, planes, size);
+      else
+        globalPoolNchwKernel<T, kMax, 1, kThreads>
+            <<<grid, kThreads, 0, stream>>>(x, y, planes, size);
+    } else {  // a warp per plane
+      const int grid = dev::gridFor(planes, kThreads / 32, maxBlocks);
+      if (vec)
+        globalPoolNchwKernel<T, kMax, V, 32><<<grid, kThreads, 0, stream>>>(x, y, planes, size);
+      else
+        globalPoolNchwKernel<T, kMax, 1, 32><<<grid, kThreads, 0, stream>>>(x, y, planes, size);
+    }
+  } else {
+    const bool vec = p.C % V == 0 && dev::aligned16(in) && dev::aligned16(out);
+    const int64_t vecs = vec ? p.C / V : p.C;
+    int tx = 1;
+    while (tx < 32 && tx < vecs) tx *= 2;
+    const dim3 block(tx, kThreads / tx);
+    const dim3 grid(static_cast<unsigned>((vecs + tx - 1) / tx), static_cast<unsigned>(p.N));
+    if (vec)
+      globalPoolNhwcKernel<T, kMax, V>
+          <<<grid, block, 0, stream>>>(x, y, static_cast<int>(p.C), size);
+    else
+      globalPoolNhwcKernel<T, kMax, 1>
+          <<<grid, block, 0, stream>>>(x, y, static_cast<int>(p.C), size);
+  }
+  EI_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
+
+template <typename T>
+Status launchKind(const PoolPlan& p, const void* in, void* out, int maxBlocks,
+                  cudaStream_t stream) {
+  switch (p.kind) {
+    case PoolKind::kMax:
+      return launchWindow<T, true>(p, in, out, maxBlocks, stream);
+    case PoolKind::kAverage:
+      return launchWindow<T, false>(p, in, out, maxBlocks, stream);
+    case PoolKind::kGlobalMax:
+      return launchGlobal<T, true>(p, in, out, maxBlocks, stream);
+    case PoolKind::kGlobalAverage:
+      return launchGlobal<T, false>(p, in, out, maxBlocks, stream);
+  }
+  return Status(ErrorCode::kInternal, "unknown pooling kind");
+}
+
+}  // namespace
+
+Status launchPool(const PoolPlan& plan, bool fp16, const void* input, void* output, int maxBlocks,
+                  void* stream) {
+  if (plan.N * plan.C * plan.OH * plan.OW == 0) return Status::Ok();
+  auto s = static_cast<cudaStream_t>(stream);
+  return fp16 ? launchKind<__half>(plan, input, output, maxBlocks, s)
+              : launchKind<float>(plan, input, output, maxBlocks, s);
+}
+
+}  // namespace edgeinfer::cuda

@@ -1,0 +1,29 @@
+// 2-D pooling CUDA kernels (MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool) of the
+// `cuda` tactic family: the plan the tactic fills from conv_geometry.h and the launcher.
+// Plain C++ (no device syntax): cuda_provider.cpp includes it.
+#pragma once
+
+#include <cstdint>
+
+#include "edgeinfer/status.h"
+
+namespace edgeinfer::cuda {
+
+enum class PoolKind : int32_t { kMax, kAverage, kGlobalAverage, kGlobalMax };
+
+/// Logical sizes (NCHW order) and the window of one pooling launch.
+struct PoolPlan {
+  PoolKind kind = PoolKind::kMax;
+  bool nhwc = false;
+  bool countIncludePad = false;  // AveragePool
+  int64_t N = 0, C = 0, H = 0, W = 0, OH = 1, OW = 1;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+};
+
+/// Enqueues the pooling on `stream` (fp16: half storage, float arithmetic). Never
+/// synchronises; returns the launch error, if any.
+Status launchPool(const PoolPlan& plan, bool fp16, const void* input, void* output, int maxBlocks,
+                  void* stream);
+
+}  // namespace edgeinfer::cuda

@@ -1,0 +1,316 @@
+// The `cuda` provider's pooling and Softmax/LogSoftmax tactics against the CPU reference:
+// MaxPool / AveragePool (pads, strides, dilations, ceil_mode, count_include_pad),
+// GlobalAveragePool / GlobalMaxPool in NCHW and NHWC, FP32 and FP16; Softmax / LogSoftmax
+// along each axis and in the coerce_2d form, short rows (a warp each), long rows (a block
+// each) and strided columns. Inputs are FP16-representable so every tactic sees exactly the
+// reference's inputs. Negative cases (_n): layers the provider must not offer tactics for.
+#include <gtest/gtest.h>
+
+#ifdef EDGEINFER_HAVE_CUDA
+
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_provider.h"
+#include "tactic_test_util.h"
+
+namespace edgeinfer {
+namespace {
+
+using builder::LayerContext;
+using graph::Attribute;
+
+Tensor randomTensor(const Shape& s, uint32_t seed, float lo = -3.f, float hi = 3.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  Tensor t = Tensor::zeros(DataType::kFloat32, s);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = halfToFloat(floatToHalf(d(rng)));
+  return t;
+}
+
+graph::Node makeNode(const std::string& op, size_t nOut = 1) {
+  graph::Node n;
+  n.name = op + "_gpu_test";
+  n.opType = op;
+  n.inputs.push_back("x");
+  for (size_t i = 0; i < nOut; ++i) n.outputs.push_back("out" + std::to_string(i));
+  return n;
+}
+
+/// Runs every candidate at FP16 precision against the reference; returns the ids seen.
+std::set<std::string> checkAll(const graph::Node& node, const Tensor& x, double tol32,
+                               size_t expectedCount) {
+  std::set<std::string> ids;
+  graph::Graph g;
+  LayerContext layer;
+  const Status ls = test::makeLayer(node, g, {&x}, &layer);
+  EXPECT_TRUE(ls.ok()) << ls.toString();
+  if (!ls.ok()) return ids;
+  std::vector<Tensor> ref;
+  const Status rs = ref::runNode(node, {&x}, ref);
+  EXPECT_TRUE(rs.ok()) << rs.toString();
+  if (!rs.ok()) return ids;
+  cuda::CudaKernelProvider provider;
+  auto cands = provider.candidates(layer, Precision::kFp16);
+  EXPECT_EQ(cands.size(), expectedCount) << node.opType << " " << x.shape().toString();
+  for (auto& t : cands) {
+    ids.insert(t->id());
+    const Status is = t->initialize(layer);
+    EXPECT_TRUE(is.ok()) << t->id() << ": " << is.toString();
+    if (!is.ok()) continue;
+    auto outs = test::runTactic(*t, layer, {&x});
+    EXPECT_TRUE(outs.ok()) << t->id() << ": " << outs.status().toString();
+    if (!outs.ok()) continue;
+    const double err = test::relL2((*outs)[0], ref[0]);
+    const double tol = t->outputFormat(0).dtype == DataType::kFloat16 ? 2e-3 : tol32;
+    EXPECT_LE(err, tol) << t->id() << " " << node.opType << " in " << x.shape().toString();
+  }
+  return ids;
+}
+
+struct WindowCase {
+  Shape x;
+  std::vector<int64_t> kernel, strides, pads, dilations;
+  int64_t ceil = 0;
+  std::string autoPad;
+};
+
+const std::vector<WindowCase>& windowCases() {
+  static const std::vector<WindowCase> kCases = {
+      {Shape{2, 3, 13, 11}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, ""},
+      {Shape{2, 3, 13, 11}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 1, ""},
+      {Shape{2, 3, 7, 5}, {2, 3}, {1, 2}, {0, 1, 1, 0}, {}, 1, ""},
+      {Shape{1, 5, 12, 10}, {3, 2}, {2, 1}, {2, 0, 1, 1}, {2, 2}, 0, ""},
+      {Shape{2, 16, 9, 8}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {}, 0, ""},
+      {Shape{2, 16, 9, 8}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {}, 1, ""},
+      {Shape{1, 24, 15, 15}, {3, 3}, {2, 2}, {}, {}, 0, "SAME_UPPER"},
+      {Shape{3, 4, 6, 6}, {6, 6}, {1, 1}, {}, {}, 0, "VALID"},
+  };
+  return kCases;
+}
+
+graph::Node windowNode(const std::string& op, const WindowCase& c) {
+  graph::Node n = makeNode(op);
+  n.attrs.set("kernel_shape", Attribute::Ints(c.kernel));
+  n.attrs.set("strides", Attribute::Ints(c.strides));
+  if (!c.pads.empty()) n.attrs.set("pads", Attribute::Ints(c.pads));
+  if (!c.dilations.empty()) n.attrs.set("dilations", Attribute::Ints(c.dilations));
+  if (c.ceil) n.attrs.set("ceil_mode", Attribute::Int(1));
+  if (!c.autoPad.empty()) n.attrs.set("auto_pad", Attribute::String(c.autoPad));
+  return n;
+}
+
+TEST(CudaPool, MaxPool) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 10;
+  for (const auto& c : windowCases()) {
+    const auto ids = checkAll(windowNode("MaxPool", c), randomTensor(c.x, seed++), 1e-6, 4);
+    EXPECT_TRUE(ids.count("cuda.pool.fp16.nhwc")) << c.x.toString();
+  }
+}
+
+TEST(CudaPool, AveragePool) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 20;
+  for (int64_t cip : {0, 1}) {
+    for (const auto& c : windowCases()) {
+      graph::Node n = windowNode("AveragePool", c);
+      n.attrs.set("count_include_pad", Attribute::Int(cip));
+      checkAll(n, randomTensor(c.x, seed++), 1e-5, 4);
+    }
+  }
+}
+
+TEST(CudaPool, GlobalPools) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 30;
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    const double tol = std::string(op) == "GlobalMaxPool" ? 1e-6 : 1e-5;
+    for (const Shape& s : {Shape{2, 3, 7, 5}, Shape{2, 16, 9, 8}, Shape{1, 24, 64, 64},
+                           Shape{2, 8, 1, 1}, Shape{1, 200, 7, 7}, Shape{3, 5, 50, 41}})
+      checkAll(makeNode(op), randomTensor(s, seed++), tol, 4);
+  }
+}
+
+struct SoftmaxCase {
+  Shape x;
+  int64_t axis;
+  int64_t coerce;
+  size_t expected;  // candidates: 2 per storage type for 4-D single-axis, else 1
+};
+
+TEST(CudaSoftmax, SoftmaxAndLogSoftmax) {
+  EI_SKIP_WITHOUT_GPU();
+  const std::vector<SoftmaxCase> cases = {
+      {Shape{2, 3, 7, 5}, -1, 0, 4}, {Shape{2, 3, 7, 5}, 1, 0, 4},  {Shape{2, 3, 7, 5}, 2, 0, 4},
+      {Shape{2, 3, 7, 5}, 0, 0, 4},  {Shape{2, 16, 9, 8}, 1, 0, 4}, {Shape{1, 13}, -1, 0, 2},
+      {Shape{4, 1000}, 1, 0, 2},     {Shape{3, 2500}, -1, 0, 2},    {Shape{2, 4099}, 1, 0, 2},
+      {Shape{5, 3, 1}, 1, 0, 2},     {Shape{2, 3, 7, 5}, 1, 1, 2},  {Shape{2, 3, 7, 5}, 2, 1, 2},
+      {Shape{2, 3, 7, 5}, 0, 1, 2},  {Shape{6, 40, 33}, 1, 1, 2},   {Shape{77}, 0, 0, 2},
+  };
+  uint32_t seed = 40;
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    for (const auto& c : cases) {
+      graph::Node n = makeNode(op);
+      n.attrs.set("axis", Attribute::Int(c.axis));
+      if (c.coerce) n.attrs.set("coerce_2d", Attribute::Int(1));
+      const auto ids = checkAll(n, randomTensor(c.x, seed++, -8.f, 8.f), 1e-5, c.expected);
+      if (c.coerce) {
+        EXPECT_FALSE(ids.count("cuda.softmax.fp16.nhwc"));
+      }
+    }
+  }
+}
+
+// ---- Negative cases: no candidates ---------------------------------------------------------
+
+std::vector<std::unique_ptr<builder::Tactic>> candidatesFor(const graph::Node& node,
+                                                            const Tensor& x,
+                                                            LayerContext* layerOut = nullptr) {
+  graph::Graph g;
+  LayerContext layer;
+  const Status s = test::makeLayer(node, g, {&x}, &layer);
+  EXPECT_TRUE(s.ok()) << s.toString();
+  cuda::CudaKernelProvider provider;
+  auto c = provider.candidates(layer, Precision::kFp16);
+  if (layerOut) *layerOut = layer;
+  return c;
+}
+
+TEST(CudaPool, MaxPoolWithIndices_n) {
+  graph::Node n = windowNode("MaxPool", windowCases()[0]);
+  n.outputs.push_back("indices");
+  EXPECT_TRUE(candidatesFor(n, randomTensor(Shape{2, 3, 13, 11}, 1)).empty());
+}
+
+TEST(CudaPool, MaxPoolInt8_n) {
+  Tensor x = Tensor::zeros(DataType::kUInt8, Shape{1, 2, 6, 6});
+  EXPECT_TRUE(candidatesFor(windowNode("MaxPool", windowCases()[0]), x).empty());
+}
+
+TEST(CudaPool, OneDimensionalPool_n) {
+  graph::Node n = makeNode("MaxPool");
+  n.attrs.set("kernel_shape", Attribute::Ints({3}));
+  EXPECT_TRUE(candidatesFor(n, randomTensor(Shape{2, 3, 9}, 1)).empty());
+}
+
+TEST(CudaPool, ThreeDimensionalPool_n) {
+  graph::Node n = makeNode("AveragePool");
+  n.attrs.set("kernel_shape", Attribute::Ints({2, 2, 2}));
+  EXPECT_TRUE(candidatesFor(n, randomTensor(Shape{1, 2, 4, 4, 4}, 1)).empty());
+}
+
+TEST(CudaPool, LpPool_n) {
+  graph::Node n = makeNode("LpPool");
+  n.attrs.set("kernel_shape", Attribute::Ints({2, 2}));
+  EXPECT_TRUE(candidatesFor(n, randomTensor(Shape{1, 2, 4, 4}, 1)).empty());
+}
+
+TEST(CudaPool, GlobalPoolRank3_n) {
+  EXPECT_TRUE(
+      candidatesFor(makeNode("GlobalAveragePool"), randomTensor(Shape{2, 3, 9}, 1)).empty());
+}
+
+TEST(CudaPool, Int64AveragePool_n) {
+  graph::Node n = windowNode("AveragePool", windowCases()[0]);
+  LayerContext layer;
+  ASSERT_FALSE(candidatesFor(n, randomTensor(Shape{2, 3, 13, 11}, 1), &layer).empty());
+  layer.inputTypes[0] = layer.outputTypes[0] = DataType::kInt64;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaPool, BadCountIncludePad_n) {
+  // Shape inference rejects it too; the provider must not rely on that.
+  graph::Node n = windowNode("AveragePool", windowCases()[0]);
+  LayerContext layer;
+  ASSERT_FALSE(candidatesFor(n, randomTensor(Shape{2, 3, 13, 11}, 1), &layer).empty());
+  graph::Node bad = n;
+  bad.attrs.set("count_include_pad", Attribute::Int(2));
+  layer.node = &bad;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaPool, DynamicShape_n) {
+  LayerContext layer;
+  ASSERT_FALSE(
+      candidatesFor(makeNode("GlobalMaxPool"), randomTensor(Shape{2, 3, 4, 4}, 1), &layer).empty());
+  layer.inputShapes[0][2] = -1;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaSoftmax, Hardmax_n) {
+  EXPECT_TRUE(candidatesFor(makeNode("Hardmax"), randomTensor(Shape{2, 5}, 1)).empty());
+}
+
+TEST(CudaSoftmax, Int32Softmax_n) {
+  LayerContext layer;
+  ASSERT_FALSE(candidatesFor(makeNode("Softmax"), randomTensor(Shape{2, 5}, 1), &layer).empty());
+  layer.inputTypes[0] = layer.outputTypes[0] = DataType::kInt32;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaSoftmax, AxisOutOfRange_n) {
+  graph::Node n = makeNode("LogSoftmax");
+  LayerContext layer;
+  ASSERT_FALSE(candidatesFor(n, randomTensor(Shape{2, 5}, 1), &layer).empty());
+  graph::Node bad = n;
+  bad.attrs.set("axis", Attribute::Int(2));
+  layer.node = &bad;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaSoftmax, DynamicShape_n) {
+  LayerContext layer;
+  ASSERT_FALSE(candidatesFor(makeNode("Softmax"), randomTensor(Shape{2, 5}, 1), &layer).empty());
+  layer.inputShapes[0][0] = -1;
+  layer.outputShapes[0][0] = -1;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaSoftmax, Coerce2dHasNoNhwc_n) {
+  graph::Node n = makeNode("Softmax");
+  n.attrs.set("coerce_2d", Attribute::Int(1));
+  auto c = candidatesFor(n, randomTensor(Shape{2, 3, 4, 5}, 1));
+  EXPECT_EQ(c.size(), 2u);
+  for (auto& t : c) {
+    EXPECT_EQ(t->id().find("nhwc"), std::string::npos) << t->id();
+  }
+}
+
+TEST(CudaSoftmax, Fp32PrecisionOffersNoFp16_n) {
+  graph::Graph g;
+  graph::Node n = makeNode("Softmax");
+  Tensor x = randomTensor(Shape{2, 5}, 1);
+  LayerContext layer;
+  ASSERT_TRUE(test::makeLayer(n, g, {&x}, &layer).ok());
+  cuda::CudaKernelProvider provider;
+  auto c = provider.candidates(layer, Precision::kFp32);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0]->id(), "cuda.softmax.fp32.linear");
+}
+
+TEST(CudaPool, EnqueueBeforeInitialize_n) {
+  auto c = candidatesFor(makeNode("GlobalMaxPool"), randomTensor(Shape{2, 3, 4, 4}, 1));
+  ASSERT_FALSE(c.empty());
+  builder::LaunchArgs args;
+  EXPECT_FALSE(c[0]->enqueue(args).ok());
+}
+
+}  // namespace
+}  // namespace edgeinfer
+
+#else  // !EDGEINFER_HAVE_CUDA
+
+TEST(CudaPoolSoftmax, BuiltWithoutCuda) {
+  GTEST_SKIP() << "built without CUDA";
+}
+
+#endif  // EDGEINFER_HAVE_CUDA
