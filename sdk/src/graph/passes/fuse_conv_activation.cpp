@@ -93,32 +93,12 @@ Expected<int> fuseConvActivation(Graph& g) {
       }
     }
     // (3) activation
-    std::string act;
-    float alpha = 0.f, beta = 0.f;
-    if (c >= 0 && g.nodes[static_cast<size_t>(c)].input(0) == tail &&
-        matchActivation(g, g.nodes[static_cast<size_t>(c)], &act, &alpha, &beta)) {
-      absorbed.push_back(static_cast<size_t>(c));
-      tail = g.nodes[static_cast<size_t>(c)].outputs[0];
-    }
+    absorbActivation(g, c, &tail, &absorbed, &fusedNode);
     // A bare Conv (nothing absorbed) stays a Conv.
     if (absorbed.empty()) continue;
-    fusedNode.attrs.set("activation", Attribute::String(act));
-    fusedNode.attrs.set("activation_alpha", Attribute::Float(alpha));
-    fusedNode.attrs.set("activation_beta", Attribute::Float(beta));
     while (!fusedNode.inputs.empty() && fusedNode.inputs.back().empty())
       fusedNode.inputs.pop_back();
-    // Intermediate values disappear; the fused node writes the chain's last output.
-    g.eraseValue(g.nodes[k].outputs[0]);
-    for (size_t i = 0; i + 1 < absorbed.size(); ++i) g.eraseValue(g.nodes[absorbed[i]].outputs[0]);
-    fusedNode.outputs = {tail};
-    // Put the fused node where the last absorbed node was (its inputs are all defined by
-    // then), and delete the others.
-    const size_t last = absorbed.back();
-    g.nodes[last] = std::move(fusedNode);
-    absorbed.pop_back();
-    absorbed.push_back(k);
-    std::sort(absorbed.rbegin(), absorbed.rend());
-    for (size_t idx : absorbed) g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(idx));
+    spliceFusedNode(g, k, std::move(absorbed), std::move(fusedNode), tail);
     k -= 1;  // revisit this index (unsigned wrap-around to the loop's ++k is well defined)
     ++fused;
   }

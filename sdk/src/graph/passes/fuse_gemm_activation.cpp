@@ -40,26 +40,9 @@ Expected<int> fuseGemmActivation(Graph& g) {
         }
       }
     }
-    std::string act;
-    float alpha = 0.f, beta = 0.f;
-    if (c >= 0 && g.nodes[static_cast<size_t>(c)].input(0) == tail &&
-        matchActivation(g, g.nodes[static_cast<size_t>(c)], &act, &alpha, &beta)) {
-      absorbed.push_back(static_cast<size_t>(c));
-      tail = g.nodes[static_cast<size_t>(c)].outputs[0];
-    }
+    absorbActivation(g, c, &tail, &absorbed, &fusedNode);
     if (absorbed.empty()) continue;
-    fusedNode.attrs.set("activation", Attribute::String(act));
-    fusedNode.attrs.set("activation_alpha", Attribute::Float(alpha));
-    fusedNode.attrs.set("activation_beta", Attribute::Float(beta));
-    g.eraseValue(head.outputs[0]);
-    for (size_t i = 0; i + 1 < absorbed.size(); ++i) g.eraseValue(g.nodes[absorbed[i]].outputs[0]);
-    fusedNode.outputs = {tail};
-    const size_t last = absorbed.back();
-    g.nodes[last] = std::move(fusedNode);
-    absorbed.pop_back();
-    absorbed.push_back(k);
-    std::sort(absorbed.rbegin(), absorbed.rend());
-    for (size_t idx : absorbed) g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(idx));
+    spliceFusedNode(g, k, std::move(absorbed), std::move(fusedNode), tail);
     k -= 1;  // revisit this index (unsigned wrap-around to the loop's ++k is well defined)
     ++fused;
   }

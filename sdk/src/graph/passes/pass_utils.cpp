@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <limits>
 
 #include "graph/passes/passes.h"
@@ -53,6 +54,31 @@ bool matchActivation(const Graph& g, const Node& n, std::string* name, float* al
   }
   *name = op;
   return true;
+}
+
+void absorbActivation(const Graph& g, int consumer, std::string* tail,
+                      std::vector<size_t>* absorbed, Node* fused) {
+  std::string act;
+  float alpha = 0.f, beta = 0.f;
+  if (consumer >= 0 && g.nodes[static_cast<size_t>(consumer)].input(0) == *tail &&
+      matchActivation(g, g.nodes[static_cast<size_t>(consumer)], &act, &alpha, &beta)) {
+    absorbed->push_back(static_cast<size_t>(consumer));
+    *tail = g.nodes[static_cast<size_t>(consumer)].outputs[0];
+  }
+  fused->attrs.set("activation", Attribute::String(act));
+  fused->attrs.set("activation_alpha", Attribute::Float(alpha));
+  fused->attrs.set("activation_beta", Attribute::Float(beta));
+}
+
+void spliceFusedNode(Graph& g, size_t head, std::vector<size_t> absorbed, Node fused,
+                     const std::string& tail) {
+  g.eraseValue(g.nodes[head].outputs[0]);
+  for (size_t i = 0; i + 1 < absorbed.size(); ++i) g.eraseValue(g.nodes[absorbed[i]].outputs[0]);
+  fused.outputs = {tail};
+  g.nodes[absorbed.back()] = std::move(fused);
+  absorbed.back() = head;
+  std::sort(absorbed.rbegin(), absorbed.rend());
+  for (size_t idx : absorbed) g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(idx));
 }
 
 }  // namespace edgeinfer::graph

@@ -48,5 +48,15 @@ int soleConsumer(const Graph& g, const std::string& value);
 /// fills name/alpha/beta and returns true.
 bool matchActivation(const Graph& g, const Node& node, std::string* name, float* alpha,
                      float* beta);
+/// The activation step of every fusion: if node `consumer` is an activation reading `*tail`,
+/// records it in `absorbed` and moves `*tail` to its output. Either way writes the fused
+/// node's activation attributes ("" when there is none).
+void absorbActivation(const Graph& g, int consumer, std::string* tail,
+                      std::vector<size_t>* absorbed, Node* fused);
+/// Replaces the chain's head (node `head`) and the `absorbed` nodes by `fused`, which then
+/// writes `tail`; the chain's intermediate values disappear. The fused node takes the place of
+/// the last absorbed node, where all of its inputs are defined.
+void spliceFusedNode(Graph& g, size_t head, std::vector<size_t> absorbed, Node fused,
+                     const std::string& tail);
 
 }  // namespace edgeinfer::graph
