@@ -13,60 +13,16 @@
 #include "core/half.h"
 #include "graph/op_schema.h"
 #include "kernels/ref/ref_kernels.h"
+#include "ref_test_util.h"
 
 namespace edgeinfer {
 namespace {
 
-template <typename T>
-Tensor make(DataType dt, Shape s, const std::vector<T>& v) {
-  Tensor t = Tensor::zeros(dt, s);
-  EXPECT_EQ(static_cast<size_t>(t.numel()), v.size());
-  if (!v.empty()) std::memcpy(t.raw(), v.data(), v.size() * sizeof(T));
-  return t;
-}
-Tensor f32(Shape s, const std::vector<float>& v) {
-  return make(DataType::kFloat32, s, v);
-}
-Tensor i32(Shape s, const std::vector<int32_t>& v) {
-  return make(DataType::kInt32, s, v);
-}
-Tensor i64(Shape s, const std::vector<int64_t>& v) {
-  return make(DataType::kInt64, s, v);
-}
-Tensor u8(Shape s, const std::vector<uint8_t>& v) {
-  return make(DataType::kUInt8, s, v);
-}
+using namespace test;
+
+/// A bool tensor (one byte per element).
 Tensor boolean(Shape s, const std::vector<uint8_t>& v) {
   return make(DataType::kBool, s, v);
-}
-
-Tensor randomF32(Shape s, uint32_t seed, float lo = -3.f, float hi = 3.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(static_cast<size_t>(s.numel()));
-  for (auto& x : v) x = d(rng);
-  return f32(s, v);
-}
-
-graph::Node makeNode(const std::string& op, size_t nIn, size_t nOut = 1) {
-  graph::Node n;
-  n.name = op + "_test";
-  n.opType = op;
-  for (size_t i = 0; i < nIn; ++i) n.inputs.push_back("in" + std::to_string(i));
-  for (size_t i = 0; i < nOut; ++i) n.outputs.push_back("out" + std::to_string(i));
-  return n;
-}
-
-Status run(const graph::Node& n, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
-  return ref::runNode(n, in, out);
-}
-
-/// Runs a node whose inputs are all present; returns the first output.
-Tensor run1(const graph::Node& n, const std::vector<const Tensor*>& in) {
-  std::vector<Tensor> out;
-  Status s = run(n, in, out);
-  EXPECT_TRUE(s.ok()) << s.toString();
-  return s.ok() ? out[0] : Tensor();
 }
 
 std::vector<float> toFloats(const Tensor& t) {
@@ -89,11 +45,6 @@ void expectNear(const std::vector<float>& got, const std::vector<float>& want, f
     }
     EXPECT_NEAR(got[i], want[i], tol * std::max(1.f, std::fabs(want[i]))) << "at " << i;
   }
-}
-
-Status runStatus(const graph::Node& n, const std::vector<const Tensor*>& in) {
-  std::vector<Tensor> out;
-  return run(n, in, out);
 }
 
 // ---- Unary ------------------------------------------------------------------------------------
@@ -122,7 +73,7 @@ TEST(RefElementwise, UnaryMathMatchesStd) {
       {"HardSwish", [](double x) { return x * std::max(0.0, std::min(1.0, x / 6 + 0.5)); }},
       {"Elu", [](double x) { return x >= 0 ? x : std::exp(x) - 1; }},
   };
-  const Tensor x = randomF32(Shape{13, 7}, 42);
+  const Tensor x = randomF32(Shape{13, 7}, 42, -3.f, 3.f);
   for (const auto& [op, fn] : ops) {
     SCOPED_TRACE(op);
     Tensor y = run1(makeNode(op, 1), {&x});
@@ -239,7 +190,7 @@ TEST(RefElementwise, Float16AndBFloat16ComputeThroughFloat) {
 // ---- Binary -----------------------------------------------------------------------------------
 
 TEST(RefElementwise, BinaryBroadcastRandom) {
-  const Tensor a = randomF32(Shape{3, 1, 5}, 1);
+  const Tensor a = randomF32(Shape{3, 1, 5}, 1, -3.f, 3.f);
   const Tensor b = randomF32(Shape{4, 1}, 2, 0.5f, 2.f);
   const std::vector<std::pair<std::string, std::function<float(float, float)>>> ops = {
       {"Add", [](float p, float q) { return p + q; }},
@@ -263,7 +214,7 @@ TEST(RefElementwise, BinaryBroadcastRandom) {
 
 TEST(RefElementwise, BinaryScalarBroadcastLarge) {
   // Large enough to take the OpenMP path.
-  const Tensor a = randomF32(Shape{257, 131}, 5);
+  const Tensor a = randomF32(Shape{257, 131}, 5, -3.f, 3.f);
   const Tensor s = f32({}, {2.f});
   Tensor y = run1(makeNode("Mul", 2), {&a, &s});
   std::vector<float> want = toFloats(a);
@@ -336,9 +287,9 @@ TEST(RefElementwise, BitShift) {
 // ---- Variadic, Where, Cast ---------------------------------------------------------------------
 
 TEST(RefElementwise, VariadicBroadcastRandom) {
-  const Tensor a = randomF32(Shape{2, 3, 4}, 11);
-  const Tensor b = randomF32(Shape{3, 1}, 12);
-  const Tensor c = randomF32(Shape{4}, 13);
+  const Tensor a = randomF32(Shape{2, 3, 4}, 11, -3.f, 3.f);
+  const Tensor b = randomF32(Shape{3, 1}, 12, -3.f, 3.f);
+  const Tensor c = randomF32(Shape{4}, 13, -3.f, 3.f);
   const std::vector<float> av = toFloats(a), bv = toFloats(b), cv = toFloats(c);
   for (const char* op : {"Max", "Min", "Sum", "Mean"}) {
     SCOPED_TRACE(op);
@@ -404,21 +355,13 @@ TEST(RefElementwise, CastSemantics) {
 
 // ---- Shape inference with unknown dims ----------------------------------------------------------
 
-graph::InferValue iv(DataType t, std::vector<int64_t> dims, bool known = true) {
-  graph::InferValue v;
-  v.dtype = t;
-  v.shape = Shape(std::move(dims));
-  v.shapeKnown = known;
-  return v;
-}
-
 TEST(RefElementwise, ShapeInferenceUnknownDims) {
   auto n = makeNode("Add", 2);
   graph::InferContext ctx(n, {iv(DataType::kFloat32, {-1, 3, 1}), iv(DataType::kFloat32, {4})});
   ASSERT_TRUE(graph::inferNode(ctx).ok());
   EXPECT_TRUE(ctx.outputs[0].shapeKnown);
   EXPECT_EQ(ctx.outputs[0].shape, (Shape{-1, 3, 4}));
-  graph::InferContext ctx2(n, {iv(DataType::kFloat32, {}, false), iv(DataType::kFloat32, {4})});
+  graph::InferContext ctx2(n, {ivUnknown(DataType::kFloat32), iv(DataType::kFloat32, {4})});
   ASSERT_TRUE(graph::inferNode(ctx2).ok());
   EXPECT_FALSE(ctx2.outputs[0].shapeKnown);
   EXPECT_EQ(ctx2.outputs[0].dtype, DataType::kFloat32);
@@ -433,25 +376,25 @@ TEST(RefElementwise, ShapeInferenceUnknownDims) {
 // ---- Negative cases ---------------------------------------------------------------------------
 
 TEST(RefElementwise, AddBadBroadcast_n) {
-  Tensor a = randomF32(Shape{3, 4}, 1), b = randomF32(Shape{5}, 2);
+  Tensor a = randomF32(Shape{3, 4}, 1, -3.f, 3.f), b = randomF32(Shape{5}, 2, -3.f, 3.f);
   Status s = runStatus(makeNode("Add", 2), {&a, &b});
   EXPECT_EQ(s.code(), ErrorCode::kInvalidModel);
   EXPECT_NE(s.message().find("broadcast"), std::string::npos) << s.toString();
 }
 
 TEST(RefElementwise, AddTypeMismatch_n) {
-  Tensor a = randomF32(Shape{3}, 1);
+  Tensor a = randomF32(Shape{3}, 1, -3.f, 3.f);
   Tensor b = i32({3}, {1, 2, 3});
   EXPECT_EQ(runStatus(makeNode("Add", 2), {&a, &b}).code(), ErrorCode::kInvalidModel);
 }
 
 TEST(RefElementwise, AddTooFewInputs_n) {
-  Tensor a = randomF32(Shape{3}, 1);
+  Tensor a = randomF32(Shape{3}, 1, -3.f, 3.f);
   EXPECT_EQ(runStatus(makeNode("Add", 1), {&a}).code(), ErrorCode::kInvalidModel);
 }
 
 TEST(RefElementwise, AddTooManyInputs_n) {
-  Tensor a = randomF32(Shape{3}, 1);
+  Tensor a = randomF32(Shape{3}, 1, -3.f, 3.f);
   EXPECT_EQ(runStatus(makeNode("Add", 3), {&a, &a, &a}).code(), ErrorCode::kInvalidModel);
 }
 
@@ -461,12 +404,12 @@ TEST(RefElementwise, SqrtOnInt_n) {
 }
 
 TEST(RefElementwise, NotOnFloat_n) {
-  Tensor a = randomF32(Shape{2}, 1);
+  Tensor a = randomF32(Shape{2}, 1, -3.f, 3.f);
   EXPECT_FALSE(runStatus(makeNode("Not", 1), {&a}).ok());
 }
 
 TEST(RefElementwise, AndOnFloat_n) {
-  Tensor a = randomF32(Shape{2}, 1);
+  Tensor a = randomF32(Shape{2}, 1, -3.f, 3.f);
   EXPECT_FALSE(runStatus(makeNode("And", 2), {&a, &a}).ok());
 }
 
@@ -476,7 +419,7 @@ TEST(RefElementwise, IsNanOnInt_n) {
 }
 
 TEST(RefElementwise, FloatModWithoutFmod_n) {
-  Tensor a = randomF32(Shape{2}, 1);
+  Tensor a = randomF32(Shape{2}, 1, -3.f, 3.f);
   EXPECT_EQ(runStatus(makeNode("Mod", 2), {&a, &a}).code(), ErrorCode::kInvalidModel);
 }
 
@@ -509,7 +452,7 @@ TEST(RefElementwise, BitShiftSignedType_n) {
 }
 
 TEST(RefElementwise, CastBadTarget_n) {
-  Tensor a = randomF32(Shape{2}, 1);
+  Tensor a = randomF32(Shape{2}, 1, -3.f, 3.f);
   auto n = makeNode("Cast", 1);
   n.attrs.set("to", graph::Attribute::Int(42));
   EXPECT_EQ(runStatus(n, {&a}).code(), ErrorCode::kInvalidModel);
@@ -519,37 +462,37 @@ TEST(RefElementwise, CastBadTarget_n) {
 
 TEST(RefElementwise, WhereConditionNotBool_n) {
   Tensor c = i32({2}, {1, 0});
-  Tensor x = randomF32(Shape{2}, 1);
+  Tensor x = randomF32(Shape{2}, 1, -3.f, 3.f);
   EXPECT_EQ(runStatus(makeNode("Where", 3), {&c, &x, &x}).code(), ErrorCode::kInvalidModel);
 }
 
 TEST(RefElementwise, WhereBadBroadcast_n) {
   Tensor c = boolean({3}, {1, 0, 1});
-  Tensor x = randomF32(Shape{2}, 1);
+  Tensor x = randomF32(Shape{2}, 1, -3.f, 3.f);
   EXPECT_EQ(runStatus(makeNode("Where", 3), {&c, &x, &x}).code(), ErrorCode::kInvalidModel);
 }
 
 TEST(RefElementwise, WhereValueTypesDiffer_n) {
   Tensor c = boolean({2}, {1, 0});
-  Tensor x = randomF32(Shape{2}, 1);
+  Tensor x = randomF32(Shape{2}, 1, -3.f, 3.f);
   Tensor y = i32({2}, {1, 2});
   EXPECT_EQ(runStatus(makeNode("Where", 3), {&c, &x, &y}).code(), ErrorCode::kInvalidModel);
 }
 
 TEST(RefElementwise, ClipNonScalarMin_n) {
-  Tensor x = randomF32(Shape{3}, 1);
+  Tensor x = randomF32(Shape{3}, 1, -3.f, 3.f);
   Tensor lo = f32({2}, {0.f, 1.f});
   EXPECT_EQ(runStatus(makeNode("Clip", 2), {&x, &lo}).code(), ErrorCode::kInvalidModel);
 }
 
 TEST(RefElementwise, ClipMinTypeMismatch_n) {
-  Tensor x = randomF32(Shape{3}, 1);
+  Tensor x = randomF32(Shape{3}, 1, -3.f, 3.f);
   Tensor lo = i32({}, {0});
   EXPECT_EQ(runStatus(makeNode("Clip", 2), {&x, &lo}).code(), ErrorCode::kInvalidModel);
 }
 
 TEST(RefElementwise, MaxTypeMismatch_n) {
-  Tensor a = randomF32(Shape{2}, 1);
+  Tensor a = randomF32(Shape{2}, 1, -3.f, 3.f);
   Tensor b = i32({2}, {1, 2});
   EXPECT_EQ(runStatus(makeNode("Max", 2), {&a, &b}).code(), ErrorCode::kInvalidModel);
 }
@@ -560,7 +503,8 @@ TEST(RefElementwise, SumOnInt_n) {
 }
 
 TEST(RefElementwise, VariadicBadBroadcast_n) {
-  Tensor a = randomF32(Shape{2, 3}, 1), b = randomF32(Shape{3}, 2), c = randomF32(Shape{2}, 3);
+  Tensor a = randomF32(Shape{2, 3}, 1, -3.f, 3.f), b = randomF32(Shape{3}, 2, -3.f, 3.f),
+         c = randomF32(Shape{2}, 3, -3.f, 3.f);
   EXPECT_EQ(runStatus(makeNode("Mean", 3), {&a, &b, &c}).code(), ErrorCode::kInvalidModel);
 }
 

@@ -13,88 +13,12 @@
 
 #include "graph/op_schema.h"
 #include "kernels/ref/ref_kernels.h"
+#include "ref_test_util.h"
 
 namespace edgeinfer {
 namespace {
 
-template <typename T>
-Tensor make(DataType dt, Shape s, const std::vector<T>& v) {
-  Tensor t = Tensor::zeros(dt, s);
-  EXPECT_EQ(static_cast<size_t>(t.numel()), v.size());
-  if (!v.empty()) std::memcpy(t.raw(), v.data(), v.size() * sizeof(T));
-  return t;
-}
-Tensor f32(Shape s, const std::vector<float>& v) {
-  return make(DataType::kFloat32, s, v);
-}
-Tensor i32(Shape s, const std::vector<int32_t>& v) {
-  return make(DataType::kInt32, s, v);
-}
-Tensor i64(Shape s, const std::vector<int64_t>& v) {
-  return make(DataType::kInt64, s, v);
-}
-Tensor u8(Shape s, const std::vector<uint8_t>& v) {
-  return make(DataType::kUInt8, s, v);
-}
-Tensor s8(Shape s, const std::vector<int8_t>& v) {
-  return make(DataType::kInt8, s, v);
-}
-
-Tensor randomF32(Shape s, uint32_t seed, float lo = -2.f, float hi = 2.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(static_cast<size_t>(s.numel()));
-  for (auto& x : v) x = d(rng);
-  return f32(s, v);
-}
-
-graph::Node makeNode(const std::string& op, size_t nIn, size_t nOut = 1) {
-  graph::Node n;
-  n.name = op + "_test";
-  n.opType = op;
-  for (size_t i = 0; i < nIn; ++i) n.inputs.push_back("in" + std::to_string(i));
-  for (size_t i = 0; i < nOut; ++i) n.outputs.push_back("out" + std::to_string(i));
-  return n;
-}
-
-std::vector<Tensor> runAll(const graph::Node& n, const std::vector<const Tensor*>& in) {
-  std::vector<Tensor> out;
-  Status s = ref::runNode(n, in, out);
-  EXPECT_TRUE(s.ok()) << s.toString();
-  return out;
-}
-Tensor run1(const graph::Node& n, const std::vector<const Tensor*>& in) {
-  auto out = runAll(n, in);
-  return out.empty() ? Tensor() : out[0];
-}
-Status runStatus(const graph::Node& n, const std::vector<const Tensor*>& in) {
-  std::vector<Tensor> out;
-  return ref::runNode(n, in, out);
-}
-
-/// Build-time shape inference: inputs with known types/shapes, values only where given.
-Expected<std::vector<graph::InferValue>> inferBuild(const graph::Node& n,
-                                                    std::vector<graph::InferValue> in) {
-  graph::InferContext ctx(n, std::move(in));
-  Status s = graph::inferNode(ctx);
-  if (!s.ok()) return s;
-  return ctx.outputs;
-}
-graph::InferValue iv(DataType dt, Shape s, const Tensor* value = nullptr) {
-  graph::InferValue v;
-  v.dtype = dt;
-  v.shape = std::move(s);
-  v.shapeKnown = true;
-  v.value = value;
-  return v;
-}
-
-std::vector<double> vals(const Tensor& t) {
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = t.getAsDouble(int64_t(i));
-  return v;
-}
-using V = std::vector<double>;
+using namespace test;
 
 template <typename T>
 std::vector<T> randomInts(size_t n, uint32_t seed, int lo, int hi) {

@@ -10,26 +10,12 @@
 
 #include "graph/op_schema.h"
 #include "kernels/ref/ref_kernels.h"
+#include "ref_test_util.h"
 
 namespace edgeinfer {
 namespace {
 
-template <typename T>
-Tensor make(DataType dt, Shape s, const std::vector<T>& v) {
-  Tensor t = Tensor::zeros(dt, s);
-  EXPECT_EQ(static_cast<size_t>(t.numel()), v.size());
-  if (!v.empty()) std::memcpy(t.raw(), v.data(), v.size() * sizeof(T));
-  return t;
-}
-Tensor f32(Shape s, const std::vector<float>& v) {
-  return make(DataType::kFloat32, s, v);
-}
-Tensor i32(Shape s, const std::vector<int32_t>& v) {
-  return make(DataType::kInt32, s, v);
-}
-Tensor i64(Shape s, const std::vector<int64_t>& v) {
-  return make(DataType::kInt64, s, v);
-}
+using namespace test;
 
 /// A float tensor holding 0, 1, 2, ... so each element names its own flat index.
 Tensor iota(Shape s) {
@@ -38,45 +24,6 @@ Tensor iota(Shape s) {
   return f32(s, v);
 }
 
-Tensor randomF32(Shape s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-5.f, 5.f);
-  std::vector<float> v(static_cast<size_t>(s.numel()));
-  for (auto& x : v) x = d(rng);
-  return f32(s, v);
-}
-
-graph::Node makeNode(const std::string& op, size_t nIn, size_t nOut = 1) {
-  graph::Node n;
-  n.name = op + "_test";
-  n.opType = op;
-  for (size_t i = 0; i < nIn; ++i) n.inputs.push_back("in" + std::to_string(i));
-  for (size_t i = 0; i < nOut; ++i) n.outputs.push_back("out" + std::to_string(i));
-  return n;
-}
-
-std::vector<Tensor> runAll(const graph::Node& n, const std::vector<const Tensor*>& in) {
-  std::vector<Tensor> out;
-  Status s = ref::runNode(n, in, out);
-  EXPECT_TRUE(s.ok()) << s.toString();
-  return out;
-}
-Tensor run1(const graph::Node& n, const std::vector<const Tensor*>& in) {
-  auto out = runAll(n, in);
-  return out.empty() ? Tensor() : out[0];
-}
-Status runStatus(const graph::Node& n, const std::vector<const Tensor*>& in) {
-  std::vector<Tensor> out;
-  return ref::runNode(n, in, out);
-}
-
-std::vector<double> vals(const Tensor& t) {
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = t.getAsDouble(int64_t(i));
-  return v;
-}
-using V = std::vector<double>;
-
 void setInts(graph::Node& n, const char* name, std::vector<int64_t> v) {
   n.attrs.set(name, graph::Attribute::Ints(std::move(v)));
 }
@@ -84,19 +31,11 @@ void setInt(graph::Node& n, const char* name, int64_t v) {
   n.attrs.set(name, graph::Attribute::Int(v));
 }
 
-graph::InferValue iv(DataType t, std::vector<int64_t> dims, bool known = true) {
-  graph::InferValue v;
-  v.dtype = t;
-  v.shape = Shape(std::move(dims));
-  v.shapeKnown = known;
-  return v;
-}
-
 // ---- Identity, Dropout, Reshape, Flatten
 // ---------------------------------------------------------
 
 TEST(RefTensor, IdentityAndDropout) {
-  Tensor x = randomF32(Shape{3, 5}, 1);
+  Tensor x = randomF32(Shape{3, 5}, 1, -5.f, 5.f);
   EXPECT_EQ(vals(run1(makeNode("Identity", 1), {&x})), vals(x));
   auto out = runAll(makeNode("Dropout", 1, 2), {&x});
   ASSERT_EQ(out.size(), 2u);
@@ -150,7 +89,7 @@ TEST(RefTensor, Flatten) {
 // --------------------------------------------------------------------
 
 TEST(RefTensor, TransposeRandomAgainstBruteForce) {
-  Tensor x = randomF32(Shape{3, 5, 7, 2}, 3);
+  Tensor x = randomF32(Shape{3, 5, 7, 2}, 3, -5.f, 5.f);
   auto n = makeNode("Transpose", 1);
   setInts(n, "perm", {2, 0, 3, 1});
   Tensor y = run1(n, {&x});
@@ -228,7 +167,7 @@ TEST(RefTensor, SliceStepsAndClamping) {
 
 TEST(RefTensor, SliceRandomAgainstBruteForce) {
   std::mt19937 rng(123);
-  Tensor x = randomF32(Shape{7, 9}, 4);
+  Tensor x = randomF32(Shape{7, 9}, 4, -5.f, 5.f);
   const V xv = vals(x);
   for (int trial = 0; trial < 40; ++trial) {
     std::uniform_int_distribution<int64_t> pos(-12, 12), stp(-3, 3);
@@ -319,7 +258,7 @@ TEST(RefTensor, ShapeAndSize) {
   EXPECT_EQ(vals(sz), (V{24}));
   // Shape inference with an unknown rank still knows the output is 1-D.
   const graph::Node shapeNode = makeNode("Shape", 1);  // InferContext keeps a reference
-  graph::InferContext ctx(shapeNode, {iv(DataType::kFloat32, {}, false)});
+  graph::InferContext ctx(shapeNode, {ivUnknown(DataType::kFloat32)});
   ASSERT_TRUE(graph::inferNode(ctx).ok());
   EXPECT_EQ(ctx.outputs[0].shape, (Shape{-1}));
 }
@@ -419,7 +358,7 @@ TEST(RefTensor, ShapeInferenceUnknownRankPropagates) {
   for (const char* op : {"Transpose", "Squeeze", "Flatten", "Identity"}) {
     SCOPED_TRACE(op);
     const graph::Node node = makeNode(op, 1);
-    graph::InferContext ctx(node, {iv(DataType::kFloat32, {}, false)});
+    graph::InferContext ctx(node, {ivUnknown(DataType::kFloat32)});
     ASSERT_TRUE(graph::inferNode(ctx).ok());
     EXPECT_EQ(ctx.outputs[0].dtype, DataType::kFloat32);
   }
