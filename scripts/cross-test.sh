@@ -65,6 +65,9 @@ if command -v ccache >/dev/null 2>&1; then
 fi
 
 # --- aarch64 -------------------------------------------------------------------------------
+# -O1 compiles fast and runs well enough under qemu. GCC 12 at -O1 reports false
+# -Wmaybe-uninitialized inside libstdc++'s std::variant/std::string (a known GCC 12 problem,
+# also seen in the sanitizer build): that one warning stays a warning here.
 cross_ready=1
 if ((no_setup)); then
   skip_stage setup "--no-setup"
@@ -76,7 +79,7 @@ if ((cross_ready)) &&
   run_stage configure cmake -S . -B "$CROSS_DIR" "${cmake_args[@]}" \
     -DCMAKE_TOOLCHAIN_FILE="$repo_root/toolchains/aarch64-linux-gnu.cmake" \
     -DEDGEINFER_WITH_CUDA=OFF -DEDGEINFER_BUILD_TOOLS=OFF -DEDGEINFER_BUILD_TESTS=ON \
-    -DCMAKE_CXX_FLAGS_RELEASE=-O1; then
+    -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DCMAKE_CXX_FLAGS=-Wno-error=maybe-uninitialized; then
   # The SDK and its unit tests only: the conformance runner is not run under qemu.
   if run_stage build cmake --build "$CROSS_DIR" -j "$jobs" --target edgeinfer edgeinfer_unit_tests; then
     # gtest_discover_tests ran the test binary through qemu at build time; the ctest run
