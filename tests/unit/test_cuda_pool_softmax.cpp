@@ -169,7 +169,9 @@ TEST(CudaSoftmax, SoftmaxAndLogSoftmax) {
 std::vector<std::unique_ptr<builder::Tactic>> candidatesFor(const graph::Node& node,
                                                             const Tensor& x,
                                                             LayerContext* layerOut = nullptr) {
-  graph::Graph g;
+  // The layer (returned through layerOut) points at the graph and the node: both must outlive
+  // it, so the graph (these layers read no constants) is static and callers keep `node`.
+  static const graph::Graph g;
   LayerContext layer;
   const Status s = test::makeLayer(node, g, {&x}, &layer);
   EXPECT_TRUE(s.ok()) << s.toString();
@@ -236,8 +238,8 @@ TEST(CudaPool, BadCountIncludePad_n) {
 
 TEST(CudaPool, DynamicShape_n) {
   LayerContext layer;
-  ASSERT_FALSE(
-      candidatesFor(makeNode("GlobalMaxPool"), randomTensor(Shape{2, 3, 4, 4}, 1), &layer).empty());
+  const graph::Node n = makeNode("GlobalMaxPool");
+  ASSERT_FALSE(candidatesFor(n, randomTensor(Shape{2, 3, 4, 4}, 1), &layer).empty());
   layer.inputShapes[0][2] = -1;
   cuda::CudaKernelProvider provider;
   EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
@@ -249,7 +251,8 @@ TEST(CudaSoftmax, Hardmax_n) {
 
 TEST(CudaSoftmax, Int32Softmax_n) {
   LayerContext layer;
-  ASSERT_FALSE(candidatesFor(makeNode("Softmax"), randomTensor(Shape{2, 5}, 1), &layer).empty());
+  const graph::Node n = makeNode("Softmax");
+  ASSERT_FALSE(candidatesFor(n, randomTensor(Shape{2, 5}, 1), &layer).empty());
   layer.inputTypes[0] = layer.outputTypes[0] = DataType::kInt32;
   cuda::CudaKernelProvider provider;
   EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
@@ -268,7 +271,8 @@ TEST(CudaSoftmax, AxisOutOfRange_n) {
 
 TEST(CudaSoftmax, DynamicShape_n) {
   LayerContext layer;
-  ASSERT_FALSE(candidatesFor(makeNode("Softmax"), randomTensor(Shape{2, 5}, 1), &layer).empty());
+  const graph::Node n = makeNode("Softmax");
+  ASSERT_FALSE(candidatesFor(n, randomTensor(Shape{2, 5}, 1), &layer).empty());
   layer.inputShapes[0][0] = -1;
   layer.outputShapes[0][0] = -1;
   cuda::CudaKernelProvider provider;

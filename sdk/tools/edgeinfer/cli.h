@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "edgeinfer/builder.h"
+#include "edgeinfer/engine.h"
 #include "edgeinfer/status.h"
 
 namespace edgeinfer::cli {
@@ -32,6 +33,15 @@ Expected<Args> parseArgs(int argc, char** argv, int first,
 Expected<BuilderConfig> builderConfigFrom(const Args& a);
 extern const char* kBuilderOptionsHelp;
 
+/// Builds the model (ONNX, with the builder options in `a`) or loads the engine file at `path`.
+Expected<std::unique_ptr<Engine>> loadEngine(const std::string& path, const Args& a);
+/// Binds every input of `engine` on `ctx`: from --input NAME=FILE.npy, --inputs DIR, or
+/// random (--seed, --dim NAME=VALUE for dynamic dims). Returns the bound tensors.
+Expected<std::map<std::string, Tensor>> bindInputs(const Engine& engine, ExecutionContext& ctx,
+                                                   const Args& a);
+/// A file name for a tensor name (graph names may contain '/' or ':').
+std::string safeName(std::string name);
+
 /// Prints "error: <status>" to stderr and returns the process exit code for it.
 int fail(const Status& s);
 
@@ -39,6 +49,7 @@ int cmdInspect(const Args& a);
 int cmdBuild(const Args& a);
 int cmdRun(const Args& a);
 int cmdDevice(const Args& a);
+int cmdBench(const Args& a);
 int cmdCache(const Args& a);
 
 }  // namespace edgeinfer::cli

@@ -2,11 +2,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <random>
 
 #include "cli.h"
 #include "core/npy.h"
@@ -25,42 +22,6 @@ const char* kRunHelp = R"(usage: edgeinfer run MODEL.onnx|ENGINE [options]
   --iterations N            timed runs (default 1)
   --warmup N                untimed runs first (default 0)
 )";
-
-bool isEngineFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  char magic[8] = {};
-  f.read(magic, 8);
-  return f && std::memcmp(magic, "EIENGINE", 8) == 0;
-}
-
-/// A file name for a tensor name (graph names may contain '/' or ':').
-std::string safeName(std::string n) {
-  for (char& c : n)
-    if (c == '/' || c == '\\' || c == ':' || c == ' ') c = '_';
-  return n;
-}
-
-Expected<Tensor> randomInput(const TensorDesc& d, const Args& a, std::mt19937& rng) {
-  std::vector<int64_t> dims = d.shape.dims();
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] >= 0) continue;
-    dims[i] = 1;
-    for (const auto& kv : a.all("dim")) {
-      const auto eq = kv.find('=');
-      if (eq != std::string::npos && i < d.dimNames.size() && kv.substr(0, eq) == d.dimNames[i])
-        dims[i] = std::atoll(kv.c_str() + eq + 1);
-    }
-  }
-  EI_ASSIGN_OR_RETURN(Tensor t, Tensor::create(d.dtype, Shape(dims)));
-  std::uniform_real_distribution<float> uni(0.f, 1.f);
-  if (d.dtype == DataType::kFloat32) {
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = uni(rng);
-  } else if (d.dtype == DataType::kUInt8) {
-    for (int64_t i = 0; i < t.numel(); ++i)
-      t.data<uint8_t>()[i] = static_cast<uint8_t>(rng() & 0xff);
-  }  // other types stay zero: random indices or flags are rarely meaningful
-  return t;
-}
 
 void printSummary(const std::string& name, const Tensor& t) {
   std::cout << "  " << name << ": " << t.describe();
@@ -93,52 +54,17 @@ int cmdRun(const Args& a) {
     std::cout << kRunHelp << "\n" << kBuilderOptionsHelp;
     return a.has("help") ? 0 : 2;
   }
-  const std::string path = a.positional[0];
-  Expected<std::unique_ptr<Engine>> engine = Status(ErrorCode::kInternal, "unset");
   const auto t0 = std::chrono::steady_clock::now();
-  if (isEngineFile(path)) {
-    engine = Engine::load(path);
-  } else {
-    auto cfg = builderConfigFrom(a);
-    if (!cfg.ok()) return fail(cfg.status());
-    engine = Builder::buildFromFile(path, *cfg);
-  }
+  auto engine = loadEngine(a.positional[0], a);
   if (!engine.ok()) return fail(engine.status());
   const double loadMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   auto ctx = (*engine)->createExecutionContext();
   if (!ctx.ok()) return fail(ctx.status());
-
-  std::mt19937 rng(static_cast<unsigned>(std::atoi(a.get("seed", "0").c_str())));
-  std::map<std::string, std::string> files;
-  for (const auto& kv : a.all("input")) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos)
-      return fail(Status(ErrorCode::kInvalidArgument, "--input needs NAME=FILE.npy"));
-    files[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (const auto& [name, file] : files) {
-    bool known = false;
-    for (const auto& d : (*engine)->inputs()) known |= d.name == name;
-    if (!known)
-      return fail(Status(ErrorCode::kNotFound,
-                         "--input names '" + name + "', which is not an input of the model"));
-  }
   std::cout << "inputs:\n";
-  for (const auto& d : (*engine)->inputs()) {
-    Expected<Tensor> t = Status(ErrorCode::kInternal, "unset");
-    if (files.count(d.name)) {
-      t = readNpy(files[d.name]);
-    } else if (a.has("inputs")) {
-      t = readNpy(a.get("inputs") + "/" + safeName(d.name) + ".npy");
-    } else {
-      t = randomInput(d, a, rng);
-    }
-    if (!t.ok()) return fail(t.status().withContext("input '" + d.name + "'"));
-    printSummary(d.name, *t);
-    Status s = (*ctx)->setInput(d.name, *t);
-    if (!s.ok()) return fail(s);
-  }
+  auto inputs = bindInputs(**engine, **ctx, a);
+  if (!inputs.ok()) return fail(inputs.status());
+  for (const auto& d : (*engine)->inputs()) printSummary(d.name, inputs->at(d.name));
   const int warmup = std::max(0, std::atoi(a.get("warmup", "0").c_str()));
   const int iters = std::max(1, std::atoi(a.get("iterations", "1").c_str()));
   for (int i = 0; i < warmup; ++i) {

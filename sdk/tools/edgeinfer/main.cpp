@@ -16,6 +16,7 @@ commands:
   inspect MODEL.onnx            print the graph before and after optimisation, with shapes
   build   MODEL.onnx -o FILE    build an engine and save it
   run     MODEL.onnx|FILE       run a model or a saved engine and print its outputs
+  bench   MODEL.onnx|FILE       latency percentiles, throughput and memory of a model or engine
   device                        print the GPU, its device key and whether this binary has SASS for it
   cache   list|merge|export     list, merge or export the per-device timing caches
   version                       print the SDK version
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   if (cmd == "build") return cmdBuild(*args);
   if (cmd == "run") return cmdRun(*args);
   if (cmd == "device") return cmdDevice(*args);
+  if (cmd == "bench") return cmdBench(*args);
   if (cmd == "cache") return cmdCache(*args);
   std::cerr << "error: unknown command '" << cmd << "'\n\n" << kUsage;
   return 2;

@@ -1,0 +1,107 @@
+// `edgeinfer bench`: the numbers speed goals are checked against (docs/performance.md) —
+// latency percentiles, throughput and activation memory of one model or engine.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+
+namespace edgeinfer::cli {
+namespace {
+
+const char* kBenchHelp = R"(usage: edgeinfer bench MODEL.onnx|ENGINE [options]
+
+  --iterations N      timed runs (default 200)
+  --warmup N          untimed runs first (default 20)
+  --json FILE         also write the results as JSON (for scripts/bench)
+  --input / --inputs / --dim / --seed    inputs, as for `edgeinfer run` (default random)
+)";
+
+double percentile(const std::vector<double>& sorted, double p) {
+  const double pos = p * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+}  // namespace
+
+int cmdBench(const Args& a) {
+  if (a.has("help") || a.positional.size() != 1) {
+    std::cout << kBenchHelp << "\n" << kBuilderOptionsHelp;
+    return a.has("help") ? 0 : 2;
+  }
+  const int warmup = std::max(0, std::atoi(a.get("warmup", "20").c_str()));
+  const int iters = std::max(1, std::atoi(a.get("iterations", "200").c_str()));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto engine = loadEngine(a.positional[0], a);
+  if (!engine.ok()) return fail(engine.status());
+  const double loadMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  auto ctx = (*engine)->createExecutionContext();
+  if (!ctx.ok()) return fail(ctx.status());
+  auto inputs = bindInputs(**engine, **ctx, a);
+  if (!inputs.ok()) return fail(inputs.status());
+  // Batch = the first dimension of the first input (1 for scalars).
+  const Shape& s0 = inputs->begin()->second.shape();
+  const int64_t batch = s0.rank() > 0 ? s0[0] : 1;
+
+  for (int i = 0; i < warmup; ++i) {
+    Status s = (*ctx)->execute();
+    if (!s.ok()) return fail(s);
+  }
+  std::vector<double> ms;
+  ms.reserve(static_cast<size_t>(iters));
+  for (int i = 0; i < iters; ++i) {
+    const auto s0t = std::chrono::steady_clock::now();
+    Status s = (*ctx)->execute();
+    if (!s.ok()) return fail(s);
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0t).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  double mean = 0;
+  for (double v : ms) mean += v;
+  mean /= static_cast<double>(ms.size());
+  const double p50 = percentile(ms, 0.5), p90 = percentile(ms, 0.9), p99 = percentile(ms, 0.99);
+  const ContextStats st = (*ctx)->stats();
+  const EngineInfo& info = (*engine)->info();
+
+  std::printf("model: %s (backend %s, precision %s, %lld nodes, device %s)\n",
+              a.positional[0].c_str(), backendName(info.backend), precisionName(info.precision),
+              static_cast<long long>(info.nodeCount), info.deviceKey.c_str());
+  std::printf("build/load: %.1f ms; batch %lld; %d runs after %d warm-up runs\n", loadMs,
+              static_cast<long long>(batch), iters, warmup);
+  std::printf("latency (ms): mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  min %.3f  max %.3f\n", mean,
+              p50, p90, p99, ms.front(), ms.back());
+  std::printf("throughput: %.1f inferences/s (batch %lld / median latency)\n",
+              1000.0 * static_cast<double>(batch) / p50, static_cast<long long>(batch));
+  std::printf("activation memory: %.1f KiB planned (%.1f KiB without reuse)\n",
+              static_cast<double>(st.activationArenaBytes) / 1024.0,
+              static_cast<double>(st.activationNaiveBytes) / 1024.0);
+  if (a.has("json")) {
+    std::ofstream f(a.get("json"));
+    if (!f) return fail(Status(ErrorCode::kIoError, "cannot write '" + a.get("json") + "'"));
+    nlohmann::json j = {{"model", a.positional[0]},
+                        {"backend", backendName(info.backend)},
+                        {"precision", precisionName(info.precision)},
+                        {"device", info.deviceKey},
+                        {"batch", batch},
+                        {"iterations", iters},
+                        {"mean_ms", mean},
+                        {"p50_ms", p50},
+                        {"p90_ms", p90},
+                        {"p99_ms", p99},
+                        {"min_ms", ms.front()},
+                        {"max_ms", ms.back()},
+                        {"throughput_per_s", 1000.0 * static_cast<double>(batch) / p50},
+                        {"activation_bytes", st.activationArenaBytes}};
+    f << j.dump(1) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace edgeinfer::cli

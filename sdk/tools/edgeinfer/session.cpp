@@ -1,0 +1,89 @@
+// Loading a model or engine and binding its inputs: shared by `run` and `bench`.
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "cli.h"
+#include "core/npy.h"
+
+namespace edgeinfer::cli {
+namespace {
+
+bool isEngineFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[8] = {};
+  f.read(magic, 8);
+  return f && std::memcmp(magic, "EIENGINE", 8) == 0;
+}
+
+Expected<Tensor> randomInput(const TensorDesc& d, const Args& a, std::mt19937& rng) {
+  std::vector<int64_t> dims = d.shape.dims();
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] >= 0) continue;
+    dims[i] = 1;
+    for (const auto& kv : a.all("dim")) {
+      const auto eq = kv.find('=');
+      if (eq != std::string::npos && i < d.dimNames.size() && kv.substr(0, eq) == d.dimNames[i])
+        dims[i] = std::atoll(kv.c_str() + eq + 1);
+    }
+  }
+  EI_ASSIGN_OR_RETURN(Tensor t, Tensor::create(d.dtype, Shape(dims)));
+  std::uniform_real_distribution<float> uni(0.f, 1.f);
+  if (d.dtype == DataType::kFloat32) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = uni(rng);
+  } else if (d.dtype == DataType::kUInt8) {
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.data<uint8_t>()[i] = static_cast<uint8_t>(rng() & 0xff);
+  }  // other types stay zero: random indices or flags are rarely meaningful
+  return t;
+}
+
+}  // namespace
+
+std::string safeName(std::string n) {
+  for (char& c : n)
+    if (c == '/' || c == '\\' || c == ':' || c == ' ') c = '_';
+  return n;
+}
+
+Expected<std::unique_ptr<Engine>> loadEngine(const std::string& path, const Args& a) {
+  if (isEngineFile(path)) return Engine::load(path);
+  EI_ASSIGN_OR_RETURN(BuilderConfig cfg, builderConfigFrom(a));
+  return Builder::buildFromFile(path, cfg);
+}
+
+Expected<std::map<std::string, Tensor>> bindInputs(const Engine& engine, ExecutionContext& ctx,
+                                                   const Args& a) {
+  std::mt19937 rng(static_cast<unsigned>(std::atoi(a.get("seed", "0").c_str())));
+  std::map<std::string, std::string> files;
+  for (const auto& kv : a.all("input")) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos)
+      return Status(ErrorCode::kInvalidArgument, "--input needs NAME=FILE.npy");
+    files[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [name, file] : files) {
+    bool known = false;
+    for (const auto& d : engine.inputs()) known |= d.name == name;
+    if (!known)
+      return Status(ErrorCode::kNotFound,
+                    "--input names '" + name + "', which is not an input of the model");
+  }
+  std::map<std::string, Tensor> bound;
+  for (const auto& d : engine.inputs()) {
+    Expected<Tensor> t = Status(ErrorCode::kInternal, "unset");
+    if (files.count(d.name)) {
+      t = readNpy(files[d.name]);
+    } else if (a.has("inputs")) {
+      t = readNpy(a.get("inputs") + "/" + safeName(d.name) + ".npy");
+    } else {
+      t = randomInput(d, a, rng);
+    }
+    if (!t.ok()) return t.status().withContext("input '" + d.name + "'");
+    EI_RETURN_IF_ERROR(ctx.setInput(d.name, *t));
+    bound.emplace(d.name, *t);
+  }
+  return bound;
+}
+
+}  // namespace edgeinfer::cli

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `edgeinfer` command line on a model generated here (python3-onnx):
+# inspect, build, run (outputs compared with numpy), bench, device, cache — and the errors a
+# user meets (missing file, garbage model, truncated engine, unknown input, missing option).
+#   test_cli.sh PATH/TO/edgeinfer
+set -uo pipefail
+cli=$1
+# Debian's python3 carries python3-onnx/python3-numpy (scripts/setup.sh); another python3 on
+# PATH (pyenv, a venv) may not.
+py=${EDGEINFER_PYTHON:-/usr/bin/python3}
+[[ -x $py ]] || py=python3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+pass=0
+check() {  # check NAME CONDITION-COMMAND...
+  local name=$1
+  shift
+  if "$@"; then
+    pass=$((pass + 1))
+  else
+    echo "FAILED: $name" >&2
+    failures=$((failures + 1))
+  fi
+}
+expect_exit() {  # expect_exit CODE PATTERN COMMAND... : exit code and a message on stderr
+  local code=$1 pattern=$2
+  shift 2
+  local err rc
+  err=$("$@" 2>&1 >/dev/null)
+  rc=$?
+  [[ $rc -eq $code && $err == *"$pattern"* ]] || {
+    echo "  exit $rc (wanted $code), stderr: $err" >&2
+    return 1
+  }
+}
+
+"$py" - "$work" <<'PY'
+import sys, numpy as np, onnx
+from onnx import helper, TensorProto, numpy_helper
+w = sys.argv[1]
+rng = np.random.default_rng(0)
+b = rng.standard_normal((1, 4, 1, 1)).astype(np.float32)
+k = rng.standard_normal((4, 3, 3, 3)).astype(np.float32) * 0.2
+g = helper.make_graph(
+    [helper.make_node("Conv", ["x", "k"], ["c"], pads=[1, 1, 1, 1]),
+     helper.make_node("Add", ["c", "b"], ["s"]),
+     helper.make_node("Relu", ["s"], ["y"])],
+    "cli_test",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 5])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 5])],
+    [numpy_helper.from_array(k, "k"), numpy_helper.from_array(b, "b")])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{w}/m.onnx")
+x = rng.standard_normal((1, 3, 6, 5)).astype(np.float32)
+np.save(f"{w}/x.npy", x)
+# numpy reference: direct convolution with zero padding
+xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+y = np.zeros((1, 4, 6, 5), np.float64)
+for o in range(4):
+    for i in range(6):
+        for j in range(5):
+            y[0, o, i, j] = np.sum(xp[0, :, i:i + 3, j:j + 3] * k[o])
+np.save(f"{w}/y_ref.npy", np.maximum(y + b, 0).astype(np.float32))
+PY
+
+check "inspect shows the fused conv" bash -c "'$cli' inspect '$work/m.onnx' | grep -q FusedConv"
+check "build writes an engine" "$cli" build "$work/m.onnx" -o "$work/m.engine"
+check "run writes outputs" "$cli" run "$work/m.engine" --input "x=$work/x.npy" --outputs "$work/out" --iterations 3
+check "outputs match numpy" "$py" -c "
+import numpy as np, sys
+y = np.load('$work/out/y.npy'); r = np.load('$work/y_ref.npy')
+sys.exit(0 if y.shape == r.shape and np.allclose(y, r, rtol=1e-5, atol=1e-5) else 1)"
+check "bench writes json" "$cli" bench "$work/m.engine" --iterations 5 --warmup 1 --json "$work/b.json"
+check "bench json is complete" "$py" -c "
+import json; d = json.load(open('$work/b.json')); assert d['iterations'] == 5 and d['p50_ms'] > 0"
+check "device prints the cpu key" bash -c "'$cli' device | grep -q 'device key cpu-'"
+mkdir -p "$work/cachedir"
+check "cache list on an empty dir" "$cli" cache list --dir "$work/cachedir"
+check "cache list on a missing dir_n" expect_exit 3 "no timing cache directory" "$cli" cache list --dir "$work/nocache"
+
+# Errors: clear message, right exit code, no crash.
+check "missing model_n" expect_exit 3 "cannot open" "$cli" run "$work/none.onnx"
+printf 'this is not a model' >"$work/garbage.onnx"
+check "garbage model_n" expect_exit 1 "not a valid ONNX model" "$cli" build "$work/garbage.onnx" -o "$work/g.engine"
+head -c 100 "$work/m.engine" >"$work/trunc.engine"
+check "truncated engine_n" expect_exit 1 "engine" "$cli" run "$work/trunc.engine"
+check "unknown input name_n" expect_exit 3 "not an input" "$cli" run "$work/m.engine" --input "nope=$work/x.npy"
+check "build without -o_n" expect_exit 2 "" "$cli" build "$work/m.onnx"
+check "bad backend_n" expect_exit 2 "--backend" "$cli" run "$work/m.onnx" --backend tpu
+check "unknown command_n" expect_exit 2 "unknown command" "$cli" frobnicate
+"$py" -c "import numpy as np; np.save('$work/bad.npy', np.zeros((2, 2), np.float32))"
+check "wrong input shape_n" expect_exit 2 "shape" "$cli" run "$work/m.engine" --input "x=$work/bad.npy"
+
+echo "$pass passed, $failures failed"
+[[ $failures -eq 0 ]]
