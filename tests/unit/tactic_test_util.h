@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -185,6 +187,67 @@ inline double relL2(const Tensor& a, const Tensor& b) {
     den += y * y;
   }
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+/// Times every candidate on `input0` (the layer's only non-constant input; the others are
+/// constants the tactics prepared in initialize()) with CUDA events: 5 warm-up launches, the
+/// median of 20. Prints the sorted table (printing-only performance tests use this).
+inline void printTacticTimings(std::vector<std::unique_ptr<builder::Tactic>>& candidates,
+                               const builder::LayerContext& layer, const Tensor& input0) {
+  struct Row {
+    std::string id;
+    double ms;
+    size_t ws;
+  };
+  std::vector<Row> rows;
+  const size_t yElems = static_cast<size_t>(layer.outputShapes[0].numel());
+  cudaEvent_t e0, e1;
+  if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess) return;
+  for (auto& t : candidates) {
+    if (!t->initialize(layer).ok()) {
+      rows.push_back({t->id() + " (initialize failed)", INFINITY, 0});
+      continue;
+    }
+    const auto xb = toFormat(input0, t->inputFormat(0));
+    void *dx = nullptr, *dy = nullptr, *ws = nullptr;
+    const size_t yb = yElems * dataTypeSize(t->outputFormat(0).dtype);
+    bool ok = cudaMalloc(&dx, xb.size()) == cudaSuccess && cudaMalloc(&dy, yb) == cudaSuccess &&
+              cudaMemcpy(dx, xb.data(), xb.size(), cudaMemcpyHostToDevice) == cudaSuccess &&
+              (!t->workspaceBytes() || cudaMalloc(&ws, t->workspaceBytes()) == cudaSuccess);
+    builder::LaunchArgs args;
+    args.inputs.assign(layer.inputShapes.size(), nullptr);
+    args.inputs[0] = dx;
+    args.outputs = {dy};
+    args.workspace = ws;
+    args.workspaceBytes = t->workspaceBytes();
+    for (int i = 0; ok && i < 5; ++i) ok = t->enqueue(args).ok();
+    std::vector<float> times;
+    for (int i = 0; ok && i < 20; ++i) {
+      cudaEventRecord(e0);
+      ok = t->enqueue(args).ok();
+      cudaEventRecord(e1);
+      float ms = 0;
+      ok = ok && cudaEventSynchronize(e1) == cudaSuccess &&
+           cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
+      times.push_back(ms);
+    }
+    if (ok) {
+      std::sort(times.begin(), times.end());
+      rows.push_back({t->id(), (times[9] + times[10]) / 2, t->workspaceBytes()});
+    } else {
+      cudaGetLastError();
+      rows.push_back({t->id() + " (failed)", INFINITY, t->workspaceBytes()});
+    }
+    cudaFree(dx);
+    cudaFree(dy);
+    cudaFree(ws);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  std::sort(rows.begin(), rows.end(),
+            [](const Row& a, const Row& b) { return a.ms != b.ms ? a.ms < b.ms : a.id < b.id; });
+  for (const Row& r : rows) std::printf("  %9.4f ms  ws %9zu  %s\n", r.ms, r.ws, r.id.c_str());
+  std::fflush(stdout);
 }
 
 }  // namespace edgeinfer::test

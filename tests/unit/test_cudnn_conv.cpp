@@ -433,60 +433,7 @@ void timeAllCandidates(int64_t N, int64_t C, int64_t K, int64_t HW, int64_t R) {
               static_cast<long>(C), static_cast<long>(K), static_cast<long>(HW),
               static_cast<long>(HW), static_cast<long>(R), static_cast<long>(R), cands.size(),
               provider.lastReason().c_str());
-  struct Row {
-    std::string id;
-    double ms;
-    size_t ws;
-  };
-  std::vector<Row> rows;
-  const size_t yElems = static_cast<size_t>(layer.outputShapes[0].numel());
-  cudaEvent_t e0, e1;
-  ASSERT_EQ(cudaEventCreate(&e0), cudaSuccess);
-  ASSERT_EQ(cudaEventCreate(&e1), cudaSuccess);
-  for (auto& t : cands) {
-    if (!t->initialize(layer).ok()) {
-      rows.push_back({t->id() + " (initialize failed)", INFINITY, 0});
-      continue;
-    }
-    const auto xb = test::toFormat(c.x, t->inputFormat(0));
-    void *dx = nullptr, *dy = nullptr, *ws = nullptr;
-    const size_t yb = yElems * dataTypeSize(t->outputFormat(0).dtype);
-    bool ok = cudaMalloc(&dx, xb.size()) == cudaSuccess && cudaMalloc(&dy, yb) == cudaSuccess &&
-              cudaMemcpy(dx, xb.data(), xb.size(), cudaMemcpyHostToDevice) == cudaSuccess &&
-              (!t->workspaceBytes() || cudaMalloc(&ws, t->workspaceBytes()) == cudaSuccess);
-    builder::LaunchArgs args;
-    args.inputs = {dx, nullptr};
-    args.outputs = {dy};
-    args.workspace = ws;
-    args.workspaceBytes = t->workspaceBytes();
-    for (int i = 0; ok && i < 5; ++i) ok = t->enqueue(args).ok();
-    std::vector<float> times;
-    for (int i = 0; ok && i < 20; ++i) {
-      cudaEventRecord(e0);
-      ok = t->enqueue(args).ok();
-      cudaEventRecord(e1);
-      float ms = 0;
-      ok = ok && cudaEventSynchronize(e1) == cudaSuccess &&
-           cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
-      times.push_back(ms);
-    }
-    if (ok) {
-      std::sort(times.begin(), times.end());
-      rows.push_back({t->id(), (times[9] + times[10]) / 2, t->workspaceBytes()});
-    } else {
-      cudaGetLastError();
-      rows.push_back({t->id() + " (failed)", INFINITY, t->workspaceBytes()});
-    }
-    cudaFree(dx);
-    cudaFree(dy);
-    cudaFree(ws);
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  std::sort(rows.begin(), rows.end(),
-            [](const Row& a, const Row& b) { return a.ms != b.ms ? a.ms < b.ms : a.id < b.id; });
-  for (const Row& r : rows) std::printf("  %9.4f ms  ws %9zu  %s\n", r.ms, r.ws, r.id.c_str());
-  std::fflush(stdout);
+  test::printTacticTimings(cands, layer, c.x);
 }
 
 TEST(CudnnConv, PerfTable) {
