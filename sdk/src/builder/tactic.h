@@ -65,6 +65,14 @@ class Tactic {
   virtual TensorFormat inputFormat(size_t index) const = 0;
   virtual TensorFormat outputFormat(size_t index) const = 0;
   virtual size_t workspaceBytes() const { return 0; }
+  /// True for a constant input that initialize() reads and converts itself (weights, bias,
+  /// Slice bounds...): the engine then neither uploads it nor passes it at enqueue (its
+  /// LaunchArgs pointer is nullptr). Other constant inputs are uploaded once, in the format
+  /// inputFormat() declares, and passed like activations.
+  virtual bool consumesInput(size_t index) const {
+    (void)index;
+    return false;
+  }
   /// Build/load time: prepares weights (layout, precision) on the device and any plans for
   /// the layer's shapes. Called once per engine, never per inference.
   virtual Status initialize(const LayerContext& layer) = 0;

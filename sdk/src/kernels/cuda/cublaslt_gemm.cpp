@@ -320,6 +320,9 @@ class CublasLtGemmTactic : public builder::Tactic {
   }
   TensorFormat outputFormat(size_t) const override { return TensorFormat{dtype_, Layout::kLinear}; }
   size_t workspaceBytes() const override { return choice_.workspace; }
+  bool consumesInput(size_t index) const override {
+    return index == 1 || (index == 2 && spec_.cMode != CMode::kRuntimeMatrix);
+  }
 
   Status initialize(const builder::LayerContext& layer) override {
     descs_.reset();

@@ -1,6 +1,7 @@
 // The `cuda` tactic provider (cuda_provider.h): which layers its kernels support, and the
-// tactics that plan (initialize) and enqueue them. The kernels live in eltwise.cu, pool.cu
-// and softmax.cu; this file is host code only.
+// tactics that plan (initialize) and enqueue them, for the elementwise, pooling and Softmax
+// families (kernels in eltwise.cu, pool.cu and softmax.cu); the data-movement, Resize and
+// Reduce families are in cuda_provider_data.cpp. Host code only.
 #include "kernels/cuda/cuda_provider.h"
 
 #include <cuda_runtime.h>
@@ -14,6 +15,7 @@
 
 #include "graph/ops/conv_geometry.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_tactic_base.h"
 #include "kernels/cuda/eltwise.h"
 #include "kernels/cuda/pool.h"
 #include "kernels/cuda/softmax.h"
@@ -27,23 +29,25 @@ using builder::Layout;
 using builder::Tactic;
 using builder::TensorFormat;
 
-bool isFloatStorage(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16;
+}  // namespace
+
+// ---- Shared tactic base (cuda_tactic_base.h) -------------------------------------------------
+
+namespace detail {
+
+const char* storageName(DataType t) {
+  switch (t) {
+    case DataType::kFloat16:
+      return "fp16";
+    case DataType::kInt32:
+      return "i32";
+    case DataType::kInt64:
+      return "i64";
+    default:
+      return "fp32";
+  }
 }
 
-bool isStatic(const Shape& s) {
-  for (int64_t d : s.dims())
-    if (d < 0) return false;
-  return true;
-}
-
-/// Storage types to offer at a precision (the builder times every one).
-std::vector<DataType> storageTypes(Precision p) {
-  if (p == Precision::kFp32) return {DataType::kFloat32};
-  return {DataType::kFloat16, DataType::kFloat32};
-}
-
-/// Grid-size cap for grid-stride kernels: 16 blocks of 256 threads per multiprocessor.
 int maxBlocksForDevice() {
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
@@ -52,51 +56,53 @@ int maxBlocksForDevice() {
   return sms * 16;
 }
 
-/// Common part of every tactic here: one storage type, one layout for the layer's 4-D
-/// tensors (other ranks are kLinear), the id, and the launch-argument checks.
-class CudaTactic : public Tactic {
- public:
-  CudaTactic(std::string family, DataType dtype, Layout layout4d, const LayerContext& layer)
-      : dtype_(dtype), layout4d_(layout4d) {
-    for (const Shape& s : layer.inputShapes) inputRanks_.push_back(s.rank());
-    for (const Shape& s : layer.outputShapes) outputRanks_.push_back(s.rank());
-    const bool out4d = !layer.outputShapes.empty() && layer.outputShapes[0].rank() == 4;
-    id_ = "cuda." + family + "." + (dtype == DataType::kFloat16 ? "fp16" : "fp32") + "." +
-          (out4d ? builder::layoutName(layout4d) : "linear");
-  }
-  std::string id() const override { return id_; }
-  TensorFormat inputFormat(size_t i) const override {
-    return {dtype_, formatFor(i < inputRanks_.size() ? inputRanks_[i] : 0)};
-  }
-  TensorFormat outputFormat(size_t i) const override {
-    return {dtype_, formatFor(i < outputRanks_.size() ? outputRanks_[i] : 0)};
-  }
+CudaTactic::CudaTactic(const std::string& family, DataType dtype, Layout layout4d,
+                       const LayerContext& layer)
+    : dtype_(dtype), layout4d_(layout4d) {
+  for (const Shape& s : layer.inputShapes) inputRanks_.push_back(s.rank());
+  for (const Shape& s : layer.outputShapes) outputRanks_.push_back(s.rank());
+  inputTypes_.assign(inputRanks_.size(), DataType::kUndefined);
+  const bool out4d = !layer.outputShapes.empty() && layer.outputShapes[0].rank() == 4;
+  id_ = "cuda." + family + "." + storageName(dtype) + "." +
+        (out4d ? builder::layoutName(layout4d) : "linear");
+}
 
- protected:
-  bool fp16() const { return dtype_ == DataType::kFloat16; }
-  Layout formatFor(size_t rank) const { return rank == 4 ? layout4d_ : Layout::kLinear; }
-  bool nhwc() const { return layout4d_ == Layout::kNHWC; }
+TensorFormat CudaTactic::inputFormat(size_t i) const {
+  const DataType t =
+      i < inputTypes_.size() && inputTypes_[i] != DataType::kUndefined ? inputTypes_[i] : dtype_;
+  return {t, formatFor(i < inputRanks_.size() ? inputRanks_[i] : 0)};
+}
 
-  /// Inputs [0, numInputs) and output 0 must be present; initialize() must have run.
-  Status checkArgs(const LaunchArgs& args, size_t numInputs) const {
-    if (!initialized_)
-      return Status(ErrorCode::kInvalidArgument, id_ + ": enqueue before initialize");
-    if (args.inputs.size() < numInputs || args.outputs.empty() || !args.outputs[0])
-      return Status(ErrorCode::kInvalidArgument, id_ + ": missing input or output pointers");
-    for (size_t i = 0; i < numInputs; ++i)
-      if (!args.inputs[i])
-        return Status(ErrorCode::kInvalidArgument,
-                      id_ + ": input " + std::to_string(i) + " pointer is null");
-    return Status::Ok();
-  }
+TensorFormat CudaTactic::outputFormat(size_t i) const {
+  return {dtype_, formatFor(i < outputRanks_.size() ? outputRanks_[i] : 0)};
+}
 
-  DataType dtype_;
-  Layout layout4d_;
-  std::vector<size_t> inputRanks_, outputRanks_;
-  std::string id_;
-  bool initialized_ = false;
-  int maxBlocks_ = 2048;
-};
+void CudaTactic::setInputType(size_t i, DataType t) {
+  if (i >= inputTypes_.size()) inputTypes_.resize(i + 1, DataType::kUndefined);
+  inputTypes_[i] = t;
+}
+
+Status CudaTactic::checkArgs(const LaunchArgs& args, size_t numInputs) const {
+  if (!initialized_)
+    return Status(ErrorCode::kInvalidArgument, id_ + ": enqueue before initialize");
+  if (args.inputs.size() < numInputs || args.outputs.empty() || !args.outputs[0])
+    return Status(ErrorCode::kInvalidArgument, id_ + ": missing input or output pointers");
+  for (size_t i = 0; i < numInputs; ++i)
+    if (!args.inputs[i])
+      return Status(ErrorCode::kInvalidArgument,
+                    id_ + ": input " + std::to_string(i) + " pointer is null");
+  return Status::Ok();
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::CudaTactic;
+using detail::isFloatStorage;
+using detail::isStatic;
+using detail::maxBlocksForDevice;
+using detail::storageTypes;
 
 // ---- Elementwise ----------------------------------------------------------------------------
 
@@ -200,6 +206,9 @@ class EltwiseTactic final : public CudaTactic {
  public:
   EltwiseTactic(EltSpec spec, DataType dtype, Layout layout, const LayerContext& layer)
       : CudaTactic("eltwise", dtype, layout, layer), spec_(spec) {}
+  bool consumesInput(size_t index) const override {
+    return spec_.op == EltOp::kClip && index >= 1;  // the bounds, read in initialize()
+  }
 
   Status initialize(const LayerContext& layer) override {
     EltwisePlan& p = plan_;
@@ -457,6 +466,7 @@ std::vector<std::unique_ptr<builder::Tactic>> CudaKernelProvider::candidates(
   const bool out4d = layer.outputShapes[0].rank() == 4;
   const std::vector<Layout> layouts = out4d ? std::vector<Layout>{Layout::kNCHW, Layout::kNHWC}
                                             : std::vector<Layout>{Layout::kLinear};
+  if (detail::dataCandidates(layer, precision, &out)) return out;
   EltSpec spec;
   PoolKind kind;
   if (eltSpecFor(*layer.node, &spec)) {

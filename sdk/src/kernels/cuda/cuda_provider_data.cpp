@@ -1,0 +1,738 @@
+// The `cuda` provider's data-movement (Concat, Transpose, Slice, Expand, Pad, Gather), Resize
+// and Reduce families: which layers the kernels support, and the tactics that plan
+// (initialize) and enqueue them. Kernels: data_movement.cu, resize.cu, reduce.cu. Host code.
+//
+// Data movement copies bytes, so float tensors get an FP16 and an FP32 tactic (the builder
+// times both) and int32/int64 tensors one tactic of their own type ("i32"/"i64"). Constant
+// operands (Slice bounds, Expand shape, Pad pads and value, Resize roi/scales/sizes) are read
+// in initialize() and consumed; Gather indices are a normal (runtime or uploaded) input in
+// their own integer type.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/half.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_tactic_base.h"
+#include "kernels/cuda/data_movement.h"
+#include "kernels/cuda/reduce.h"
+#include "kernels/cuda/resize.h"
+
+namespace edgeinfer::cuda::detail {
+namespace {
+
+using builder::LaunchArgs;
+using builder::LayerContext;
+using builder::Layout;
+using builder::Tactic;
+
+constexpr int64_t kMaxTransposeRank = 6;
+
+bool isIntStorage(DataType t) {
+  return t == DataType::kInt32 || t == DataType::kInt64;
+}
+
+/// Storage types for an op that only moves elements of logical type t.
+std::vector<DataType> moveTypes(DataType t, Precision p) {
+  if (isFloatStorage(t)) return storageTypes(p);
+  if (isIntStorage(t)) return {t};
+  return {};
+}
+
+/// Every present input and every output static and non-empty, one output, types known.
+bool staticNonEmpty(const LayerContext& layer) {
+  if (layer.outputShapes.size() != 1 || layer.node->outputs.size() != 1) return false;
+  for (size_t i = 0; i < layer.inputShapes.size(); ++i) {
+    if (!layer.hasInput(i)) continue;
+    if (!isStatic(layer.inputShapes[i]) || layer.inputShapes[i].numel() == 0) return false;
+  }
+  return isStatic(layer.outputShapes[0]) && layer.outputShapes[0].numel() > 0;
+}
+
+/// Logical axes in storage order: NHWC for a 4-D tensor in kNHWC, row-major otherwise.
+std::vector<size_t> physicalOrder(size_t rank, bool nhwc) {
+  if (rank == 4 && nhwc) return {0, 2, 3, 1};
+  std::vector<size_t> o(rank);
+  std::iota(o.begin(), o.end(), size_t{0});
+  return o;
+}
+
+/// Element stride of each logical axis of `s` in its storage.
+std::vector<int64_t> storageStrides(const Shape& s, bool nhwc) {
+  const std::vector<size_t> order = physicalOrder(s.rank(), nhwc);
+  std::vector<int64_t> st(s.rank(), 1);
+  int64_t acc = 1;
+  for (size_t k = order.size(); k-- > 0;) {
+    st[order[k]] = acc;
+    acc *= s[order[k]];
+  }
+  return st;
+}
+
+/// A strided-copy plan from the logical output shape and the input's element stride per
+/// output axis (enumerating the output in its storage order).
+StridedCopyPlan copyPlan(DataType storage, const Shape& out, const std::vector<int64_t>& strides,
+                         int64_t base, bool nhwc) {
+  std::vector<int64_t> dims, st;
+  for (size_t a : physicalOrder(out.rank(), nhwc)) {
+    dims.push_back(out[a]);
+    st.push_back(strides[a]);
+  }
+  return makeStridedCopyPlan(static_cast<int>(dataTypeSize(storage)), dims, st, base);
+}
+
+/// Integer values of a constant int32/int64 input, or false.
+bool constInts(const LayerContext& layer, size_t i, std::vector<int64_t>* v) {
+  const Tensor* t = layer.constantInput(i);
+  if (!t || (t->dtype() != DataType::kInt32 && t->dtype() != DataType::kInt64)) return false;
+  v->resize(static_cast<size_t>(t->numel()));
+  for (int64_t k = 0; k < t->numel(); ++k) (*v)[static_cast<size_t>(k)] = t->getAsInt64(k);
+  return true;
+}
+
+bool normAxis(int64_t a, size_t rank, size_t* out) {
+  const int64_t r = static_cast<int64_t>(rank);
+  if (a < -r || a >= r) return false;
+  *out = static_cast<size_t>(a < 0 ? a + r : a);
+  return true;
+}
+
+/// A strided copy (Transpose, Slice, Expand): planned by the op's function, enqueued alike.
+class StridedCopyTactic final : public CudaTactic {
+ public:
+  using Planner = bool (*)(const LayerContext&, DataType, bool nhwc, StridedCopyPlan*);
+  StridedCopyTactic(const std::string& family, Planner planner, size_t consumedFrom, DataType t,
+                    Layout l, const LayerContext& layer)
+      : CudaTactic(family, t, l, layer), planner_(planner), consumedFrom_(consumedFrom) {}
+  bool consumesInput(size_t index) const override { return index >= consumedFrom_; }
+  Status initialize(const LayerContext& layer) override {
+    if (!planner_(layer, dtype_, nhwc(), &plan_))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 1));
+    return launchStridedCopy(plan_, args.inputs[0], args.outputs[0], maxBlocks_, args.stream);
+  }
+
+ private:
+  Planner planner_;
+  size_t consumedFrom_;
+  StridedCopyPlan plan_;
+};
+
+// ---- Transpose ------------------------------------------------------------------------------
+
+bool transposePlan(const LayerContext& layer, DataType storage, bool nhwc, StridedCopyPlan* p) {
+  const Shape& x = layer.inputShapes[0];
+  const Shape& y = layer.outputShapes[0];
+  const size_t rank = x.rank();
+  if (nhwc || rank == 0 || rank > static_cast<size_t>(kMaxTransposeRank) || y.rank() != rank)
+    return false;
+  std::vector<int64_t> perm = layer.node->attrs.getInts("perm");
+  if (!layer.node->attrs.has("perm")) {
+    perm.resize(rank);
+    for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(rank - 1 - i);
+  }
+  if (perm.size() != rank) return false;
+  std::vector<bool> seen(rank, false);
+  const std::vector<int64_t> in = storageStrides(x, false);
+  std::vector<int64_t> strides(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (perm[d] < 0 || perm[d] >= static_cast<int64_t>(rank)) return false;
+    const size_t a = static_cast<size_t>(perm[d]);
+    if (seen[a] || y[d] != x[a]) return false;
+    seen[a] = true;
+    strides[d] = in[a];
+  }
+  *p = copyPlan(storage, y, strides, 0, false);
+  return true;
+}
+
+// ---- Slice ----------------------------------------------------------------------------------
+
+bool slicePlan(const LayerContext& layer, DataType storage, bool nhwc, StridedCopyPlan* p) {
+  const Shape& x = layer.inputShapes[0];
+  const Shape& y = layer.outputShapes[0];
+  const size_t rank = x.rank();
+  if (layer.inputShapes.size() < 3 || layer.inputShapes.size() > 5 || y.rank() != rank ||
+      rank == 0 || rank > static_cast<size_t>(kMoveMaxDims))
+    return false;
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (!constInts(layer, 1, &starts) || !constInts(layer, 2, &ends)) return false;
+  if (layer.hasInput(3)) {
+    if (!constInts(layer, 3, &axes)) return false;
+  } else {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (layer.hasInput(4)) {
+    if (!constInts(layer, 4, &steps)) return false;
+  } else {
+    steps.assign(starts.size(), 1);
+  }
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    return false;
+  const std::vector<int64_t> in = storageStrides(x, nhwc);
+  std::vector<int64_t> strides = in;
+  std::vector<bool> seen(rank, false);
+  int64_t base = 0;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    size_t a = 0;
+    if (!normAxis(axes[i], rank, &a) || seen[a] || steps[i] == 0) return false;
+    seen[a] = true;
+    const int64_t dim = x[a];
+    int64_t start = starts[i];
+    if (start < 0) start += dim;
+    // The reference's clamping (kernels/ref/slice_pad_gather.cpp).
+    start =
+        steps[i] > 0 ? std::clamp<int64_t>(start, 0, dim) : std::clamp<int64_t>(start, 0, dim - 1);
+    // The output extent must stay inside the input (shape inference computed y[a]).
+    const int64_t last = start + (y[a] - 1) * steps[i];
+    if (y[a] > 0 && (last < 0 || last >= dim)) return false;
+    base += start * in[a];
+    strides[a] = in[a] * steps[i];
+  }
+  for (size_t a = 0; a < rank; ++a)
+    if (!seen[a] && y[a] != x[a]) return false;
+  *p = copyPlan(storage, y, strides, base, nhwc);
+  return true;
+}
+
+// ---- Expand ---------------------------------------------------------------------------------
+
+bool expandPlan(const LayerContext& layer, DataType storage, bool nhwc, StridedCopyPlan* p) {
+  const Shape& x = layer.inputShapes[0];
+  const Shape& y = layer.outputShapes[0];
+  std::vector<int64_t> shape;
+  if (nhwc || layer.inputShapes.size() != 2 || !constInts(layer, 1, &shape) ||
+      x.rank() > y.rank() || y.rank() > static_cast<size_t>(kMoveMaxDims))
+    return false;
+  const std::vector<int64_t> in = storageStrides(x, false);
+  const size_t lead = y.rank() - x.rank();
+  std::vector<int64_t> strides(y.rank(), 0);
+  for (size_t d = lead; d < y.rank(); ++d) {
+    const int64_t xd = x[d - lead];
+    if (xd != y[d] && xd != 1) return false;
+    strides[d] = xd == 1 ? 0 : in[d - lead];
+  }
+  *p = copyPlan(storage, y, strides, 0, false);
+  return true;
+}
+
+// ---- Concat ---------------------------------------------------------------------------------
+
+bool concatPlan(const LayerContext& layer, DataType storage, bool nhwc, ConcatPlan* p) {
+  const Shape& y = layer.outputShapes[0];
+  const size_t rank = y.rank();
+  size_t axis = 0;
+  if (!layer.node->attrs.has("axis") || !normAxis(layer.node->attrs.getInt("axis", 0), rank, &axis))
+    return false;
+  const std::vector<size_t> order = physicalOrder(rank, nhwc);
+  const size_t pa =
+      static_cast<size_t>(std::find(order.begin(), order.end(), axis) - order.begin());
+  *p = ConcatPlan{};
+  p->elemBytes = static_cast<int>(dataTypeSize(storage));
+  p->outer = 1;
+  for (size_t k = 0; k < pa; ++k) p->outer *= y[order[k]];
+  int64_t axisTotal = 0;
+  for (size_t i = 0; i < layer.inputShapes.size(); ++i) {
+    const Shape& s = layer.inputShapes[i];
+    if (!layer.hasInput(i) || s.rank() != rank) return false;
+    for (size_t d = 0; d < rank; ++d)
+      if (d != axis && s[d] != y[d]) return false;
+    axisTotal += s[axis];
+    int64_t row = 1;
+    for (size_t k = pa; k < rank; ++k) row *= s[order[k]];
+    p->rowElems.push_back(row);
+  }
+  return axisTotal == y[axis] && !p->rowElems.empty();
+}
+
+class ConcatTactic final : public CudaTactic {
+ public:
+  ConcatTactic(DataType t, Layout l, const LayerContext& layer)
+      : CudaTactic("concat", t, l, layer) {}
+  Status initialize(const LayerContext& layer) override {
+    if (!concatPlan(layer, dtype_, nhwc(), &plan_))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, plan_.rowElems.size()));
+    return launchConcat(plan_, args.inputs.data(), args.outputs[0], maxBlocks_, args.stream);
+  }
+
+ private:
+  ConcatPlan plan_;
+};
+
+// ---- Pad ------------------------------------------------------------------------------------
+
+bool padPlan(const LayerContext& layer, DataType storage, bool nhwc, PadPlan* p) {
+  const Shape& x = layer.inputShapes[0];
+  const Shape& y = layer.outputShapes[0];
+  const size_t rank = x.rank();
+  std::vector<int64_t> pads;
+  if (layer.inputShapes.size() < 2 || layer.inputShapes.size() > 3 || y.rank() != rank ||
+      rank == 0 || rank > static_cast<size_t>(kMoveMaxDims) || !constInts(layer, 1, &pads) ||
+      pads.size() != 2 * rank)
+    return false;
+  const std::string m = layer.node->attrs.getString("mode", "constant");
+  *p = PadPlan{};
+  if (m == "constant")
+    p->mode = PadMode::kConstant;
+  else if (m == "reflect")
+    p->mode = PadMode::kReflect;
+  else if (m == "edge")
+    p->mode = PadMode::kEdge;
+  else
+    return false;
+  p->elemBytes = static_cast<int>(dataTypeSize(storage));
+  if (layer.hasInput(2)) {
+    const Tensor* c = layer.constantInput(2);
+    if (!c || c->numel() != 1 || c->dtype() != layer.inputTypes[0]) return false;
+    if (storage == DataType::kFloat16 && c->dtype() == DataType::kFloat32) {
+      const uint16_t h = floatToHalf(*c->data<float>());
+      std::memcpy(&p->constantBits, &h, sizeof(h));
+    } else if (dataTypeSize(c->dtype()) == dataTypeSize(storage)) {
+      std::memcpy(&p->constantBits, c->raw(), dataTypeSize(storage));
+    } else if (storage == DataType::kFloat32 && c->dtype() == DataType::kFloat16) {
+      const float f = static_cast<float>(c->getAsDouble(0));
+      std::memcpy(&p->constantBits, &f, sizeof(f));
+    } else {
+      return false;
+    }
+  }
+  const std::vector<size_t> order = physicalOrder(rank, nhwc);
+  p->rank = static_cast<int>(rank);
+  p->numel = y.numel();
+  for (size_t k = 0; k < rank; ++k) {
+    const size_t a = order[k];
+    if (y[a] != x[a] + pads[a] + pads[a + rank]) return false;
+    p->outDims[k] = y[a];
+    p->inDims[k] = x[a];
+    p->padBegin[k] = pads[a];
+  }
+  return true;
+}
+
+class PadTactic final : public CudaTactic {
+ public:
+  PadTactic(DataType t, Layout l, const LayerContext& layer) : CudaTactic("pad", t, l, layer) {}
+  bool consumesInput(size_t index) const override { return index >= 1; }  // pads, value
+  Status initialize(const LayerContext& layer) override {
+    if (!padPlan(layer, dtype_, nhwc(), &plan_))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 1));
+    return launchPad(plan_, args.inputs[0], args.outputs[0], maxBlocks_, args.stream);
+  }
+
+ private:
+  PadPlan plan_;
+};
+
+// ---- Gather ---------------------------------------------------------------------------------
+
+bool gatherPlan(const LayerContext& layer, DataType storage, GatherPlan* p) {
+  const Shape& x = layer.inputShapes[0];
+  if (layer.inputShapes.size() != 2 || !layer.hasInput(1) || x.rank() == 0) return false;
+  const DataType it = layer.inputTypes[1];
+  if (!isIntStorage(it)) return false;
+  size_t axis = 0;
+  if (!normAxis(layer.node->attrs.getInt("axis", 0), x.rank(), &axis)) return false;
+  *p = GatherPlan{};
+  p->elemBytes = static_cast<int>(dataTypeSize(storage));
+  p->indices64 = it == DataType::kInt64;
+  p->outer = x.span(0, axis);
+  p->dim = x[axis];
+  p->inner = x.span(axis + 1, x.rank());
+  p->count = layer.inputShapes[1].numel();
+  if (layer.outputShapes[0].numel() != p->outer * p->count * p->inner) return false;
+  // Constant indices are checked here, as the reference checks them at run time.
+  if (const Tensor* c = layer.constantInput(1)) {
+    for (int64_t k = 0; k < c->numel(); ++k) {
+      const int64_t v = c->getAsInt64(k);
+      if (v < -p->dim || v >= p->dim) return false;
+    }
+  }
+  return true;
+}
+
+class GatherTactic final : public CudaTactic {
+ public:
+  GatherTactic(DataType t, const LayerContext& layer)
+      : CudaTactic("gather", t, Layout::kNCHW, layer) {
+    setInputType(1, layer.inputTypes[1]);
+  }
+  Status initialize(const LayerContext& layer) override {
+    if (!gatherPlan(layer, dtype_, &plan_))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 2));
+    return launchGather(plan_, args.inputs[0], args.inputs[1], args.outputs[0], maxBlocks_,
+                        args.stream);
+  }
+
+ private:
+  GatherPlan plan_;
+};
+
+// ---- Resize ---------------------------------------------------------------------------------
+// Every axis is tabulated (N and C too, which the common case leaves one to one), so every
+// mode the reference supports on 4-D tensors runs, including the ones that move N or C.
+
+/// The attributes of a canonical Resize (onnx/normalize.cpp fills every default).
+struct ResizeAttrs {
+  std::string mode, ctm, nearestMode;
+  float cubicA = -0.75f;
+  bool excludeOutside = false;
+  float extrapolation = 0.f;
+};
+
+bool readResizeAttrs(const graph::Node& n, ResizeAttrs* a) {
+  const auto& at = n.attrs;
+  a->mode = at.getString("mode", "nearest");
+  a->ctm = at.getString("coordinate_transformation_mode", "half_pixel");
+  a->nearestMode = at.getString("nearest_mode", "round_prefer_floor");
+  a->cubicA = at.getFloat("cubic_coeff_a", -0.75f);
+  const int64_t eo = at.getInt("exclude_outside", 0);
+  a->excludeOutside = eo == 1;
+  a->extrapolation = at.getFloat("extrapolation_value", 0.f);
+  static const std::array<const char*, 3> kModes = {"nearest", "linear", "cubic"};
+  static const std::array<const char*, 6> kCtms = {"half_pixel",           "pytorch_half_pixel",
+                                                   "align_corners",        "asymmetric",
+                                                   "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  static const std::array<const char*, 4> kNearest = {"round_prefer_floor", "round_prefer_ceil",
+                                                      "floor", "ceil"};
+  auto in = [](const std::string& s, const auto& list) {
+    return std::find(list.begin(), list.end(), s) != list.end();
+  };
+  // Opset-18 attributes the reference does not implement.
+  if (at.getInt("antialias", 0) != 0 || at.has("axes") ||
+      at.getString("keep_aspect_ratio_policy", "stretch") != "stretch")
+    return false;
+  return (eo == 0 || eo == 1) && in(a->mode, kModes) && in(a->ctm, kCtms) &&
+         in(a->nearestMode, kNearest);
+}
+
+// The coordinate and tap arithmetic below follows kernels/ref/resize.cpp step for step (in
+// float, as onnxruntime): the kernel must see the very taps and weights the reference uses.
+
+float originalCoordinate(const ResizeAttrs& a, float x, float scale, int64_t in, int64_t out,
+                         float roiStart, float roiEnd) {
+  const float inF = static_cast<float>(in);
+  const float outF = static_cast<float>(out);
+  if (a.ctm == "half_pixel") return (x + 0.5f) / scale - 0.5f;
+  if (a.ctm == "pytorch_half_pixel") return out > 1 ? (x + 0.5f) / scale - 0.5f : 0.f;
+  if (a.ctm == "align_corners") {
+    const float resized = inF * scale;
+    return out == 1 || resized <= 1.f ? 0.f : x * (inF - 1.f) / (resized - 1.f);
+  }
+  if (a.ctm == "asymmetric") return x / scale;
+  if (a.ctm == "tf_half_pixel_for_nn") return (x + 0.5f) / scale;
+  return out > 1 ? roiStart * (inF - 1.f) + x * (roiEnd - roiStart) * (inF - 1.f) / (outF - 1.f)
+                 : 0.5f * (roiStart + roiEnd) * (inF - 1.f);
+}
+
+int64_t nearestIndex(const std::string& mode, float x) {
+  const float fl = std::floor(x);
+  if (mode == "floor") return static_cast<int64_t>(fl);
+  if (mode == "ceil") return static_cast<int64_t>(std::ceil(x));
+  if (x - fl == 0.5f) return static_cast<int64_t>(mode == "round_prefer_ceil" ? fl + 1.f : fl);
+  return static_cast<int64_t>(std::round(x));
+}
+
+std::array<float, 4> cubicWeights(float t, float a) {
+  auto w = [a](float d) {
+    if (d <= 1.f) return ((a + 2.f) * d - (a + 3.f)) * d * d + 1.f;
+    return ((a * d - 5.f * a) * d + 8.f * a) * d - 4.f * a;
+  };
+  return {w(t + 1.f), w(t), w(1.f - t), w(2.f - t)};
+}
+
+std::vector<ResizeAxisTaps> axisTaps(const ResizeAttrs& a, int64_t in, int64_t out, float scale,
+                                     float roiStart, float roiEnd) {
+  std::vector<ResizeAxisTaps> taps(static_cast<size_t>(out));
+  const auto clampIndex = [in](int64_t i) { return std::min(std::max<int64_t>(i, 0), in - 1); };
+  for (int64_t o = 0; o < out; ++o) {
+    ResizeAxisTaps& t = taps[static_cast<size_t>(o)];
+    float x = originalCoordinate(a, static_cast<float>(o), scale, in, out, roiStart, roiEnd);
+    if (a.ctm == "tf_crop_and_resize" && (x < 0.f || x > static_cast<float>(in - 1))) t.outside = 1;
+    x = std::isfinite(x) ? std::min(std::max(x, -4.f), static_cast<float>(in) + 3.f) : 0.f;
+    auto add = [&](int64_t index, float weight) {
+      if (weight == 0.f) return;
+      t.index[t.count] = static_cast<int32_t>(clampIndex(index));
+      t.weight[t.count] = weight;
+      ++t.count;
+    };
+    if (a.mode == "nearest") {
+      add(nearestIndex(a.nearestMode, x), 1.f);
+    } else if (a.mode == "linear") {
+      const float x0 = std::floor(x);
+      const float lambda = x - x0;
+      add(static_cast<int64_t>(x0), 1.f - lambda);
+      add(static_cast<int64_t>(x0) + 1, lambda);
+    } else {
+      const float x0 = std::floor(x);
+      const int64_t i0 = static_cast<int64_t>(x0);
+      std::array<float, 4> w = cubicWeights(x - x0, a.cubicA);
+      if (a.excludeOutside) {
+        float sum = 0.f;
+        for (int k = 0; k < 4; ++k) {
+          const int64_t idx = i0 - 1 + k;
+          if (idx < 0 || idx >= in) w[static_cast<size_t>(k)] = 0.f;
+          sum += w[static_cast<size_t>(k)];
+        }
+        for (float& v : w) v = sum != 0.f ? v / sum : 0.f;
+      }
+      for (int k = 0; k < 4; ++k) add(i0 - 1 + k, w[static_cast<size_t>(k)]);
+    }
+    if (t.count == 0) {
+      t.index[0] = static_cast<int32_t>(clampIndex(static_cast<int64_t>(std::floor(x))));
+      t.weight[0] = 0.f;
+      t.count = 1;
+    }
+  }
+  return taps;
+}
+
+/// The taps of the four axes (N, C, H, W, concatenated) of a supported 4-D Resize, and the
+/// other plan fields; false otherwise.
+bool resizePlan(const LayerContext& layer, ResizePlan* p, std::vector<ResizeAxisTaps>* taps) {
+  const Shape& x = layer.inputShapes[0];
+  const Shape& y = layer.outputShapes[0];
+  if (layer.inputShapes.size() > 4 || x.rank() != 4 || y.rank() != 4) return false;
+  for (size_t i = 1; i < layer.inputShapes.size(); ++i)
+    if (layer.hasInput(i) && !layer.constantInput(i)) return false;  // roi/scales/sizes
+  ResizeAttrs a;
+  if (!readResizeAttrs(*layer.node, &a)) return false;
+  const Tensor* scales = layer.hasInput(2) ? layer.constantInput(2) : nullptr;
+  if (scales && scales->numel() == 0) scales = nullptr;
+  if (scales && (scales->dtype() != DataType::kFloat32 || scales->numel() != 4)) return false;
+  if (!scales && !layer.hasInput(3)) return false;
+  const bool crop = a.ctm == "tf_crop_and_resize";
+  const Tensor* roi = layer.hasInput(1) ? layer.constantInput(1) : nullptr;
+  if (roi && roi->numel() == 0) roi = nullptr;
+  if (crop && (!roi || roi->dtype() != DataType::kFloat32 || roi->numel() != 8)) return false;
+  // int coordinates in the kernel; 32-bit element offsets unless 64-bit ones are chosen
+  constexpr int64_t kLimit = int64_t{1} << 30;
+  for (size_t d = 0; d < 4; ++d)
+    if (x[d] >= kLimit || y[d] >= kLimit) return false;
+  *p = ResizePlan{};
+  p->N = x[0];
+  p->C = x[1];
+  p->H = x[2];
+  p->W = x[3];
+  p->ON = y[0];
+  p->OC = y[1];
+  p->OH = y[2];
+  p->OW = y[3];
+  p->extrapolation = a.extrapolation;
+  if (taps) {
+    taps->clear();
+    for (size_t d = 0; d < 4; ++d) {
+      const float scale =
+          scales ? scales->data<float>()[d] : static_cast<float>(y[d]) / static_cast<float>(x[d]);
+      const float rs = crop ? roi->data<float>()[d] : 0.f;
+      const float re = crop ? roi->data<float>()[4 + d] : 1.f;
+      const std::vector<ResizeAxisTaps> t = axisTaps(a, x[d], y[d], scale, rs, re);
+      taps->insert(taps->end(), t.begin(), t.end());
+    }
+  }
+  return true;
+}
+
+class ResizeTactic final : public CudaTactic {
+ public:
+  ResizeTactic(DataType t, Layout l, const LayerContext& layer)
+      : CudaTactic("resize", t, l, layer) {}
+  ~ResizeTactic() override { cudaFree(taps_); }
+  bool consumesInput(size_t index) const override { return index >= 1; }  // roi, scales, sizes
+  Status initialize(const LayerContext& layer) override {
+    std::vector<ResizeAxisTaps> taps;
+    if (!resizePlan(layer, &plan_, &taps))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    plan_.nhwc = nhwc();
+    cudaFree(taps_);
+    taps_ = nullptr;
+    const size_t bytes = taps.size() * sizeof(ResizeAxisTaps);
+    EI_CUDA_CHECK(cudaMalloc(&taps_, bytes));
+    EI_CUDA_CHECK(cudaMemcpy(taps_, taps.data(), bytes, cudaMemcpyHostToDevice));
+    plan_.taps = static_cast<const ResizeAxisTaps*>(taps_);
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 1));
+    return launchResize(plan_, fp16(), args.inputs[0], args.outputs[0], maxBlocks_, args.stream);
+  }
+
+ private:
+  ResizePlan plan_;
+  void* taps_ = nullptr;
+};
+
+// ---- Reduce ---------------------------------------------------------------------------------
+
+bool reduceOpFor(const std::string& op, ReduceOp* r) {
+  if (op == "ReduceSum")
+    *r = ReduceOp::kSum;
+  else if (op == "ReduceMean")
+    *r = ReduceOp::kMean;
+  else if (op == "ReduceMax")
+    *r = ReduceOp::kMax;
+  else if (op == "ReduceMin")
+    *r = ReduceOp::kMin;
+  else
+    return false;
+  return true;
+}
+
+/// The [outer, red, inner] view of a supported reduction: the reduced axes must be adjacent
+/// once dims of size 1 are dropped. Axes come as the attribute (onnx/normalize.cpp).
+bool reducePlan(const LayerContext& layer, ReducePlan* p) {
+  const graph::Node& n = *layer.node;
+  const Shape& x = layer.inputShapes[0];
+  const size_t rank = x.rank();
+  if (layer.inputShapes.size() != 1 || !reduceOpFor(n.opType, &p->op)) return false;
+  const std::vector<int64_t> axes = n.attrs.getInts("axes");
+  const int64_t keep = n.attrs.getInt("keepdims", 1);
+  const int64_t noop = n.attrs.getInt("noop_with_empty_axes", 0);
+  if ((keep != 0 && keep != 1) || (noop != 0 && noop != 1)) return false;
+  std::vector<bool> reduced(rank, axes.empty() && noop == 0);
+  for (int64_t a : axes) {
+    size_t ax = 0;
+    if (!normAxis(a, rank, &ax)) return false;
+    reduced[ax] = true;
+  }
+  int64_t outNumel = 1;
+  for (size_t d = 0; d < rank; ++d)
+    if (!reduced[d]) outNumel *= x[d];
+  if (layer.outputShapes[0].numel() != outNumel) return false;
+  // Phases: 0 kept before, 1 reduced, 2 kept after; a reduced dim after phase 2 fails.
+  p->outer = p->red = p->inner = 1;
+  int phase = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    if (x[d] == 1) continue;
+    if (reduced[d]) {
+      if (phase == 2) return false;
+      phase = 1;
+      p->red *= x[d];
+    } else if (phase == 0) {
+      p->outer *= x[d];
+    } else {
+      phase = 2;
+      p->inner *= x[d];
+    }
+  }
+  return true;
+}
+
+class ReduceTactic final : public CudaTactic {
+ public:
+  ReduceTactic(DataType t, const LayerContext& layer)
+      : CudaTactic("reduce", t, Layout::kNCHW, layer) {}
+  Status initialize(const LayerContext& layer) override {
+    if (!reducePlan(layer, &plan_))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 1));
+    return launchReduce(plan_, fp16(), args.inputs[0], args.outputs[0], maxBlocks_, args.stream);
+  }
+
+ private:
+  ReducePlan plan_;
+};
+
+}  // namespace
+
+bool dataCandidates(const LayerContext& layer, Precision precision,
+                    std::vector<std::unique_ptr<Tactic>>* out) {
+  const graph::Node& node = *layer.node;
+  static const std::array<const char*, 11> kOps = {
+      "Concat", "Transpose", "Slice",      "Expand",    "Pad",      "Gather",
+      "Resize", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"};
+  if (!node.domain.empty() || std::find(kOps.begin(), kOps.end(), node.opType) == kOps.end())
+    return false;
+  if (layer.inputShapes.empty() || !layer.hasInput(0) || !staticNonEmpty(layer)) return true;
+  const DataType t = layer.inputTypes[0];
+  if (layer.outputTypes[0] != t) return true;
+  const std::string& op = node.opType;
+  const bool all4d = layer.inputShapes[0].rank() == 4 && layer.outputShapes[0].rank() == 4;
+  // NHWC where the op is natural on 4-D activations; NCHW (plain row-major) otherwise.
+  const std::vector<Layout> layouts = all4d ? std::vector<Layout>{Layout::kNCHW, Layout::kNHWC}
+                                            : std::vector<Layout>{Layout::kNCHW};
+  const std::vector<Layout> plain = {Layout::kNCHW};
+
+  if (op == "Concat") {
+    for (size_t i = 0; i < layer.inputTypes.size(); ++i)
+      if (layer.inputTypes[i] != t) return true;
+    for (DataType s : moveTypes(t, precision))
+      for (Layout l : layouts) {
+        ConcatPlan p;
+        if (concatPlan(layer, s, l == Layout::kNHWC, &p))
+          out->push_back(std::make_unique<ConcatTactic>(s, l, layer));
+      }
+  } else if (op == "Transpose" || op == "Slice" || op == "Expand") {
+    const StridedCopyTactic::Planner planner = op == "Transpose" ? transposePlan
+                                               : op == "Slice"   ? slicePlan
+                                                                 : expandPlan;
+    const std::string family = op == "Transpose" ? "transpose" : op == "Slice" ? "slice" : "expand";
+    for (DataType s : moveTypes(t, precision))
+      for (Layout l : op == "Slice" ? layouts : plain) {
+        StridedCopyPlan p;
+        if (planner(layer, s, l == Layout::kNHWC, &p))
+          out->push_back(std::make_unique<StridedCopyTactic>(family, planner, 1, s, l, layer));
+      }
+  } else if (op == "Pad") {
+    for (DataType s : moveTypes(t, precision))
+      for (Layout l : layouts) {
+        PadPlan p;
+        if (padPlan(layer, s, l == Layout::kNHWC, &p))
+          out->push_back(std::make_unique<PadTactic>(s, l, layer));
+      }
+  } else if (op == "Gather") {
+    for (DataType s : moveTypes(t, precision)) {
+      GatherPlan p;
+      if (gatherPlan(layer, s, &p)) out->push_back(std::make_unique<GatherTactic>(s, layer));
+    }
+  } else if (op == "Resize") {
+    ResizePlan p;
+    if (!isFloatStorage(t) || !resizePlan(layer, &p, nullptr)) return true;
+    for (DataType s : storageTypes(precision))
+      for (Layout l : layouts) out->push_back(std::make_unique<ResizeTactic>(s, l, layer));
+  } else {  // Reduce*
+    ReducePlan p;
+    if (!isFloatStorage(t) || !reducePlan(layer, &p)) return true;
+    for (DataType s : storageTypes(precision))
+      out->push_back(std::make_unique<ReduceTactic>(s, layer));
+  }
+  return true;
+}
+
+}  // namespace edgeinfer::cuda::detail

@@ -1,0 +1,74 @@
+// Shared host-side pieces of the `cuda` provider's tactics (cuda_provider.cpp and
+// cuda_provider_data.cpp): the base class that holds the storage type, the 4-D layout, the id
+// and the launch-argument checks, and the small helpers every op family's support check uses.
+// Host code only; internal to sdk/src/kernels/cuda/.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "builder/tactic.h"
+
+namespace edgeinfer::cuda::detail {
+
+inline bool isFloatStorage(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16;
+}
+
+inline bool isStatic(const Shape& s) {
+  for (int64_t d : s.dims())
+    if (d < 0) return false;
+  return true;
+}
+
+/// Storage types to offer at a precision (the builder times every one).
+inline std::vector<DataType> storageTypes(Precision p) {
+  if (p == Precision::kFp32) return {DataType::kFloat32};
+  return {DataType::kFloat16, DataType::kFloat32};
+}
+
+/// The id part of a storage type: fp32, fp16, i32, i64.
+const char* storageName(DataType t);
+
+/// Grid-size cap for grid-stride kernels: 16 blocks of 256 threads per multiprocessor.
+int maxBlocksForDevice();
+
+/// Common part of every tactic here: one storage type, one layout for the layer's 4-D
+/// tensors (other ranks are kLinear), the id, and the launch-argument checks.
+class CudaTactic : public builder::Tactic {
+ public:
+  CudaTactic(const std::string& family, DataType dtype, builder::Layout layout4d,
+             const builder::LayerContext& layer);
+  std::string id() const override { return id_; }
+  builder::TensorFormat inputFormat(size_t i) const override;
+  builder::TensorFormat outputFormat(size_t i) const override;
+
+ protected:
+  bool fp16() const { return dtype_ == DataType::kFloat16; }
+  builder::Layout formatFor(size_t rank) const {
+    return rank == 4 ? layout4d_ : builder::Layout::kLinear;
+  }
+  bool nhwc() const { return layout4d_ == builder::Layout::kNHWC; }
+  /// Gives input i its own storage type (Gather indices); others use the tactic's.
+  void setInputType(size_t i, DataType t);
+
+  /// Inputs [0, numInputs) and output 0 must be present; initialize() must have run.
+  Status checkArgs(const builder::LaunchArgs& args, size_t numInputs) const;
+
+  DataType dtype_;
+  builder::Layout layout4d_;
+  std::vector<size_t> inputRanks_, outputRanks_;
+  std::vector<DataType> inputTypes_;  // kUndefined: the tactic's storage type
+  std::string id_;
+  bool initialized_ = false;
+  int maxBlocks_ = 2048;
+};
+
+/// The data-movement, Resize and Reduce families (cuda_provider_data.cpp): appends the
+/// tactics for the layer and returns true when the node is of one of those ops (whether or
+/// not it is supported); false leaves the layer to the other families.
+bool dataCandidates(const builder::LayerContext& layer, Precision precision,
+                    std::vector<std::unique_ptr<builder::Tactic>>* out);
+
+}  // namespace edgeinfer::cuda::detail

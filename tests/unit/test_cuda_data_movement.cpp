@@ -1,0 +1,466 @@
+// The `cuda` provider's data-movement tactics against the CPU reference: Concat (every axis,
+// many inputs, NCHW/NHWC, integer types), Transpose (ranks 1-6), Slice (constant bounds,
+// negative steps and axes, NCHW/NHWC), Expand, Pad (constant/reflect/edge, negative pads) and
+// Gather (runtime and constant int32/int64 indices, negative ones). Inputs are
+// FP16-representable, so every variant must match the reference exactly. Negative cases (_n):
+// layers the provider must not offer tactics for (they need no GPU).
+#include <gtest/gtest.h>
+
+#ifdef EDGEINFER_HAVE_CUDA
+
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cuda_layer_case.h"
+
+namespace edgeinfer {
+namespace {
+
+using graph::Attribute;
+using test::ids;
+using test::intTensor;
+using test::LayerCase;
+using test::randomHalfExact;
+using test::randomInts;
+
+const std::vector<std::string> kFloat = {"fp16", "fp32"};
+const std::vector<std::string> kBoth = {"nchw", "nhwc"};
+
+// ---- Concat ---------------------------------------------------------------------------------
+
+TEST(CudaConcat, FourDimensionalEveryAxis) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 100;
+  for (int64_t axis = -4; axis < 4; ++axis) {
+    const size_t a = static_cast<size_t>(axis < 0 ? axis + 4 : axis);
+    LayerCase c("Concat");
+    c.attr("axis", Attribute::Int(axis));
+    for (int64_t len : {3, 1, 8}) {
+      std::vector<int64_t> d = {2, 5, 7, 9};
+      d[a] = len;
+      c.input(randomHalfExact(Shape(d), seed++));
+    }
+    c.check(ids("concat", kFloat, kBoth), 0, 0);
+  }
+}
+
+TEST(CudaConcat, ManyInputsAndOtherRanks) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 200;
+  {  // more inputs than one launch takes (8), rows of odd lengths
+    LayerCase c("Concat");
+    c.attr("axis", Attribute::Int(1));
+    for (int64_t i = 0; i < 19; ++i) c.input(randomHalfExact(Shape{3, 1 + i % 5}, seed++));
+    c.check(ids("concat", kFloat, {"linear"}), 0, 0);
+  }
+  {  // 16-byte rows (vector path) in 3-D
+    LayerCase c("Concat");
+    c.attr("axis", Attribute::Int(2));
+    c.input(randomHalfExact(Shape{4, 3, 16}, seed++));
+    c.input(randomHalfExact(Shape{4, 3, 32}, seed++));
+    c.check(ids("concat", kFloat, {"linear"}), 0, 0);
+  }
+  {  // 1-D, one input
+    LayerCase c("Concat");
+    c.attr("axis", Attribute::Int(0));
+    c.input(randomHalfExact(Shape{77}, seed++));
+    c.check(ids("concat", kFloat, {"linear"}), 0, 0);
+  }
+  {  // 5-D along axis 3
+    LayerCase c("Concat");
+    c.attr("axis", Attribute::Int(3));
+    c.input(randomHalfExact(Shape{2, 1, 3, 2, 5}, seed++));
+    c.input(randomHalfExact(Shape{2, 1, 3, 5, 5}, seed++));
+    c.check(ids("concat", kFloat, {"linear"}), 0, 0);
+  }
+}
+
+TEST(CudaConcat, IntegerTensors) {
+  EI_SKIP_WITHOUT_GPU();
+  {
+    LayerCase c("Concat");
+    c.attr("axis", Attribute::Int(0));
+    c.input(randomInts(Shape{3}, DataType::kInt64, 1))
+        .input(randomInts(Shape{1}, DataType::kInt64, 2))
+        .input(randomInts(Shape{4}, DataType::kInt64, 3));
+    c.check({"cuda.concat.i64.linear"}, 0, 0);
+  }
+  {
+    LayerCase c("Concat");
+    c.attr("axis", Attribute::Int(1));
+    c.input(randomInts(Shape{2, 3, 5, 5}, DataType::kInt32, 4))
+        .input(randomInts(Shape{2, 6, 5, 5}, DataType::kInt32, 5));
+    c.check(ids("concat", {"i32"}, kBoth), 0, 0);
+  }
+}
+
+// ---- Transpose ------------------------------------------------------------------------------
+
+TEST(CudaTranspose, EveryRank) {
+  EI_SKIP_WITHOUT_GPU();
+  struct Case {
+    Shape x;
+    std::vector<int64_t> perm;  // empty: the default (reversed)
+  };
+  const std::vector<Case> cases = {
+      {Shape{37}, {0}},
+      {Shape{13, 17}, {}},
+      {Shape{64, 48}, {1, 0}},
+      {Shape{3, 5, 7}, {2, 0, 1}},
+      {Shape{2, 3, 7, 5}, {0, 2, 3, 1}},  // NCHW -> NHWC
+      {Shape{2, 7, 5, 3}, {0, 3, 1, 2}},  // NHWC -> NCHW
+      {Shape{2, 3, 7, 5}, {}},
+      {Shape{2, 3, 1, 5}, {0, 2, 1, 3}},  // a size-1 swap: a plain copy
+      {Shape{2, 3, 4, 5, 6}, {4, 2, 0, 3, 1}},
+      {Shape{2, 3, 2, 3, 2, 5}, {5, 4, 3, 2, 1, 0}},
+      {Shape{2, 3, 2, 3, 2, 8}, {1, 0, 3, 2, 4, 5}},  // contiguous inner rows (vector path)
+      // Shared-memory tiles: partial tiles at both edges, a batch dim, both directions.
+      {Shape{2, 40, 9, 10}, {0, 2, 3, 1}},
+      {Shape{2, 9, 10, 40}, {0, 3, 1, 2}},
+      {Shape{3, 33, 65}, {0, 2, 1}},
+      {Shape{70, 3, 9}, {2, 1, 0}},
+  };
+  uint32_t seed = 300;
+  for (const auto& tc : cases) {
+    LayerCase c("Transpose");
+    if (!tc.perm.empty()) c.attr("perm", Attribute::Ints(tc.perm));
+    c.input(randomHalfExact(tc.x, seed++));
+    c.check(ids("transpose", kFloat, {tc.x.rank() == 4 ? "nchw" : "linear"}), 0, 0);
+  }
+  for (const Shape& s : {Shape{3, 4, 5}, Shape{3, 20, 36}}) {  // generic and tiled
+    LayerCase c("Transpose");
+    c.attr("perm", Attribute::Ints({0, 2, 1}));
+    c.input(randomInts(s, DataType::kInt64, seed++));
+    c.check({"cuda.transpose.i64.linear"}, 0, 0);
+  }
+}
+
+// ---- Slice ----------------------------------------------------------------------------------
+
+struct SliceCase {
+  Shape x;
+  std::vector<int64_t> starts, ends, axes, steps;  // axes/steps empty: input absent
+};
+
+void checkSlice(const SliceCase& sc, DataType boundType, uint32_t seed) {
+  LayerCase c("Slice");
+  c.input(randomHalfExact(sc.x, seed))
+      .constant(intTensor(boundType, sc.starts))
+      .constant(intTensor(boundType, sc.ends));
+  if (!sc.axes.empty())
+    c.constant(intTensor(boundType, sc.axes));
+  else if (!sc.steps.empty())
+    c.absent();
+  if (!sc.steps.empty()) c.constant(intTensor(boundType, sc.steps));
+  c.check(ids("slice", kFloat, sc.x.rank() == 4 ? kBoth : std::vector<std::string>{"linear"}), 0,
+          0);
+}
+
+TEST(CudaSlice, ConstantBounds) {
+  EI_SKIP_WITHOUT_GPU();
+  constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
+  const std::vector<SliceCase> cases = {
+      {Shape{2, 3, 13, 11}, {1, 2}, {12, 10}, {2, 3}, {}},
+      {Shape{2, 3, 13, 11}, {0, 1}, {kBig, 3}, {1, -1}, {}},  // channels 1..2, ends past the end
+      {Shape{2, 3, 13, 11}, {-1, -2}, {-kBig, 0}, {2, 3}, {-1, -3}},  // negative steps
+      {Shape{2, 3, 13, 11}, {12, 0}, {0, 11}, {2, 3}, {-4, 2}},
+      {Shape{2, 8, 6, 6}, {0}, {4}, {1}, {}},  // NHWC: a contiguous channel run
+      {Shape{2, 3, 13, 11}, {0, 0, 0, 0}, {2, 3, 13, 11}, {}, {}},  // identity, axes absent
+      {Shape{17}, {-5}, {kBig}, {}, {}},
+      {Shape{5, 9}, {4}, {-kBig}, {0}, {-2}},  // reversed rows, step 2, axes given
+      {Shape{4, 5, 6}, {1, 5}, {3, -kBig}, {-3, 2}, {1, -1}},
+      {Shape{3, 4, 40}, {0, 8}, {3, 40}, {0, 2}, {2, 1}},  // 32 contiguous floats: vector path
+  };
+  uint32_t seed = 400;
+  for (const auto& sc : cases) {
+    checkSlice(sc, DataType::kInt64, seed++);
+    checkSlice(sc, DataType::kInt32, seed++);
+  }
+}
+
+TEST(CudaSlice, IntegerData) {
+  EI_SKIP_WITHOUT_GPU();
+  LayerCase c("Slice");
+  c.input(randomInts(Shape{4}, DataType::kInt64, 1))
+      .constant(intTensor(DataType::kInt64, {1}))
+      .constant(intTensor(DataType::kInt64, {3}));
+  c.check({"cuda.slice.i64.linear"}, 0, 0);
+}
+
+// ---- Expand ---------------------------------------------------------------------------------
+
+TEST(CudaExpand, Broadcasts) {
+  EI_SKIP_WITHOUT_GPU();
+  struct Case {
+    Shape x;
+    std::vector<int64_t> shape;
+  };
+  const std::vector<Case> cases = {
+      {Shape{3, 1, 5}, {2, 3, 4, 5}},
+      {Shape{1}, {7, 9}},
+      {Shape{4, 1}, {4, 6}},
+      {Shape{2, 3}, {1, 2, 3}},
+      {Shape{1, 3, 1, 1}, {2, 1, 5, 7}},
+      {Shape{5, 8}, {3, 1, 8}},
+  };
+  uint32_t seed = 500;
+  for (const auto& ec : cases) {
+    LayerCase c("Expand");
+    c.input(randomHalfExact(ec.x, seed++)).constant(intTensor(DataType::kInt64, ec.shape));
+    c.check(ids("expand", kFloat, {ec.shape.size() == 4 || ec.x.rank() == 4 ? "nchw" : "linear"}),
+            0, 0);
+  }
+  LayerCase c("Expand");
+  c.input(randomInts(Shape{3, 1}, DataType::kInt32, seed))
+      .constant(intTensor(DataType::kInt64, {3, 4}));
+  c.check({"cuda.expand.i32.linear"}, 0, 0);
+}
+
+// ---- Pad ------------------------------------------------------------------------------------
+
+TEST(CudaPad, EveryMode) {
+  EI_SKIP_WITHOUT_GPU();
+  struct Case {
+    Shape x;
+    std::vector<int64_t> pads;
+  };
+  const std::vector<Case> cases = {
+      {Shape{2, 3, 7, 5}, {0, 0, 1, 2, 0, 0, 3, 1}},
+      {Shape{2, 3, 7, 5}, {0, 1, 2, 0, 1, 0, 0, 2}},    // channels padded too
+      {Shape{1, 4, 6, 6}, {0, 0, -1, 1, 0, 0, 2, -2}},  // negative pads crop
+      {Shape{3, 10}, {0, 4, 0, 5}},
+      {Shape{9}, {3, 2}},
+  };
+  uint32_t seed = 600;
+  for (const char* mode : {"constant", "reflect", "edge"}) {
+    for (const auto& pc : cases) {
+      LayerCase c("Pad");
+      c.attr("mode", Attribute::String(mode));
+      c.input(randomHalfExact(pc.x, seed++)).constant(intTensor(DataType::kInt64, pc.pads));
+      if (std::string(mode) == "constant") c.constant(test::floatScalar(1.5f));
+      c.check(ids("pad", kFloat, pc.x.rank() == 4 ? kBoth : std::vector<std::string>{"linear"}), 0,
+              0);
+    }
+  }
+  // No constant_value: zeros; integer data.
+  LayerCase c("Pad");
+  c.input(randomInts(Shape{3, 4}, DataType::kInt64, seed))
+      .constant(intTensor(DataType::kInt64, {1, 0, 2, 3}));
+  c.check({"cuda.pad.i64.linear"}, 0, 0);
+}
+
+// ---- Gather ---------------------------------------------------------------------------------
+
+TEST(CudaGather, RuntimeAndConstantIndices) {
+  EI_SKIP_WITHOUT_GPU();
+  struct Case {
+    Shape x;
+    int64_t axis;
+    Shape idxShape;
+  };
+  const std::vector<Case> cases = {
+      {Shape{13, 7}, 0, Shape{5}},       {Shape{2, 9, 4}, 1, Shape{3, 2}},
+      {Shape{2, 3, 5, 6}, -1, Shape{4}}, {Shape{10, 16}, 0, Shape{2, 3}},  // 16-float rows
+      {Shape{6, 5}, 1, Shape{}},         // scalar index: rank drops
+      {Shape{2, 3, 5, 6}, 1, Shape{2}},  // 4-D output
+  };
+  uint32_t seed = 700;
+  for (const auto& gc : cases) {
+    const size_t a =
+        static_cast<size_t>(gc.axis < 0 ? gc.axis + static_cast<int64_t>(gc.x.rank()) : gc.axis);
+    const int64_t dim = gc.x[a];
+    for (DataType it : {DataType::kInt64, DataType::kInt32}) {
+      for (bool constant : {false, true}) {
+        Tensor idx = randomInts(gc.idxShape, it, seed++, -dim, dim - 1);  // negative ones too
+        LayerCase c("Gather");
+        c.attr("axis", Attribute::Int(gc.axis));
+        c.input(randomHalfExact(gc.x, seed++));
+        if (constant)
+          c.constant(idx);
+        else
+          c.input(idx);
+        const size_t outRank = gc.x.rank() - 1 + gc.idxShape.rank();
+        c.check(ids("gather", kFloat, {outRank == 4 ? "nchw" : "linear"}), 0, 0);
+      }
+    }
+  }
+  LayerCase c("Gather");
+  c.input(randomInts(Shape{5, 3}, DataType::kInt64, seed++))
+      .input(intTensor(DataType::kInt64, {4, -5, 0}));
+  c.check({"cuda.gather.i64.linear"}, 0, 0);
+}
+
+// ---- Negative cases: no candidates (no GPU needed) -----------------------------------------
+
+TEST(CudaDataMovement, DynamicShape_n) {
+  LayerCase c("Transpose");
+  c.input(randomHalfExact(Shape{3, 4}, 1));
+  builder::LayerContext layer;
+  ASSERT_FALSE(c.candidates(Precision::kFp16, &layer).empty());
+  layer.inputShapes[0][0] = -1;
+  layer.outputShapes[0][1] = -1;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaSlice, RuntimeBounds_n) {
+  LayerCase c("Slice");
+  c.input(randomHalfExact(Shape{4, 6}, 1))
+      .input(intTensor(DataType::kInt64, {1}))  // not a graph constant
+      .constant(intTensor(DataType::kInt64, {3}));
+  EXPECT_TRUE(c.candidates().empty());
+}
+
+TEST(CudaSlice, RuntimeSteps_n) {
+  LayerCase c("Slice");
+  c.input(randomHalfExact(Shape{4, 6}, 1))
+      .constant(intTensor(DataType::kInt64, {1}))
+      .constant(intTensor(DataType::kInt64, {3}))
+      .constant(intTensor(DataType::kInt64, {1}))
+      .input(intTensor(DataType::kInt64, {2}));
+  EXPECT_TRUE(c.candidates().empty());
+}
+
+TEST(CudaSlice, EmptyResult_n) {
+  LayerCase c("Slice");
+  c.input(randomHalfExact(Shape{4, 6}, 1))
+      .constant(intTensor(DataType::kInt64, {3}))
+      .constant(intTensor(DataType::kInt64, {1}));
+  EXPECT_TRUE(c.candidates().empty());
+}
+
+TEST(CudaSlice, ConsumesBoundsOnly_n) {
+  LayerCase c("Slice");
+  c.input(randomHalfExact(Shape{2, 3, 4, 5}, 1))
+      .constant(intTensor(DataType::kInt64, {1}))
+      .constant(intTensor(DataType::kInt64, {3}))
+      .constant(intTensor(DataType::kInt64, {2}));
+  auto cands = c.candidates();
+  ASSERT_EQ(cands.size(), 4u);
+  for (auto& t : cands) {
+    EXPECT_FALSE(t->consumesInput(0)) << t->id();
+    EXPECT_TRUE(t->consumesInput(1) && t->consumesInput(2) && t->consumesInput(3)) << t->id();
+  }
+}
+
+TEST(CudaTranspose, RankSeven_n) {
+  LayerCase c("Transpose");
+  c.input(randomHalfExact(Shape{1, 2, 1, 2, 1, 2, 3}, 1));
+  EXPECT_TRUE(c.candidates().empty());
+}
+
+TEST(CudaTranspose, NoNhwcVariant_n) {
+  LayerCase c("Transpose");
+  c.attr("perm", Attribute::Ints({0, 2, 3, 1}));
+  c.input(randomHalfExact(Shape{1, 2, 3, 4}, 1));
+  const auto cands = c.candidates();
+  EXPECT_EQ(cands.size(), 2u);
+  for (const auto& t : cands) EXPECT_EQ(t->id().find("nhwc"), std::string::npos) << t->id();
+}
+
+TEST(CudaConcat, UInt8_n) {
+  LayerCase c("Concat");
+  c.attr("axis", Attribute::Int(0));
+  c.input(Tensor::zeros(DataType::kUInt8, Shape{3}))
+      .input(Tensor::zeros(DataType::kUInt8, Shape{2}));
+  EXPECT_TRUE(c.candidates().empty());
+}
+
+TEST(CudaConcat, BadAxis_n) {
+  // Shape inference rejects it too; the provider must not rely on that.
+  LayerCase c("Concat");
+  c.attr("axis", Attribute::Int(0));
+  c.input(randomHalfExact(Shape{3, 2}, 1)).input(randomHalfExact(Shape{2, 2}, 2));
+  builder::LayerContext layer;
+  ASSERT_FALSE(c.candidates(Precision::kFp16, &layer).empty());
+  graph::Node bad = c.node();
+  bad.attrs.set("axis", Attribute::Int(2));
+  layer.node = &bad;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaConcat, Fp32PrecisionOffersNoFp16_n) {
+  LayerCase c("Concat");
+  c.attr("axis", Attribute::Int(1));
+  c.input(randomHalfExact(Shape{2, 3, 4, 5}, 1)).input(randomHalfExact(Shape{2, 1, 4, 5}, 2));
+  std::set<std::string> got;
+  for (auto& t : c.candidates(Precision::kFp32)) got.insert(t->id());
+  EXPECT_EQ(got, ids("concat", {"fp32"}, kBoth));
+}
+
+TEST(CudaExpand, RuntimeShape_n) {
+  LayerCase c("Expand");
+  c.input(randomHalfExact(Shape{3, 1}, 1)).input(intTensor(DataType::kInt64, {3, 4}));
+  EXPECT_TRUE(c.candidates().empty());
+}
+
+TEST(CudaPad, RuntimePads_n) {
+  LayerCase c("Pad");
+  c.input(randomHalfExact(Shape{3, 4}, 1)).input(intTensor(DataType::kInt64, {1, 1, 1, 1}));
+  EXPECT_TRUE(c.candidates().empty());
+}
+
+TEST(CudaPad, RuntimeValue_n) {
+  LayerCase c("Pad");
+  c.input(randomHalfExact(Shape{3, 4}, 1))
+      .constant(intTensor(DataType::kInt64, {1, 1, 1, 1}))
+      .input(test::floatScalar(2.f));
+  EXPECT_TRUE(c.candidates().empty());
+}
+
+TEST(CudaPad, WrapMode_n) {
+  // Shape inference accepts only the three modes; the provider must check on its own.
+  LayerCase c("Pad");
+  c.input(randomHalfExact(Shape{3, 4}, 1)).constant(intTensor(DataType::kInt64, {1, 1, 1, 1}));
+  builder::LayerContext layer;
+  ASSERT_FALSE(c.candidates(Precision::kFp16, &layer).empty());
+  graph::Node bad = c.node();
+  bad.attrs.set("mode", Attribute::String("wrap"));
+  layer.node = &bad;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaGather, FloatIndices_n) {
+  LayerCase c("Gather");
+  c.input(randomHalfExact(Shape{5, 3}, 1)).input(intTensor(DataType::kInt64, {1, 2}));
+  builder::LayerContext layer;
+  ASSERT_FALSE(c.candidates(Precision::kFp16, &layer).empty());
+  layer.inputTypes[1] = DataType::kFloat32;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaGather, IndicesDeclaredInTheirType_n) {
+  LayerCase c("Gather");
+  c.input(randomHalfExact(Shape{5, 3}, 1)).input(intTensor(DataType::kInt32, {1, 2}));
+  const auto cands = c.candidates();
+  ASSERT_EQ(cands.size(), 2u);
+  for (const auto& t : cands) {
+    EXPECT_EQ(t->inputFormat(1).dtype, DataType::kInt32) << t->id();
+    EXPECT_FALSE(t->consumesInput(1)) << t->id();
+  }
+}
+
+TEST(CudaDataMovement, EnqueueBeforeInitialize_n) {
+  LayerCase c("Transpose");
+  c.input(randomHalfExact(Shape{3, 4}, 1));
+  auto cands = c.candidates();
+  ASSERT_FALSE(cands.empty());
+  builder::LaunchArgs args;
+  EXPECT_FALSE(cands[0]->enqueue(args).ok());
+}
+
+}  // namespace
+}  // namespace edgeinfer
+
+#else  // !EDGEINFER_HAVE_CUDA
+
+TEST(CudaDataMovement, BuiltWithoutCuda) {
+  GTEST_SKIP() << "built without CUDA";
+}
+
+#endif  // EDGEINFER_HAVE_CUDA
