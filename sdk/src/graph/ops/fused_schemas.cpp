@@ -17,6 +17,7 @@
 #include <string>
 
 #include "graph/op_schema.h"
+#include "graph/ops/fused_elementwise.h"
 #include "graph/ops/nn_shape_fns.h"
 
 namespace edgeinfer::graph {
@@ -60,6 +61,7 @@ void registerFusedSchemas(OpSchemaRegistry& r) {
   add("FusedConv", 2, 4, withActivation(nn::inferConv));
   add("FusedGemm", 2, 3, withActivation(nn::inferGemm));
   add("FusedMatMul", 2, 3, withActivation(nn::inferMatMul));
+  registerFusedElementwiseSchema(r);  // fused_elementwise_schema.cpp
 }
 
 }  // namespace edgeinfer::graph

@@ -40,6 +40,13 @@ Expected<int> fuseConvActivation(Graph& g);
 /// Gemm + activation into FusedGemm; MatMul + bias Add + activation into FusedMatMul.
 Expected<int> fuseGemmActivation(Graph& g);
 
+/// Chains and DAG pieces of float32 elementwise nodes (activations, unary math, Add/Sub/Mul/
+/// Div/Pow/Max/Min with broadcasting) whose intermediates nothing outside reads, into one
+/// ai.edgeinfer::FusedElementwise evaluating a register program per element
+/// (graph/ops/fused_elementwise.h). Run it after fuseConvActivation / fuseGemmActivation, so
+/// those absorb their activations first. Returns the number of fused nodes created.
+Expected<int> fuseElementwise(Graph& g);
+
 // Shared helpers for the fusion passes (pass_utils.cpp).
 /// Index of the single node reading `value`, or -1 if it has 0 or several readers or is a
 /// graph output.

@@ -89,6 +89,7 @@ void registerFusedKernels(KernelRegistry& r) {
   r.add(graph::kEdgeInferDomain, "FusedConv", withFloat32<nn::fusedConv>);
   r.add(graph::kEdgeInferDomain, "FusedGemm", withFloat32<nn::fusedGemm>);
   r.add(graph::kEdgeInferDomain, "FusedMatMul", withFloat32<nn::fusedMatMul>);
+  registerFusedElementwiseKernel(r);  // fused_elementwise.cpp
 }
 
 }  // namespace edgeinfer::ref

@@ -55,6 +55,8 @@ void registerDetectionKernels(KernelRegistry& r);      // TopK, NonMaxSuppressio
 void registerScatterGatherKernels(KernelRegistry& r);  // ScatterND, ScatterElements, GatherND
 void registerMiscKernels(KernelRegistry& r);           // Trilu, CastLike, EyeLike, Shrink, MVN
 void registerQLinearKernels(KernelRegistry& r);        // ConvInteger, MatMulInteger, QLinear*
+// Registered from registerFusedKernels: ai.edgeinfer::FusedElementwise (fused_elementwise.cpp).
+void registerFusedElementwiseKernel(KernelRegistry& r);
 
 /// Runs one node on host tensors: infers output shapes from the concrete inputs,
 /// allocates the outputs and calls the kernel. Used by the CPU runtime and by constant
