@@ -122,10 +122,16 @@ Counts checkAllCandidates(ConvCase& c, Precision precision) {
   auto cands = provider.candidates(layer, precision);
   std::printf("  %zu candidates (%s)\n", cands.size(), provider.lastReason().c_str());
   double worst16 = 0, worst32 = 0;
+  int unfinalized = 0;
   for (auto& t : cands) {
     const Status is = t->initialize(layer);
-    EXPECT_TRUE(is.ok()) << t->id() << ": " << is.message();
-    if (!is.ok()) continue;
+    if (!is.ok()) {  // an engine config whose plan cuDNN cannot finalize (the builder records
+                     // it as a failed tactic); any other initialize error is a bug
+      EXPECT_NE(is.message().find("did not finalize"), std::string::npos)
+          << t->id() << ": " << is.message();
+      ++unfinalized;
+      continue;
+    }
     auto r = test::runTactic(*t, layer, c.inputs());
     EXPECT_TRUE(r.ok()) << t->id() << ": " << r.status().message();
     if (!r.ok()) continue;
@@ -143,8 +149,10 @@ Counts checkAllCandidates(ConvCase& c, Precision precision) {
       worst32 = std::max(worst32, err);
     }
   }
-  std::printf("  fp16.nhwc %d (worst rel L2 %.2e), fp32.nhwc %d, fp32.nchw %d (worst %.2e)\n",
-              n.fp16, worst16, n.fp32nhwc, n.fp32nchw, worst32);
+  std::printf(
+      "  fp16.nhwc %d (worst rel L2 %.2e), fp32.nhwc %d, fp32.nchw %d (worst %.2e); "
+      "%d did not finalize\n",
+      n.fp16, worst16, n.fp32nhwc, n.fp32nchw, worst32, unfinalized);
   std::fflush(stdout);
   return n;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,7 +23,19 @@ struct PassOptions {
   bool foldBatchNorm = true;       ///< EDGEINFER_DISABLE_FOLD_BATCHNORM (into Conv/Gemm)
   bool fuseConvActivation = true;  ///< EDGEINFER_DISABLE_FUSE_CONV (Conv+bias+act, +residual)
   bool fuseGemmActivation = true;  ///< EDGEINFER_DISABLE_FUSE_GEMM (Gemm/MatMul+bias+act)
+  /// EDGEINFER_DISABLE_FUSE_ELEMENTWISE: chains of elementwise ops (SiLU, HardSwish, GELU...)
+  /// become one FusedElementwise node, run as one kernel.
+  bool fuseElementwise = true;
   /// EDGEINFER_DISABLE_FUSION=1 switches off every fusion above at once.
+};
+
+/// How the GPU builder times each candidate implementation ("tactic") of a layer: CUDA
+/// events around `iterations` launches after `warmup` launches, median of `repeats` such
+/// measurements.
+struct TimingOptions {
+  int warmup = 2;
+  int iterations = 4;
+  int repeats = 5;
 };
 
 /// Everything that decides how an engine is built. Defaults are what a user wants for a
@@ -44,6 +57,29 @@ struct BuilderConfig {
   bool allowNonFiniteWeights = false;
   /// Directory holding external-data files of the model; default: the model's directory.
   std::string externalDataDir;
+
+  // ---- GPU backend ----
+  /// CUDA device the engine is built for (and timed on).
+  int deviceId = 0;
+  /// Timing cache file. Empty: "$XDG_CACHE_HOME/edgeinfer/<device-key>/timing.cache".
+  std::string timingCachePath;
+  /// Read and update the timing cache (false: time every layer, write nothing).
+  bool useTimingCache = true;
+  /// A layer whose timings are not in the cache is an error instead of being timed
+  /// (reproducible builds from a pre-seeded cache).
+  bool timingCacheMissIsError = false;
+  TimingOptions timing;
+  /// Forced tactics by layer (node) name, like TensorRT's algorithm selector; an id that is
+  /// not a candidate of the layer is a build error listing the candidates.
+  std::map<std::string, std::string> forcedTactics;
+  /// File of forced tactics ("layer = tactic-id" lines or a JSON object), merged with
+  /// forcedTactics (the map wins).
+  std::string forcedTacticsFile;
+  /// Per-layer precision overrides by layer name (e.g. keep a sensitive layer in kFp32).
+  std::map<std::string, Precision> layerPrecision;
+  /// A layer no GPU kernel supports runs on the CPU reference (with copies and a sync, and
+  /// without CUDA graphs); false makes such a layer a build error naming it.
+  bool allowCpuFallback = true;
 };
 
 class Builder {

@@ -46,10 +46,26 @@ struct EngineInfo {
 
 class ExecutionContext;
 
-/// Memory figures of an execution context (the largest over the input shapes it has run).
+/// Memory and launch figures of an execution context (memory: the largest over the input
+/// shapes it has run).
 struct ContextStats {
   int64_t activationArenaBytes = 0;  ///< activation memory after liveness planning (peak)
   int64_t activationNaiveBytes = 0;  ///< what one buffer per activation would take
+  int64_t workspaceBytes = 0;        ///< scratch memory of the kernels (GPU)
+  int64_t weightBytes = 0;           ///< device memory of the engine's weights (shared)
+  bool cudaGraphs = false;           ///< runs replay CUDA graphs
+  int64_t graphCaptures = 0;         ///< graphs captured and instantiated (one per shape)
+  int64_t graphUpdates = 0;          ///< cudaGraphExecUpdate calls for new buffer addresses
+  int64_t graphReplays = 0;          ///< runs that replayed a graph
+  int64_t cpuFallbackLayers = 0;     ///< layers run on the CPU reference
+  double lastGpuMs = 0.0;            ///< GPU time of the last run's layers (CUDA events; no copies)
+};
+
+/// Per-context runtime choices.
+struct ContextOptions {
+  /// Capture each input shape's inference into one CUDA graph after a warm-up run and
+  /// replay it. Also switched off by EDGEINFER_DISABLE_CUDA_GRAPHS=1.
+  bool cudaGraphs = true;
 };
 
 class Engine {
@@ -62,7 +78,11 @@ class Engine {
 
   /// A context holds the per-run state (activations); several contexts may share one
   /// engine and run concurrently from different threads.
-  virtual Expected<std::unique_ptr<ExecutionContext>> createExecutionContext() const = 0;
+  virtual Expected<std::unique_ptr<ExecutionContext>> createExecutionContext(
+      const ContextOptions& options) const = 0;
+  Expected<std::unique_ptr<ExecutionContext>> createExecutionContext() const {
+    return createExecutionContext(ContextOptions{});
+  }
 
   /// The engine as a versioned, checksummed byte string / file.
   virtual Expected<std::vector<uint8_t>> serialize() const = 0;
@@ -82,8 +102,9 @@ class ExecutionContext {
   /// The engine this context runs (it must outlive the context).
   virtual const Engine& engine() const = 0;
 
-  /// Binds an input (host tensor). Its shape must match the engine's input, dynamic dims
-  /// excepted; the tensor is read during execute() and not copied before.
+  /// Binds an input. Its shape must match the engine's input, dynamic dims excepted; the
+  /// tensor is read during execute() and not copied before. GPU engines also take a device
+  /// tensor (of the engine's device), read in place without a host copy.
   virtual Status setInput(const std::string& name, const Tensor& tensor) = 0;
   /// Runs the engine on the bound inputs.
   virtual Status execute() = 0;
@@ -96,6 +117,11 @@ class ExecutionContext {
   /// Convenience: binds `inputs`, executes, returns every output by name.
   Expected<std::map<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs);
 };
+
+/// A device copy of a host tensor on CUDA device `deviceId` (freed with the last Tensor that
+/// shares it), to bind GPU-resident inputs without a per-run host copy. kUnsupported in a
+/// build without CUDA or when no GPU is usable.
+Expected<Tensor> copyToDevice(const Tensor& host, int deviceId = 0);
 
 /// Version of this SDK ("major.minor.patch").
 const char* sdkVersion();

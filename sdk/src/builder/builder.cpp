@@ -10,6 +10,7 @@
 #include "graph/passes/passes.h"
 #include "kernels/ref/ref_kernels.h"
 #include "onnx/importer.h"
+#include "runtime/cuda_backend.h"
 #include "runtime/graph_engine.h"
 
 namespace edgeinfer {
@@ -29,9 +30,11 @@ PassOptions effectivePasses(const PassOptions& in) {
   if (envDisabled("EDGEINFER_DISABLE_FOLD_BATCHNORM")) p.foldBatchNorm = false;
   if (envDisabled("EDGEINFER_DISABLE_FUSE_CONV")) p.fuseConvActivation = false;
   if (envDisabled("EDGEINFER_DISABLE_FUSE_GEMM")) p.fuseGemmActivation = false;
+  if (envDisabled("EDGEINFER_DISABLE_FUSE_ELEMENTWISE")) p.fuseElementwise = false;
   if (envDisabled("EDGEINFER_DISABLE_FUSION")) {
     p.fuseConvActivation = false;
     p.fuseGemmActivation = false;
+    p.fuseElementwise = false;
   }
   return p;
 }
@@ -70,6 +73,8 @@ Status optimize(graph::Graph& g, const BuilderConfig& cfg) {
   EI_RETURN_IF_ERROR(
       runPass("fuse-gemm-activation", p.fuseGemmActivation, g, graph::fuseGemmActivation));
   EI_RETURN_IF_ERROR(
+      runPass("fuse-elementwise", p.fuseElementwise, g, graph::fuseElementwise));
+  EI_RETURN_IF_ERROR(
       runPass("dead-node-elimination", p.eliminateDeadNodes, g, graph::eliminateDeadNodes));
   EI_RETURN_IF_ERROR(g.topologicalSort());
   return graph::inferShapes(g, cfg.maxTensorBytes);
@@ -98,25 +103,45 @@ std::string fnv1aHex(const void* data, size_t size) {
   return buf;
 }
 
-Expected<Backend> resolveBackend(Backend requested) {
-  switch (requested) {
+Expected<Backend> resolveBackend(const BuilderConfig& cfg) {
+  std::string why;
+  switch (cfg.backend) {
     case Backend::kCpu:
       return Backend::kCpu;
     case Backend::kAuto:
-      return Backend::kCpu;  // the CUDA backend will be chosen here when usable
+      if (runtime::cudaBackendUsable(cfg.deviceId, &why)) return Backend::kCuda;
+      log(Severity::kInfo, "no usable GPU (" + why + "): building for the CPU");
+      return Backend::kCpu;
     case Backend::kCuda:
-      // The CUDA tactics exist (sdk/src/kernels/cuda) but the GPU builder and execution
-      // context that chain them into an engine do not yet (docs/design/gpu-backend.md).
-      return Status(ErrorCode::kUnsupported,
-                    "GPU engines cannot be built yet: the CUDA backend's builder is not "
-                    "finished (docs/design/gpu-backend.md); use backend cpu");
+      if (!runtime::cudaBackendUsable(cfg.deviceId, &why))
+        return Status(ErrorCode::kUnsupported,
+                      "backend cuda was requested but no GPU is usable: " + why);
+      return Backend::kCuda;
   }
   return Backend::kCpu;
 }
 
+/// GPU engines are planned for static shapes: dynamic input dims take the configured default,
+/// or 1 with a warning.
+void applyGpuStaticShapes(graph::Graph& g, const BuilderConfig& cfg) {
+  if (cfg.dynamicDimDefault >= 0) return;
+  std::string dyn;
+  for (const auto& in : g.inputs) {
+    graph::Value& v = g.value(in);
+    for (auto& d : v.shape.dims())
+      if (d < 0) {
+        d = 1;
+        dyn += (dyn.empty() ? "'" : ", '") + in + "'";
+      }
+  }
+  if (!dyn.empty())
+    log(Severity::kWarning, "GPU engines are built for static shapes: the dynamic dims of " + dyn +
+                                " are set to 1 (choose with --dynamic-dim N)");
+}
+
 Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const BuilderConfig& cfg,
                                                  const std::string& defaultDir) {
-  EI_ASSIGN_OR_RETURN(Backend backend, resolveBackend(cfg.backend));
+  EI_ASSIGN_OR_RETURN(Backend backend, resolveBackend(cfg));
   if (cfg.precision != Precision::kFp32 && backend == Backend::kCpu)
     log(Severity::kWarning, std::string("the CPU backend computes in fp32; precision ") +
                                 precisionName(cfg.precision) + " is ignored");
@@ -127,14 +152,17 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
   EI_ASSIGN_OR_RETURN(graph::Graph g,
                       onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
   applyDynamicDefault(g, cfg.dynamicDimDefault);
+  if (backend == Backend::kCuda) applyGpuStaticShapes(g, cfg);
   EI_RETURN_IF_ERROR(optimize(g, cfg));
   EngineInfo info;
   info.sdkVersion = sdkVersion();
   info.backend = backend;
   info.precision = backend == Backend::kCpu ? Precision::kFp32 : cfg.precision;
-  info.deviceKey = builder::currentDeviceKey(backend);
   info.modelName = g.name;
   info.modelHash = fnv1aHex(bytes.data(), bytes.size());
+  if (backend == Backend::kCuda)
+    return runtime::buildCudaEngine(std::move(g), std::move(info), cfg);
+  info.deviceKey = builder::currentDeviceKey(backend);
   log(Severity::kInfo, "built engine for '" + g.name + "': " + std::to_string(g.nodes.size()) +
                            " nodes, backend " + backendName(backend));
   return std::unique_ptr<Engine>(new runtime::GraphEngine(std::move(g), std::move(info)));

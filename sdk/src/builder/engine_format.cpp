@@ -143,7 +143,8 @@ std::string currentDeviceKey(Backend backend) {
   return cpuDeviceKey();
 }
 
-Expected<std::vector<uint8_t>> encodeEngine(const graph::Graph& g, const EngineInfo& info) {
+Expected<std::vector<uint8_t>> encodeEngine(const graph::Graph& g, const EngineInfo& info,
+                                            const std::string& plan) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.set_producer_name("edgeinfer");
@@ -186,6 +187,12 @@ Expected<std::vector<uint8_t>> encodeEngine(const graph::Graph& g, const EngineI
   h["model_name"] = info.modelName;
   h["model_hash"] = info.modelHash;
   h["payload_bytes"] = payload.size();
+  if (!plan.empty()) {
+    nlohmann::json pj = nlohmann::json::parse(plan, nullptr, /*allow_exceptions=*/false);
+    if (pj.is_discarded() || !pj.is_object())
+      return Status(ErrorCode::kInternal, "the engine plan is not a JSON object");
+    h["plan"] = std::move(pj);
+  }
   const std::string header = h.dump();
 
   std::vector<uint8_t> out;
@@ -275,6 +282,13 @@ Expected<DecodedEngine> decodeEngine(const void* data, size_t size) {
   EI_RETURN_IF_ERROR(graphFromProto(m, &d.graph).withContext("engine payload"));
   EI_RETURN_IF_ERROR(d.graph.topologicalSort().withContext("engine payload"));
   EI_RETURN_IF_ERROR(graph::inferShapes(d.graph).withContext("engine payload"));
+  if (auto pit = h.find("plan"); pit != h.end()) {
+    if (!pit->is_object())
+      return Status(ErrorCode::kCorruptFile, "the engine plan is not an object");
+    d.plan = pit->dump();
+  } else if (d.info.backend == Backend::kCuda) {
+    return Status(ErrorCode::kCorruptFile, "the GPU engine has no plan in its header");
+  }
   return d;
 }
 

@@ -4,7 +4,10 @@
 //   offset 8   u32 format version         (kEngineFormatVersion)
 //   offset 12  u32 header length H
 //   offset 16  header: H bytes of JSON     (SDK version, backend, precision, device key,
-//                                           model name and hash, payload length)
+//                                           model name and hash, payload length; for GPU
+//                                           engines "plan": the chosen tactic of every layer
+//                                           and the format of every tensor, see
+//                                           runtime/cuda/cuda_plan.h)
 //   then       payload: a serialized onnx::ModelProto holding the optimised graph
 //              (fused ops in domain ai.edgeinfer, weights as raw initializers)
 //   last 4     u32 CRC-32 (zlib) of every byte before it
@@ -26,9 +29,12 @@ inline constexpr uint32_t kEngineFormatVersion = 1;
 struct DecodedEngine {
   graph::Graph graph;
   EngineInfo info;
+  std::string plan;  ///< the backend's plan (JSON text), empty for CPU engines
 };
 
-Expected<std::vector<uint8_t>> encodeEngine(const graph::Graph& g, const EngineInfo& info);
+/// `plan`: JSON text of the backend's execution plan ("" for none).
+Expected<std::vector<uint8_t>> encodeEngine(const graph::Graph& g, const EngineInfo& info,
+                                            const std::string& plan = "");
 Expected<DecodedEngine> decodeEngine(const void* data, size_t size);
 
 /// The key of the device this process would build for with `backend`.

@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "builder/engine_format.h"
+#include "runtime/cuda_backend.h"
 
 namespace edgeinfer {
 
@@ -64,6 +65,8 @@ Expected<std::unique_ptr<Engine>> Engine::load(const std::string& path) {
 
 Expected<std::unique_ptr<Engine>> Engine::deserialize(const void* data, size_t size) {
   EI_ASSIGN_OR_RETURN(auto parts, builder::decodeEngine(data, size));
+  if (parts.info.backend == Backend::kCuda)
+    return runtime::loadCudaEngine(std::move(parts.graph), std::move(parts.info), parts.plan);
   return std::unique_ptr<Engine>(
       new runtime::GraphEngine(std::move(parts.graph), std::move(parts.info)));
 }
@@ -81,6 +84,27 @@ Expected<std::map<std::string, Tensor>> ExecutionContext::run(
 }
 
 namespace runtime {
+
+#ifndef EDGEINFER_HAVE_CUDA
+// A build without the CUDA backend: GPU engines can be neither built nor loaded.
+bool cudaBackendUsable(int, std::string* why) {
+  if (why) *why = "this EdgeInfer was built without CUDA";
+  return false;
+}
+Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph, EngineInfo, const BuilderConfig&) {
+  return Status(ErrorCode::kUnsupported, "this EdgeInfer was built without CUDA");
+}
+Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph, EngineInfo, const std::string&) {
+  return Status(ErrorCode::kUnsupported,
+                "this is a GPU engine and this EdgeInfer was built without CUDA");
+}
+}  // namespace runtime
+Expected<Tensor> copyToDevice(const Tensor&, int) {
+  return Status(ErrorCode::kUnsupported, "this EdgeInfer was built without CUDA");
+}
+namespace runtime {
+#endif
+
 namespace {
 TensorDesc describe(const graph::Graph& g, const std::string& name) {
   TensorDesc d;
@@ -102,7 +126,8 @@ GraphEngine::GraphEngine(graph::Graph g, EngineInfo info)
   info_.nodeCount = static_cast<int64_t>(graph_.nodes.size());
 }
 
-Expected<std::unique_ptr<ExecutionContext>> GraphEngine::createExecutionContext() const {
+Expected<std::unique_ptr<ExecutionContext>> GraphEngine::createExecutionContext(
+    const ContextOptions&) const {
   switch (info_.backend) {
     case Backend::kCpu:
       return createCpuContext(*this);

@@ -18,7 +18,9 @@ class GraphEngine final : public Engine {
   const std::vector<TensorDesc>& inputs() const override { return inputs_; }
   const std::vector<TensorDesc>& outputs() const override { return outputs_; }
   const EngineInfo& info() const override { return info_; }
-  Expected<std::unique_ptr<ExecutionContext>> createExecutionContext() const override;
+  using Engine::createExecutionContext;
+  Expected<std::unique_ptr<ExecutionContext>> createExecutionContext(
+      const ContextOptions& options) const override;
   Expected<std::vector<uint8_t>> serialize() const override;
 
   const graph::Graph& graph() const { return graph_; }

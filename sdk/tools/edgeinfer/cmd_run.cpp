@@ -59,7 +59,9 @@ int cmdRun(const Args& a) {
   if (!engine.ok()) return fail(engine.status());
   const double loadMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  auto ctx = (*engine)->createExecutionContext();
+  ContextOptions copts;
+  if (a.has("no-cuda-graphs")) copts.cudaGraphs = false;
+  auto ctx = (*engine)->createExecutionContext(copts);
   if (!ctx.ok()) return fail(ctx.status());
   std::cout << "inputs:\n";
   auto inputs = bindInputs(**engine, **ctx, a);

@@ -44,7 +44,17 @@ const char* kBuilderOptionsHelp = R"(builder options:
   --no-batchnorm-folding        keep BatchNormalization nodes
   --dynamic-dim N               value for every dynamic input dimension at build time
   --allow-non-finite-weights    accept NaN/Inf in weights
-  --verbose                     log every pass and decision
+  --verbose                     log every pass and decision (GPU: each layer's timing table)
+GPU builder options:
+  --device N                    CUDA device to build for (default 0)
+  --timing-cache FILE           timing cache (default $XDG_CACHE_HOME/edgeinfer/<device-key>/timing.cache)
+  --no-timing-cache             time every layer; read and write no cache
+  --cache-miss-error            a layer missing from the timing cache is an error (reproducible builds)
+  --tactic LAYER=ID             force a tactic for a layer (repeatable)
+  --tactics FILE                forced tactics, "layer = tactic-id" per line or a JSON object
+  --layer-precision LAYER=P     per-layer precision fp32|fp16 (repeatable)
+  --no-cpu-fallback             a layer without a GPU kernel is an error, not run on the CPU
+  --timing-iterations N         launches per timing measurement (default 4; 5 measurements, median)
 )";
 
 Expected<BuilderConfig> builderConfigFrom(const Args& a) {
@@ -63,10 +73,37 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
   if (a.has("no-fusion")) {
     c.passes.fuseConvActivation = false;
     c.passes.fuseGemmActivation = false;
+    c.passes.fuseElementwise = false;
   }
   if (a.has("no-constant-folding")) c.passes.constantFolding = false;
   if (a.has("no-batchnorm-folding")) c.passes.foldBatchNorm = false;
   if (a.has("allow-non-finite-weights")) c.allowNonFiniteWeights = true;
+  if (a.has("device")) c.deviceId = std::atoi(a.get("device").c_str());
+  if (a.has("timing-cache")) c.timingCachePath = a.get("timing-cache");
+  if (a.has("no-timing-cache")) c.useTimingCache = false;
+  if (a.has("cache-miss-error")) c.timingCacheMissIsError = true;
+  if (a.has("tactics")) c.forcedTacticsFile = a.get("tactics");
+  if (a.has("no-cpu-fallback")) c.allowCpuFallback = false;
+  if (a.has("timing-iterations")) {
+    c.timing.iterations = std::atoi(a.get("timing-iterations").c_str());
+    if (c.timing.iterations < 1)
+      return Status(ErrorCode::kInvalidArgument, "--timing-iterations needs a positive integer");
+  }
+  for (const std::string& kv : a.all("tactic")) {
+    const auto eq = kv.rfind('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())
+      return Status(ErrorCode::kInvalidArgument,
+                    "--tactic needs LAYER=TACTIC-ID, got '" + kv + "'");
+    c.forcedTactics[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const std::string& kv : a.all("layer-precision")) {
+    const auto eq = kv.rfind('=');
+    const std::string p = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    if (eq == std::string::npos || eq == 0 || (p != "fp32" && p != "fp16"))
+      return Status(ErrorCode::kInvalidArgument,
+                    "--layer-precision needs LAYER=fp32 or LAYER=fp16, got '" + kv + "'");
+    c.layerPrecision[kv.substr(0, eq)] = p == "fp16" ? Precision::kFp16 : Precision::kFp32;
+  }
   if (a.has("dynamic-dim")) {
     char* end = nullptr;
     c.dynamicDimDefault = std::strtoll(a.get("dynamic-dim").c_str(), &end, 10);

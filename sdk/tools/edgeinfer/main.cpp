@@ -45,7 +45,12 @@ int main(int argc, char** argv) {
                                           "no-constant-folding",
                                           "no-batchnorm-folding",
                                           "allow-non-finite-weights",
-                                          "quiet"};
+                                          "quiet",
+                                          "no-timing-cache",
+                                          "cache-miss-error",
+                                          "no-cpu-fallback",
+                                          "device-inputs",
+                                          "no-cuda-graphs"};
   auto args = parseArgs(argc, argv, 2, flags);
   if (!args.ok()) return fail(args.status());
   if (args->has("verbose")) edgeinfer::setLogLevel(edgeinfer::Severity::kVerbose);

@@ -474,16 +474,17 @@ std::string formatTag(TensorFormat f) {
 
 class CudnnConvTactic : public builder::Tactic {
  public:
+  // The execution plan is finalized in initialize(), not here: finalizing can compile a
+  // kernel at run time (cuDNN's runtime-fusion engines), so a build whose timings come from
+  // the cache, or an engine load, finalizes only the one plan it uses.
   CudnnConvTactic(std::string id, const ConvSpec& spec, TensorFormat fmt,
-                  std::shared_ptr<Holder> handle, std::shared_ptr<OpGraph> graph, Desc plan,
-                  int64_t workspace)
+                  std::shared_ptr<Holder> handle, std::shared_ptr<OpGraph> graph, Desc cfg)
       : id_(std::move(id)),
         spec_(spec),
         fmt_(fmt),
         handle_(std::move(handle)),
         graph_(std::move(graph)),
-        plan_(std::move(plan)),
-        workspace_(static_cast<size_t>(std::max<int64_t>(workspace, 0))) {}
+        cfg_(std::move(cfg)) {}
   ~CudnnConvTactic() override {
     variantPack_.reset();
     if (dW_) cudaFree(dW_);
@@ -497,11 +498,21 @@ class CudnnConvTactic : public builder::Tactic {
   }
   TensorFormat outputFormat(size_t) const override { return fmt_; }
   size_t workspaceBytes() const override { return workspace_; }
+  bool consumesInput(size_t index) const override { return index == 1 || index == 2; }
 
   Status initialize(const builder::LayerContext& layer) override {
     const Tensor* w = layer.constantInput(1);
     if (!w || w->numel() != spec_.K * spec_.Cg * spec_.R * spec_.S)
       return Status(ErrorCode::kInvalidArgument, id_ + ": weights missing or of another shape");
+    if (!plan_) {
+      std::lock_guard<std::mutex> lock(handle_->mu);
+      int64_t workspace = 0;
+      Desc plan;
+      EI_RETURN_IF_ERROR(finalizePlan(handle_->handle, cfg_, &plan, &workspace)
+                             .withContext(id_ + ": the execution plan did not finalize"));
+      plan_ = std::move(plan);
+      workspace_ = static_cast<size_t>(std::max<int64_t>(workspace, 0));
+    }
     const size_t es = dataTypeSize(fmt_.dtype);
     // Weights [K, Cg, R, S] -> KCRS (NCHW) or KRSC (NHWC), in the tactic's element type.
     std::vector<uint8_t> host(static_cast<size_t>(w->numel()) * es);
@@ -585,8 +596,9 @@ class CudnnConvTactic : public builder::Tactic {
   TensorFormat fmt_;
   std::shared_ptr<Holder> handle_;
   std::shared_ptr<OpGraph> graph_;  // the plan's engine config refers to it
-  Desc plan_;
-  size_t workspace_;
+  Desc cfg_;
+  Desc plan_;             // finalized in initialize()
+  size_t workspace_ = 0;  // known once the plan is finalized
   void* dW_ = nullptr;
   void* dB_ = nullptr;
   Desc variantPack_;
@@ -668,19 +680,12 @@ std::vector<std::unique_ptr<builder::Tactic>> CudnnConvProvider::candidates(
           ++filtered;  // TF32 / half accumulation: not the precision the tactic promises
           continue;
         }
-        Desc plan;
-        int64_t workspace = 0;
-        if (!finalizePlan(h->handle, cfg, &plan, &workspace).ok()) {
-          ++failed;
-          continue;
-        }
-        out.push_back(
-            std::make_unique<CudnnConvTactic>(id, spec, fmt, h, g, std::move(plan), workspace));
+        out.push_back(std::make_unique<CudnnConvTactic>(id, spec, fmt, h, g, cfg));
       }
     }
     lastReason_ += tag + ": " + std::to_string(offered) + " engine configs, " +
                    std::to_string(filtered) + " filtered, " + std::to_string(failed) +
-                   " did not finalize; ";
+                   " unreadable; ";
   }
   return out;
 }

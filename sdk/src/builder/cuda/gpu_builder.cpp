@@ -1,0 +1,586 @@
+// The GPU builder (docs/design/gpu-backend.md, "Choosing"): walks the optimised graph in
+// topological order and, for every layer, asks every tactic provider for candidates, times
+// them on this device through the timing cache (CUDA events: warm-up, then the median of
+// several measurements), adds the cost of reformatting each input from the format its
+// producer wrote into the one the candidate reads, and keeps the cheapest. Views (Reshape,
+// Flatten, Squeeze, Unsqueeze) cost nothing: their output shares their input's memory. A layer
+// no GPU tactic supports runs on the CPU reference when the config allows it.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "builder/engine_format.h"
+#include "builder/timing_cache.h"
+#include "core/device.h"
+#include "edgeinfer/logger.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/providers.h"
+#include "kernels/cuda/reformat.h"
+#include "runtime/cuda/cuda_engine.h"
+#include "runtime/cuda_backend.h"
+
+namespace edgeinfer::runtime {
+
+using builder::Layout;
+using builder::Tactic;
+using builder::TensorFormat;
+using cuda::CudaEngine;
+using cuda::ExecutionPlan;
+using cuda::PlanStep;
+using cuda::PlanTensor;
+using cuda::StepKind;
+
+bool cudaBackendUsable(int deviceId, std::string* why) {
+  auto dev = queryCudaDevice(deviceId);
+  if (!dev.ok()) {
+    if (why) *why = dev.status().message();
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+bool isViewOp(const graph::Node& n) {
+  return n.domain.empty() && (n.opType == "Reshape" || n.opType == "Flatten" ||
+                              n.opType == "Squeeze" || n.opType == "Unsqueeze");
+}
+
+/// Device memory freed when it goes out of scope (timing scratch buffers).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  ~DeviceBuffer() {
+    if (p_) cudaFree(p_);
+  }
+  Status allocZeroed(size_t bytes) {
+    EI_CUDA_CHECK(cudaMalloc(&p_, std::max<size_t>(bytes, 1)));
+    EI_CUDA_CHECK(cudaMemset(p_, 0, std::max<size_t>(bytes, 1)));
+    return Status::Ok();
+  }
+  void* get() const { return p_; }
+
+ private:
+  void* p_ = nullptr;
+};
+
+/// Median time of `launch` with CUDA events: `warmup` launches, then `repeats` measurements
+/// of `iterations` launches each.
+Expected<double> timeLaunches(const std::function<Status()>& launch, const TimingOptions& o,
+                              cudaStream_t stream) {
+  for (int i = 0; i < std::max(o.warmup, 0); ++i) EI_RETURN_IF_ERROR(launch());
+  EI_CUDA_CHECK(cudaStreamSynchronize(stream));
+  cudaEvent_t start = nullptr, stop = nullptr;
+  EI_CUDA_CHECK(cudaEventCreate(&start));
+  const cudaError_t e = cudaEventCreate(&stop);
+  if (e != cudaSuccess) {
+    cudaEventDestroy(start);
+    EI_CUDA_CHECK(e);
+  }
+  std::vector<double> samples;
+  Status status;
+  const int iters = std::max(o.iterations, 1);
+  for (int r = 0; r < std::max(o.repeats, 1) && status.ok(); ++r) {
+    cudaEventRecord(start, stream);
+    for (int i = 0; i < iters && status.ok(); ++i) status = launch();
+    cudaEventRecord(stop, stream);
+    const cudaError_t se = cudaEventSynchronize(stop);
+    if (se != cudaSuccess) {
+      status = edgeinfer::cuda::cudaStatus(se, "cudaEventSynchronize", __FILE__, __LINE__);
+      break;
+    }
+    float ms = 0.f;
+    cudaEventElapsedTime(&ms, start, stop);
+    samples.push_back(static_cast<double>(ms) / iters);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  EI_RETURN_IF_ERROR(status);
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+class GpuBuilder {
+ public:
+  GpuBuilder(const graph::Graph& g, const BuilderConfig& cfg, builder::TimingCache& cache,
+             const builder::TacticOverrides& overrides)
+      : g_(g), cfg_(cfg), cache_(cache), overrides_(overrides) {}
+  ~GpuBuilder() {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  Status run() {
+    EI_CUDA_CHECK(cudaSetDevice(cfg_.deviceId));
+    EI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    providers_ = edgeinfer::cuda::makeCudaProviders();
+    for (const auto& in : g_.inputs) {
+      const graph::Value& v = *g_.findValue(in);
+      plan_.graphInputs[in] = newTensor(in, cuda::logicalFormat(v.dtype, v.shape));
+    }
+    std::string cpuLayers;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const graph::Node& n = g_.nodes[i];
+      for (const auto& o : n.outputs) {
+        const graph::Value* v = g_.findValue(o);
+        if (!o.empty() && v)
+          for (int64_t d : v->shape.dims())
+            if (d < 0)
+              return Status(ErrorCode::kInvalidArgument,
+                            "GPU engines need static shapes, but '" + o + "' (output of '" +
+                                n.name + "', " + n.opType + ") is " + v->shape.toString() +
+                                ": set the input dims (--dynamic-dim)");
+      }
+      if (isViewOp(n) && n.hasInput(0) && !g_.isConstant(n.inputs[0])) {
+        EI_RETURN_IF_ERROR(addView(i));
+        continue;
+      }
+      EI_ASSIGN_OR_RETURN(bool onGpu, addTacticStep(i));
+      if (!onGpu) cpuLayers += (cpuLayers.empty() ? "" : ", ") + n.name + " (" + n.opType + ")";
+    }
+    for (const auto& out : g_.outputs) {
+      const graph::Value& v = *g_.findValue(out);
+      const TensorFormat want = cuda::logicalFormat(v.dtype, v.shape);
+      int t;
+      if (g_.isConstant(out)) {
+        t = constantTensor(out, want);
+      } else {
+        EI_ASSIGN_OR_RETURN(t, ensureVersion(out, want));
+      }
+      plan_.graphOutputs[out] = t;
+    }
+    if (!cpuLayers.empty())
+      log(Severity::kWarning,
+          "layers without a GPU kernel run on the CPU (slower, and no CUDA "
+          "graphs): " +
+              cpuLayers);
+    return Status::Ok();
+  }
+
+  ExecutionPlan takePlan() { return std::move(plan_); }
+  std::vector<std::unique_ptr<Tactic>> takeTactics() {
+    tactics_.resize(plan_.steps.size());
+    return std::move(tactics_);
+  }
+  std::vector<std::unique_ptr<builder::TacticProvider>> takeProviders() {
+    return std::move(providers_);
+  }
+  int timedLayers() const { return timed_; }
+  int cachedLayers() const { return cached_; }
+
+ private:
+  int newTensor(const std::string& value, TensorFormat fmt, bool constant = false,
+                int aliasOf = -1) {
+    PlanTensor t;
+    t.value = value;
+    t.format = cuda::canonicalFormat(fmt, g_.findValue(value)->shape);
+    t.constant = constant;
+    t.aliasOf = aliasOf;
+    plan_.tensors.push_back(t);
+    const int id = static_cast<int>(plan_.tensors.size()) - 1;
+    if (!constant) versions_[value].push_back(id);
+    return id;
+  }
+
+  int constantTensor(const std::string& value, TensorFormat fmt) {
+    fmt = cuda::canonicalFormat(fmt, g_.findValue(value)->shape);
+    const std::string key = value + "|" + cuda::formatName(fmt);
+    const auto it = constants_.find(key);
+    if (it != constants_.end()) return it->second;
+    return constants_[key] = newTensor(value, fmt, /*constant=*/true);
+  }
+
+  int findVersion(const std::string& value, TensorFormat fmt) const {
+    fmt = cuda::canonicalFormat(fmt, g_.findValue(value)->shape);
+    const auto it = versions_.find(value);
+    if (it == versions_.end()) return -1;
+    for (int t : it->second)
+      if (plan_.tensors[static_cast<size_t>(t)].format == fmt) return t;
+    return -1;
+  }
+
+  /// Time (ms) of the cheapest reformat from an existing version of `value` into `fmt`, and
+  /// that version; 0 when the value already exists in `fmt`, infinity when none converts.
+  Expected<std::pair<double, int>> reformatCost(const std::string& value, TensorFormat fmt) {
+    fmt = cuda::canonicalFormat(fmt, g_.findValue(value)->shape);
+    if (int t = findVersion(value, fmt); t >= 0) return std::make_pair(0.0, t);
+    double best = kInfinity;
+    int from = -1;
+    const auto it = versions_.find(value);
+    if (it == versions_.end())
+      return Status(ErrorCode::kInternal, "value '" + value + "' has no producer in the plan");
+    for (int t : it->second) {
+      const TensorFormat src = plan_.tensors[static_cast<size_t>(t)].format;
+      if (!edgeinfer::cuda::canReformatTypes(src.dtype, fmt.dtype)) continue;
+      EI_ASSIGN_OR_RETURN(double ms, timeReformat(value, src, fmt));
+      if (ms < best) best = ms, from = t;
+    }
+    return std::make_pair(best, from);
+  }
+
+  Expected<double> timeReformat(const std::string& value, TensorFormat src, TensorFormat dst) {
+    const graph::Value& v = *g_.findValue(value);
+    const std::string sig = "reformat|" + v.shape.toString() + "|" + cuda::formatName(src) + "->" +
+                            cuda::formatName(dst);
+    const auto timer = [&](const std::string&) -> Expected<double> {
+      const int64_t count = v.shape.numel();
+      DeviceBuffer a, b;
+      EI_RETURN_IF_ERROR(a.allocZeroed(static_cast<size_t>(count) * dataTypeSize(src.dtype)));
+      EI_RETURN_IF_ERROR(b.allocZeroed(static_cast<size_t>(count) * dataTypeSize(dst.dtype)));
+      int64_t n = 1, c = 1, hw = count;
+      if (v.shape.rank() == 4) n = v.shape[0], c = v.shape[1], hw = v.shape[2] * v.shape[3];
+      return timeLaunches(
+          [&] {
+            return edgeinfer::cuda::launchReformat(a.get(), src.dtype, src.layout == Layout::kNHWC,
+                                                   b.get(), dst.dtype, dst.layout == Layout::kNHWC,
+                                                   n, c, hw, stream_);
+          },
+          cfg_.timing, stream_);
+    };
+    EI_ASSIGN_OR_RETURN(
+        builder::TimingEntry e,
+        cache_.lookupOrTime(sig, {builder::TacticCandidate("cuda.reformat")}, timer));
+    if (e.table.empty() || e.table[0].failed)
+      return Status(ErrorCode::kUnsupported, "reformat " + sig + " failed");
+    return e.table[0].medianMs;
+  }
+
+  /// The plan tensor holding `value` in `fmt`, adding a reformat step when needed.
+  Expected<int> ensureVersion(const std::string& value, TensorFormat fmt) {
+    EI_ASSIGN_OR_RETURN(auto cost, reformatCost(value, fmt));
+    if (cost.first == 0.0 && findVersion(value, fmt) >= 0) return cost.second;
+    if (cost.second < 0)
+      return Status(ErrorCode::kUnsupported,
+                    "no reformat turns '" + value + "' into " + cuda::formatName(fmt));
+    const int out = newTensor(value, fmt);
+    PlanStep s;
+    s.kind = StepKind::kReformat;
+    s.inputs = {cost.second};
+    s.outputs = {out};
+    s.timeMs = cost.first;
+    plan_.steps.push_back(std::move(s));
+    return out;
+  }
+
+  Status addView(size_t i) {
+    const graph::Node& n = g_.nodes[i];
+    const std::string& src = n.inputs[0];
+    // Any row-major version will do (of any storage type); prefer one that exists.
+    int in = -1;
+    for (int t : versions_[src]) {
+      const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+      if (pt.format.layout != Layout::kNHWC) {
+        in = t;
+        break;
+      }
+    }
+    if (in < 0) {
+      const TensorFormat have = plan_.tensors[static_cast<size_t>(versions_[src].front())].format;
+      EI_ASSIGN_OR_RETURN(in, ensureVersion(src, {have.dtype, Layout::kLinear}));
+    }
+    PlanStep s;
+    s.kind = StepKind::kView;
+    s.node = static_cast<int>(i);
+    s.inputs.assign(n.inputs.size(), -1);
+    s.inputs[0] = in;
+    const DataType storage = plan_.tensors[static_cast<size_t>(in)].format.dtype;
+    s.outputs = {newTensor(n.outputs[0], {storage, Layout::kLinear}, false, in)};
+    plan_.steps.push_back(std::move(s));
+    return Status::Ok();
+  }
+
+  Precision precisionOf(const graph::Node& n) const {
+    const auto it = cfg_.layerPrecision.find(n.name);
+    return it != cfg_.layerPrecision.end() ? it->second : cfg_.precision;
+  }
+
+  /// Times one candidate: initialises it (weights to the device), then launches it on zeroed
+  /// scratch inputs (constants it reads as inputs: their real values).
+  Expected<double> timeTactic(Tactic& t, const builder::LayerContext& layer) {
+    EI_RETURN_IF_ERROR(t.initialize(layer));
+    const graph::Node& n = *layer.node;
+    std::vector<DeviceBuffer> bufs;
+    bufs.reserve(n.inputs.size() + n.outputs.size() + 1);
+    builder::LaunchArgs args;
+    args.stream = stream_;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      args.inputs.push_back(nullptr);
+      if (!n.hasInput(k) || t.consumesInput(k)) continue;
+      const TensorFormat f = t.inputFormat(k);
+      bufs.emplace_back();
+      const size_t bytes =
+          static_cast<size_t>(layer.inputShapes[k].numel()) * dataTypeSize(f.dtype);
+      EI_RETURN_IF_ERROR(bufs.back().allocZeroed(bytes));
+      if (const Tensor* c = g_.constant(n.inputs[k])) {
+        EI_ASSIGN_OR_RETURN(auto host, cuda::toStorageFormat(*c, f));
+        EI_CUDA_CHECK(
+            cudaMemcpy(bufs.back().get(), host.data(), host.size(), cudaMemcpyHostToDevice));
+      }
+      args.inputs.back() = bufs.back().get();
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      bufs.emplace_back();
+      EI_RETURN_IF_ERROR(
+          bufs.back().allocZeroed(static_cast<size_t>(layer.outputShapes[k].numel()) *
+                                  dataTypeSize(t.outputFormat(k).dtype)));
+      args.outputs.push_back(bufs.back().get());
+    }
+    if (t.workspaceBytes() > 0) {
+      bufs.emplace_back();
+      EI_RETURN_IF_ERROR(bufs.back().allocZeroed(t.workspaceBytes()));
+      args.workspace = bufs.back().get();
+      args.workspaceBytes = t.workspaceBytes();
+    }
+    return timeLaunches([&] { return t.enqueue(args); }, cfg_.timing, stream_);
+  }
+
+  /// Adds the step of node i: the cheapest GPU tactic (true), or a CPU-fallback step (false).
+  Expected<bool> addTacticStep(size_t i) {
+    const graph::Node& n = g_.nodes[i];
+    builder::LayerContext layer = cuda::makeLayerContext(g_, i);
+    const Precision precision = precisionOf(n);
+    std::vector<std::unique_ptr<Tactic>> cands =
+        edgeinfer::cuda::allCandidates(providers_, layer, precision);
+    if (cands.empty()) {
+      if (!cfg_.allowCpuFallback)
+        return Status(ErrorCode::kUnsupported,
+                      "layer '" + n.name + "' (" + n.opType + ") has no GPU implementation for " +
+                          "these shapes and types, and CPU fallback is off");
+      EI_RETURN_IF_ERROR(addCpuStep(i));
+      return false;
+    }
+    std::map<std::string, Tactic*> byId;
+    std::vector<builder::TacticCandidate> list;
+    for (auto& c : cands) {
+      if (byId.count(c->id())) continue;  // one provider offering an id twice: keep the first
+      byId[c->id()] = c.get();
+      list.emplace_back(c->id(), static_cast<int64_t>(c->workspaceBytes()));
+    }
+    std::set<std::string> initialized;
+    const std::string sig = layer.signature(precision);
+    bool fromCache = false;
+    builder::TimingEntry entry;
+    const std::string* forced = overrides_.find(n.name);
+    if (forced) {
+      if (!byId.count(*forced)) {
+        std::string all;
+        for (const auto& c : list) all += (all.empty() ? "" : ", ") + c.id;
+        return Status(ErrorCode::kInvalidArgument, "tactic '" + *forced + "' forced for layer '" +
+                                                       n.name + "' is not a candidate for it " +
+                                                       "(candidates: " + all + ")");
+      }
+    } else {
+      const auto timer = [&](const std::string& id) -> Expected<double> {
+        initialized.insert(id);
+        return timeTactic(*byId.at(id), layer);
+      };
+      auto e = cache_.lookupOrTime(sig, list, timer, &fromCache);
+      if (!e.ok()) return e.status().withContext("layer '" + n.name + "' (" + n.opType + ")");
+      entry = std::move(*e);
+      (fromCache ? cached_ : timed_) += 1;
+    }
+
+    // The cheapest candidate once the reformats of its inputs are paid for.
+    std::string best;
+    double bestCost = kInfinity, bestTime = 0.0;
+    const auto reformatTotal = [&](Tactic& t) -> Expected<double> {
+      double sum = 0.0;
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        if (!n.hasInput(k) || t.consumesInput(k) || g_.isConstant(n.inputs[k])) continue;
+        EI_ASSIGN_OR_RETURN(auto c, reformatCost(n.inputs[k], t.inputFormat(k)));
+        sum += c.first;
+      }
+      return sum;
+    };
+    if (forced) {
+      best = *forced;
+      log(Severity::kInfo, "layer '" + n.name + "': tactic '" + best + "' forced");
+    } else {
+      for (const auto& tt : entry.table) {
+        if (tt.failed || !byId.count(tt.tacticId)) continue;
+        EI_ASSIGN_OR_RETURN(double r, reformatTotal(*byId.at(tt.tacticId)));
+        const double cost = tt.medianMs + r;
+        if (cost < bestCost || (cost == bestCost && tt.tacticId < best))
+          best = tt.tacticId, bestCost = cost, bestTime = tt.medianMs;
+      }
+      if (best.empty() || !std::isfinite(bestCost))
+        return Status(ErrorCode::kUnsupported,
+                      "layer '" + n.name + "' (" + n.opType + "): every GPU candidate failed");
+      if (getLogLevel() >= Severity::kVerbose)
+        log(Severity::kVerbose,
+            builder::formatTimingTable(entry, "layer '" + n.name + "' [" + sig + "] " +
+                                                  (fromCache ? "(from cache)" : "(timed)")) +
+                "  chosen: " + best + " (" + std::to_string(bestCost) +
+                " ms with input reformats)");
+    }
+
+    // Materialise: inputs in the chosen tactic's formats, then the step.
+    std::unique_ptr<Tactic> chosen;
+    for (auto& c : cands)
+      if (c && c->id() == best) {
+        chosen = std::move(c);
+        break;
+      }
+    cands.clear();  // frees the other candidates' weights
+    if (!initialized.count(best))
+      EI_RETURN_IF_ERROR(
+          chosen->initialize(layer).withContext("layer '" + n.name + "' tactic " + best));
+    PlanStep s;
+    s.kind = StepKind::kTactic;
+    s.node = static_cast<int>(i);
+    s.tactic = best;
+    s.precision = precision;
+    s.timeMs = bestTime;
+    s.inputs.assign(n.inputs.size(), -1);
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (!n.hasInput(k) || chosen->consumesInput(k)) continue;
+      if (g_.isConstant(n.inputs[k])) {
+        s.inputs[k] = constantTensor(n.inputs[k], chosen->inputFormat(k));
+      } else {
+        EI_ASSIGN_OR_RETURN(s.inputs[k], ensureVersion(n.inputs[k], chosen->inputFormat(k)));
+      }
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      s.outputs.push_back(newTensor(n.outputs[k], chosen->outputFormat(k)));
+    plan_.steps.push_back(std::move(s));
+    tactics_.resize(plan_.steps.size());
+    tactics_.back() = std::move(chosen);
+    return true;
+  }
+
+  Status addCpuStep(size_t i) {
+    const graph::Node& n = g_.nodes[i];
+    PlanStep s;
+    s.kind = StepKind::kCpu;
+    s.node = static_cast<int>(i);
+    s.inputs.assign(n.inputs.size(), -1);
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (!n.hasInput(k) || g_.isConstant(n.inputs[k])) continue;
+      const graph::Value& v = *g_.findValue(n.inputs[k]);
+      EI_ASSIGN_OR_RETURN(s.inputs[k],
+                          ensureVersion(n.inputs[k], cuda::logicalFormat(v.dtype, v.shape)));
+    }
+    for (const auto& o : n.outputs) {
+      const graph::Value& v = *g_.findValue(o);
+      s.outputs.push_back(newTensor(o, cuda::logicalFormat(v.dtype, v.shape)));
+    }
+    plan_.steps.push_back(std::move(s));
+    return Status::Ok();
+  }
+
+  const graph::Graph& g_;
+  const BuilderConfig& cfg_;
+  builder::TimingCache& cache_;
+  const builder::TacticOverrides& overrides_;
+  cudaStream_t stream_ = nullptr;
+  std::vector<std::unique_ptr<builder::TacticProvider>> providers_;
+  ExecutionPlan plan_;
+  std::vector<std::unique_ptr<Tactic>> tactics_;      // per step
+  std::map<std::string, std::vector<int>> versions_;  // value -> plan tensors
+  std::map<std::string, int> constants_;              // value|format -> plan tensor
+  int timed_ = 0, cached_ = 0;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph g, EngineInfo info,
+                                                  const BuilderConfig& cfg) {
+  const auto t0 = std::chrono::steady_clock::now();
+  EI_ASSIGN_OR_RETURN(CudaDeviceInfo dev, queryCudaDevice(cfg.deviceId));
+  if (cfg.precision == Precision::kInt8)
+    return Status(ErrorCode::kUnsupported,
+                  "INT8 GPU engines need calibration, which this SDK does not have yet; build "
+                  "with fp16 or fp32");
+  const builder::DeviceKey key = builder::DeviceKey::of(dev);
+  info.deviceKey = key.toString();
+
+  builder::TimingCacheOptions topts;
+  topts.missIsError = cfg.timingCacheMissIsError;
+  builder::TimingCache cache(info.deviceKey, topts);
+  std::string cachePath;
+  if (cfg.useTimingCache) {
+    if (!cfg.timingCachePath.empty()) {
+      cachePath = cfg.timingCachePath;
+    } else {
+      auto p = builder::defaultCachePath(info.deviceKey);
+      if (p.ok())
+        cachePath = *p;
+      else
+        log(Severity::kWarning, "no timing cache: " + p.status().message());
+    }
+    if (!cachePath.empty()) EI_RETURN_IF_ERROR(cache.loadOrIgnore(cachePath));
+  } else if (cfg.timingCacheMissIsError) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "cache misses are errors but the timing cache is switched off");
+  }
+
+  builder::TacticOverrides overrides;
+  if (!cfg.forcedTacticsFile.empty()) {
+    EI_ASSIGN_OR_RETURN(overrides, builder::TacticOverrides::loadFile(cfg.forcedTacticsFile));
+  }
+  for (const auto& [layer, id] : cfg.forcedTactics) overrides.set(layer, id);
+  for (const auto& [layer, id] : overrides.all()) {
+    bool found = false;
+    for (const auto& n : g.nodes) found = found || n.name == layer;
+    if (!found)
+      return Status(ErrorCode::kInvalidArgument,
+                    "a tactic is forced for layer '" + layer +
+                        "', which the optimised graph "
+                        "does not have (see `edgeinfer inspect` for the layer names)");
+  }
+  for (const auto& [layer, p] : cfg.layerPrecision) {
+    (void)p;
+    bool found = false;
+    for (const auto& n : g.nodes) found = found || n.name == layer;
+    if (!found)
+      return Status(ErrorCode::kInvalidArgument, "a precision is set for layer '" + layer +
+                                                     "', which the optimised graph "
+                                                     "does not have");
+  }
+
+  GpuBuilder b(g, cfg, cache, overrides);
+  EI_RETURN_IF_ERROR(b.run());
+  if (!cachePath.empty() && b.timedLayers() > 0) {
+    const Status s = cache.save(cachePath);
+    if (!s.ok()) log(Severity::kWarning, "the timing cache was not saved: " + s.toString());
+  }
+  ExecutionPlan plan = b.takePlan();
+  auto tactics = b.takeTactics();
+  auto providers = b.takeProviders();
+  const int timed = b.timedLayers(), cached = b.cachedLayers();
+  if (getLogLevel() >= Severity::kVerbose)
+    log(Severity::kVerbose, "GPU plan:\n" + cuda::describePlan(plan, g));
+  EI_ASSIGN_OR_RETURN(auto engine,
+                      CudaEngine::create(std::move(g), std::move(info), std::move(plan),
+                                         std::move(tactics), std::move(providers), cfg.deviceId));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f s", secs);
+  log(Severity::kInfo,
+      "GPU engine for " + dev.name + ": " + std::to_string(timed) + " layer signatures timed, " +
+          std::to_string(cached) + " from the timing cache" +
+          (cachePath.empty() ? std::string() : " (" + cachePath + ")") + ", " + buf);
+  return std::unique_ptr<Engine>(std::move(engine));
+}
+
+Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph g, EngineInfo info,
+                                                 const std::string& planJson) {
+  std::string why;
+  if (!cudaBackendUsable(0, &why))
+    return Status(ErrorCode::kUnsupported, "this is a GPU engine and no GPU is usable: " + why);
+  EI_ASSIGN_OR_RETURN(ExecutionPlan plan, cuda::planFromJson(planJson, g));
+  EI_ASSIGN_OR_RETURN(auto engine,
+                      CudaEngine::create(std::move(g), std::move(info), std::move(plan), {},
+                                         edgeinfer::cuda::makeCudaProviders(), 0));
+  return std::unique_ptr<Engine>(std::move(engine));
+}
+
+}  // namespace edgeinfer::runtime

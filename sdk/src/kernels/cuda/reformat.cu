@@ -1,0 +1,125 @@
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/reformat.h"
+
+namespace edgeinfer::cuda {
+namespace {
+
+template <typename Tin, typename Tout>
+struct Conv {
+  __device__ __forceinline__ static Tout run(Tin v) { return static_cast<Tout>(v); }
+};
+template <>
+struct Conv<float, __half> {
+  __device__ __forceinline__ static __half run(float v) { return __float2half_rn(v); }
+};
+template <>
+struct Conv<__half, float> {
+  __device__ __forceinline__ static float run(__half v) { return __half2float(v); }
+};
+
+/// Same layout: an elementwise copy with type conversion.
+template <typename Tin, typename Tout>
+__global__ void copyConvert(const Tin* __restrict__ src, Tout* __restrict__ dst, int64_t count) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    dst[i] = Conv<Tin, Tout>::run(src[i]);
+}
+
+constexpr int kTile = 32;
+constexpr int kRows = 8;
+
+/// Per image, transposes a [rows][cols] matrix into [cols][rows] through a shared-memory
+/// tile, so both the reads and the writes are coalesced. NCHW -> NHWC: rows = C, cols = HW;
+/// NHWC -> NCHW: rows = HW, cols = C. grid: (ceil(cols/32), ceil(rows/32), n).
+template <typename Tin, typename Tout>
+__global__ void transposeConvert(const Tin* __restrict__ src, Tout* __restrict__ dst, int64_t rows,
+                                 int64_t cols) {
+  __shared__ Tin tile[kTile][kTile + 1];
+  const int64_t img = blockIdx.z;
+  const Tin* s = src + img * rows * cols;
+  Tout* d = dst + img * rows * cols;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile;
+  for (int j = threadIdx.y; j < kTile; j += kRows) {
+    const int64_t r = r0 + j, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) tile[j][threadIdx.x] = s[r * cols + c];
+  }
+  __syncthreads();
+  for (int j = threadIdx.y; j < kTile; j += kRows) {
+    const int64_t c = c0 + j, r = r0 + threadIdx.x;  // output row c, column r
+    if (r < rows && c < cols) d[c * rows + r] = Conv<Tin, Tout>::run(tile[threadIdx.x][j]);
+  }
+}
+
+template <typename Tin, typename Tout>
+Status launchTyped(const void* src, bool srcNhwc, void* dst, bool dstNhwc, int64_t n, int64_t c,
+                   int64_t hw, cudaStream_t stream) {
+  const auto* s = static_cast<const Tin*>(src);
+  auto* d = static_cast<Tout*>(dst);
+  const int64_t count = n * c * hw;
+  if (count == 0) return Status::Ok();
+  if (srcNhwc == dstNhwc || c == 1 || hw == 1) {
+    const int threads = 256;
+    const int64_t blocks = std::min<int64_t>((count + threads - 1) / threads, 65535 * 4);
+    copyConvert<Tin, Tout><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(s, d, count);
+  } else {
+    const int64_t rows = srcNhwc ? hw : c;
+    const int64_t cols = srcNhwc ? c : hw;
+    if (n > 65535 || (rows + kTile - 1) / kTile > 65535)
+      return Status(ErrorCode::kUnsupported, "reformat: tensor too large for one launch");
+    const dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile),
+                    static_cast<unsigned>((rows + kTile - 1) / kTile), static_cast<unsigned>(n));
+    transposeConvert<Tin, Tout><<<grid, dim3(kTile, kRows), 0, stream>>>(s, d, rows, cols);
+  }
+  EI_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
+
+template <typename T>
+Status launchSameType(const void* src, bool srcNhwc, void* dst, bool dstNhwc, int64_t n, int64_t c,
+                      int64_t hw, cudaStream_t stream) {
+  return launchTyped<T, T>(src, srcNhwc, dst, dstNhwc, n, c, hw, stream);
+}
+
+}  // namespace
+
+bool canReformatTypes(DataType from, DataType to) {
+  const auto isF = [](DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16; };
+  if (from == to)
+    return dataTypeSize(from) == 1 || dataTypeSize(from) == 2 || dataTypeSize(from) == 4 ||
+           dataTypeSize(from) == 8;
+  return isF(from) && isF(to);
+}
+
+Status launchReformat(const void* src, DataType srcType, bool srcNhwc, void* dst, DataType dstType,
+                      bool dstNhwc, int64_t n, int64_t c, int64_t hw, void* stream) {
+  auto st = static_cast<cudaStream_t>(stream);
+  const bool f32in = srcType == DataType::kFloat32, f16in = srcType == DataType::kFloat16;
+  const bool f32out = dstType == DataType::kFloat32, f16out = dstType == DataType::kFloat16;
+  if (f32in && f16out) return launchTyped<float, __half>(src, srcNhwc, dst, dstNhwc, n, c, hw, st);
+  if (f16in && f32out) return launchTyped<__half, float>(src, srcNhwc, dst, dstNhwc, n, c, hw, st);
+  if (srcType != dstType)
+    return Status(ErrorCode::kUnsupported, std::string("reformat: cannot convert ") +
+                                               dataTypeName(srcType) + " to " +
+                                               dataTypeName(dstType));
+  switch (dataTypeSize(srcType)) {  // same type: move bits
+    case 1:
+      return launchSameType<uint8_t>(src, srcNhwc, dst, dstNhwc, n, c, hw, st);
+    case 2:
+      return launchSameType<uint16_t>(src, srcNhwc, dst, dstNhwc, n, c, hw, st);
+    case 4:
+      return launchSameType<uint32_t>(src, srcNhwc, dst, dstNhwc, n, c, hw, st);
+    case 8:
+      return launchSameType<uint64_t>(src, srcNhwc, dst, dstNhwc, n, c, hw, st);
+    default:
+      return Status(ErrorCode::kUnsupported,
+                    std::string("reformat: unsupported type ") + dataTypeName(srcType));
+  }
+}
+
+}  // namespace edgeinfer::cuda

@@ -1,0 +1,362 @@
+// The GPU engine's execution context: one CUDA stream, one activation arena (offsets planned
+// by liveness in the engine), one workspace shared by the layers (they run one after another
+// on the stream), pinned host buffers for the outputs.
+//
+// CUDA graphs: the first run of a context runs the layers one by one (warm-up: lazy module
+// loads, cuDNN/cuBLAS first-call work); the second captures them into one CUDA graph and
+// every later run replays it. Buffer addresses are fixed by the arena, except inputs bound as
+// device tensors (zero-copy): when one of those moves, the layers are captured again and the
+// instantiated graph is patched with cudaGraphExecUpdate instead of instantiated anew.
+// Engines with CPU-fallback layers never use graphs (a CPU layer synchronises the stream).
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "edgeinfer/logger.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/reformat.h"
+#include "kernels/ref/ref_kernels.h"
+#include "runtime/cuda/cuda_engine.h"
+
+namespace edgeinfer::runtime::cuda {
+namespace {
+
+using builder::Layout;
+
+bool graphsDisabledByEnv() {
+  const char* v = std::getenv("EDGEINFER_DISABLE_CUDA_GRAPHS");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+/// (n, c, hw) of a tensor for the reformat kernel.
+void reformatDims(const Shape& s, int64_t* n, int64_t* c, int64_t* hw) {
+  if (s.rank() == 4) {
+    *n = s[0];
+    *c = s[1];
+    *hw = s[2] * s[3];
+  } else {
+    *n = 1;
+    *c = 1;
+    *hw = s.numel();
+  }
+}
+
+class CudaContext final : public ExecutionContext {
+ public:
+  CudaContext(const CudaEngine& engine, const ContextOptions& options)
+      : engine_(engine),
+        useGraphs_(options.cudaGraphs && !graphsDisabledByEnv() && !engine.hasCpuSteps()) {}
+
+  ~CudaContext() override {
+    cudaSetDevice(engine_.deviceId());
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (evStart_) cudaEventDestroy(evStart_);
+    if (evStop_) cudaEventDestroy(evStop_);
+    if (stream_) cudaStreamDestroy(stream_);
+    if (arena_) cudaFree(arena_);
+    if (workspace_) cudaFree(workspace_);
+  }
+
+  Status init() {
+    EI_CUDA_CHECK(cudaSetDevice(engine_.deviceId()));
+    EI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    EI_CUDA_CHECK(cudaEventCreate(&evStart_));
+    EI_CUDA_CHECK(cudaEventCreate(&evStop_));
+    const int64_t arenaBytes = engine_.memoryPlan().arenaBytes;
+    if (arenaBytes > 0) EI_CUDA_CHECK(cudaMalloc(&arena_, static_cast<size_t>(arenaBytes)));
+    if (engine_.workspaceBytes() > 0)
+      EI_CUDA_CHECK(cudaMalloc(&workspace_, engine_.workspaceBytes()));
+    const auto& plan = engine_.plan();
+    for (const auto& d : engine_.outputs()) {
+      const int t = plan.graphOutputs.at(d.name);
+      const size_t bytes = static_cast<size_t>(engine_.tensorBytes(t));
+      void* host = nullptr;
+      EI_CUDA_CHECK(cudaHostAlloc(&host, std::max<size_t>(bytes, 1), cudaHostAllocDefault));
+      auto storage = std::make_shared<Storage>(host, bytes, MemoryLocation::kHost,
+                                               [](void* p) { cudaFreeHost(p); });
+      outputs_[d.name] = Tensor::fromStorage(storage, d.dtype, d.shape);
+    }
+    ptrs_.assign(plan.tensors.size(), nullptr);
+    stats_.activationArenaBytes = engine_.memoryPlan().arenaBytes;
+    stats_.activationNaiveBytes = engine_.memoryPlan().naiveBytes;
+    stats_.workspaceBytes = static_cast<int64_t>(engine_.workspaceBytes());
+    stats_.weightBytes = engine_.weightBytes();
+    stats_.cudaGraphs = useGraphs_;
+    stats_.cpuFallbackLayers = engine_.cpuSteps();
+    return Status::Ok();
+  }
+
+  const Engine& engine() const override { return engine_; }
+
+  Status setInput(const std::string& name, const Tensor& t) override {
+    const TensorDesc* desc = nullptr;
+    for (const auto& d : engine_.inputs())
+      if (d.name == name) desc = &d;
+    if (!desc) {
+      std::string names;
+      for (const auto& d : engine_.inputs()) names += (names.empty() ? "'" : ", '") + d.name + "'";
+      return Status(ErrorCode::kNotFound,
+                    "the engine has no input '" + name + "' (inputs: " + names + ")");
+    }
+    if (t.empty()) return Status(ErrorCode::kInvalidArgument, "input '" + name + "' is empty");
+    if (t.dtype() != desc->dtype)
+      return Status(ErrorCode::kInvalidArgument, "input '" + name + "' must be " +
+                                                     dataTypeName(desc->dtype) + ", got " +
+                                                     dataTypeName(t.dtype()));
+    if (t.shape() != desc->shape)
+      return Status(ErrorCode::kInvalidArgument,
+                    "input '" + name + "' must have shape " + desc->shape.toString() + ", got " +
+                        t.shape().toString() +
+                        " (GPU engines are built for static shapes: rebuild with --dynamic-dim "
+                        "or another input shape)");
+    if (!t.onHost()) {
+      cudaPointerAttributes attr{};
+      if (cudaPointerGetAttributes(&attr, t.raw()) != cudaSuccess ||
+          attr.type != cudaMemoryTypeDevice || attr.device != engine_.deviceId()) {
+        cudaGetLastError();
+        return Status(ErrorCode::kInvalidArgument, "input '" + name +
+                                                       "' is not device memory of GPU " +
+                                                       std::to_string(engine_.deviceId()));
+      }
+    }
+    bound_[name] = t;
+    return Status::Ok();
+  }
+
+  Status execute() override {
+    EI_CUDA_CHECK(cudaSetDevice(engine_.deviceId()));
+    const auto& plan = engine_.plan();
+    // Pointers: constants from the engine, device-bound inputs in place, the rest in the arena.
+    std::vector<void*> ptrs(plan.tensors.size(), nullptr);
+    std::vector<const void*> deviceInputs(plan.tensors.size(), nullptr);
+    for (const auto& d : engine_.inputs()) {
+      const auto it = bound_.find(d.name);
+      if (it == bound_.end())
+        return Status(ErrorCode::kInvalidArgument, "input '" + d.name + "' is not bound");
+      if (!it->second.onHost())
+        deviceInputs[static_cast<size_t>(plan.graphInputs.at(d.name))] = it->second.raw();
+    }
+    auto* arena = static_cast<uint8_t*>(arena_);
+    for (size_t t = 0; t < plan.tensors.size(); ++t) {
+      const int r = engine_.storageRoot(static_cast<int>(t));
+      if (plan.tensors[static_cast<size_t>(r)].constant)
+        ptrs[t] = const_cast<void*>(engine_.constantData(r));
+      else if (deviceInputs[static_cast<size_t>(r)])
+        ptrs[t] = const_cast<void*>(deviceInputs[static_cast<size_t>(r)]);
+      else if (engine_.arenaOffset(r) >= 0)
+        ptrs[t] = arena + engine_.arenaOffset(r);
+    }
+    for (const auto& d : engine_.inputs()) {
+      const Tensor& t = bound_.at(d.name);
+      if (!t.onHost()) continue;
+      const int pt = plan.graphInputs.at(d.name);
+      EI_CUDA_CHECK(cudaMemcpyAsync(ptrs[static_cast<size_t>(pt)], t.raw(), t.bytes(),
+                                    cudaMemcpyHostToDevice, stream_));
+    }
+
+    const bool replay = useGraphs_ && runs_ > 0;
+    if (replay && (!exec_ || ptrs != capturedPtrs_)) EI_RETURN_IF_ERROR(captureGraph(ptrs));
+    EI_CUDA_CHECK(cudaEventRecord(evStart_, stream_));
+    if (replay) {
+      EI_CUDA_CHECK(cudaGraphLaunch(exec_, stream_));
+      ++stats_.graphReplays;
+    } else {
+      EI_RETURN_IF_ERROR(enqueueSteps(ptrs));
+    }
+    EI_CUDA_CHECK(cudaEventRecord(evStop_, stream_));
+
+    for (const auto& d : engine_.outputs()) {
+      const int t = plan.graphOutputs.at(d.name);
+      Tensor& out = outputs_.at(d.name);
+      EI_CUDA_CHECK(cudaMemcpyAsync(out.raw(), ptrs[static_cast<size_t>(t)], out.bytes(),
+                                    cudaMemcpyDeviceToHost, stream_));
+    }
+    EI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    float ms = 0.f;
+    if (cudaEventElapsedTime(&ms, evStart_, evStop_) == cudaSuccess) stats_.lastGpuMs = ms;
+    ++runs_;
+    return Status::Ok();
+  }
+
+  Expected<Tensor> getOutput(const std::string& name) const override {
+    const auto it = outputs_.find(name);
+    if (it == outputs_.end())
+      return Status(ErrorCode::kNotFound, "the engine has no output '" + name + "'");
+    if (runs_ == 0)
+      return Status(ErrorCode::kInvalidArgument,
+                    "output '" + name + "' is not computed yet: call execute() first");
+    return it->second;
+  }
+
+  ContextStats stats() const override { return stats_; }
+
+ private:
+  Status captureGraph(const std::vector<void*>& ptrs) {
+    cudaGraph_t graph = nullptr;
+    EI_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    const Status s = enqueueSteps(ptrs);
+    const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+    if (!s.ok()) {
+      if (graph) cudaGraphDestroy(graph);
+      return s.withContext("capturing the CUDA graph");
+    }
+    EI_CUDA_CHECK(end);
+    bool updated = false;
+    if (exec_) {
+      cudaGraphExecUpdateResultInfo info{};
+      if (cudaGraphExecUpdate(exec_, graph, &info) == cudaSuccess) {
+        updated = true;
+        ++stats_.graphUpdates;
+      } else {
+        cudaGetLastError();  // topology changed: instantiate anew
+        cudaGraphExecDestroy(exec_);
+        exec_ = nullptr;
+      }
+    }
+    if (!updated) {
+      const cudaError_t e = cudaGraphInstantiate(&exec_, graph, 0);
+      if (e != cudaSuccess) {
+        cudaGraphDestroy(graph);
+        exec_ = nullptr;
+        EI_CUDA_CHECK(e);
+      }
+      ++stats_.graphCaptures;
+    }
+    cudaGraphDestroy(graph);
+    capturedPtrs_ = ptrs;
+    return Status::Ok();
+  }
+
+  Status enqueueSteps(const std::vector<void*>& ptrs) {
+    const auto& plan = engine_.plan();
+    builder::LaunchArgs args;
+    args.workspace = workspace_;
+    args.workspaceBytes = engine_.workspaceBytes();
+    args.stream = stream_;
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const PlanStep& s = plan.steps[i];
+      switch (s.kind) {
+        case StepKind::kView:
+          break;
+        case StepKind::kReformat: {
+          const int in = s.inputs[0], out = s.outputs[0];
+          const auto& fi = plan.tensors[static_cast<size_t>(in)].format;
+          const auto& fo = plan.tensors[static_cast<size_t>(out)].format;
+          int64_t n, c, hw;
+          reformatDims(engine_.tensorShape(in), &n, &c, &hw);
+          EI_RETURN_IF_ERROR(edgeinfer::cuda::launchReformat(
+              ptrs[static_cast<size_t>(in)], fi.dtype, fi.layout == Layout::kNHWC,
+              ptrs[static_cast<size_t>(out)], fo.dtype, fo.layout == Layout::kNHWC, n, c, hw,
+              stream_));
+          break;
+        }
+        case StepKind::kTactic: {
+          args.inputs.assign(s.inputs.size(), nullptr);
+          args.outputs.assign(s.outputs.size(), nullptr);
+          for (size_t k = 0; k < s.inputs.size(); ++k)
+            if (s.inputs[k] >= 0) args.inputs[k] = ptrs[static_cast<size_t>(s.inputs[k])];
+          for (size_t k = 0; k < s.outputs.size(); ++k)
+            args.outputs[k] = ptrs[static_cast<size_t>(s.outputs[k])];
+          EI_RETURN_IF_ERROR(engine_.tactic(i)->enqueue(args).withContext(
+              "layer '" + engine_.layer(i).node->name + "' (" + s.tactic + ")"));
+          break;
+        }
+        case StepKind::kCpu:
+          EI_RETURN_IF_ERROR(runCpuStep(i, ptrs).withContext(
+              "layer '" + engine_.layer(i).node->name + "' on the CPU"));
+          break;
+      }
+    }
+    return Status::Ok();
+  }
+
+  /// A layer no GPU tactic supports: its inputs to the host, the reference kernel, its
+  /// outputs back. Inputs and outputs are in their logical format (the builder saw to it).
+  Status runCpuStep(size_t i, const std::vector<void*>& ptrs) {
+    const auto& plan = engine_.plan();
+    const PlanStep& s = plan.steps[i];
+    const graph::Graph& g = engine_.graph();
+    const graph::Node& node = *engine_.layer(i).node;
+    auto& host = cpuInputs_[i];
+    host.resize(s.inputs.size());
+    std::vector<const Tensor*> in(s.inputs.size(), nullptr);
+    for (size_t k = 0; k < s.inputs.size(); ++k) {
+      if (!node.hasInput(k)) continue;
+      if (const Tensor* c = g.constant(node.inputs[k])) {
+        in[k] = c;
+        continue;
+      }
+      const int t = s.inputs[k];
+      if (t < 0) continue;
+      const graph::Value& v = *g.findValue(node.inputs[k]);
+      if (host[k].empty()) {
+        EI_ASSIGN_OR_RETURN(host[k], Tensor::create(v.dtype, v.shape));
+      }
+      EI_CUDA_CHECK(cudaMemcpyAsync(host[k].raw(), ptrs[static_cast<size_t>(t)], host[k].bytes(),
+                                    cudaMemcpyDeviceToHost, stream_));
+      in[k] = &host[k];
+    }
+    EI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    std::vector<Tensor> out;
+    EI_RETURN_IF_ERROR(ref::runNode(node, in, out));
+    if (out.size() < s.outputs.size())
+      return Status(ErrorCode::kInternal, "the reference kernel returned too few outputs");
+    for (size_t k = 0; k < s.outputs.size(); ++k) {
+      const int t = s.outputs[k];
+      if (out[k].bytes() != static_cast<size_t>(engine_.tensorBytes(t)) ||
+          out[k].dtype() != plan.tensors[static_cast<size_t>(t)].format.dtype)
+        return Status(ErrorCode::kUnsupported,
+                      "output " + std::to_string(k) + " is " + out[k].describe() +
+                          ", not the static shape the engine was built for");
+      EI_CUDA_CHECK(cudaMemcpyAsync(ptrs[static_cast<size_t>(t)], out[k].raw(), out[k].bytes(),
+                                    cudaMemcpyHostToDevice, stream_));
+    }
+    // The host outputs must outlive the asynchronous copies.
+    EI_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return Status::Ok();
+  }
+
+  const CudaEngine& engine_;
+  const bool useGraphs_;
+  cudaStream_t stream_ = nullptr;
+  void* arena_ = nullptr;
+  void* workspace_ = nullptr;
+  std::map<std::string, Tensor> bound_;
+  std::map<std::string, Tensor> outputs_;
+  std::map<size_t, std::vector<Tensor>> cpuInputs_;
+  std::vector<void*> ptrs_;
+  std::vector<void*> capturedPtrs_;
+  cudaGraphExec_t exec_ = nullptr;
+  cudaEvent_t evStart_ = nullptr, evStop_ = nullptr;
+  int64_t runs_ = 0;
+  ContextStats stats_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<ExecutionContext>> CudaEngine::createExecutionContext(
+    const ContextOptions& options) const {
+  auto ctx = std::make_unique<CudaContext>(*this, options);
+  EI_RETURN_IF_ERROR(ctx->init().withContext("creating a GPU execution context"));
+  return std::unique_ptr<ExecutionContext>(std::move(ctx));
+}
+
+}  // namespace edgeinfer::runtime::cuda
+
+namespace edgeinfer {
+
+Expected<Tensor> copyToDevice(const Tensor& host, int deviceId) {
+  if (host.empty() || !host.onHost())
+    return Status(ErrorCode::kInvalidArgument, "copyToDevice needs a non-empty host tensor");
+  EI_CUDA_CHECK(cudaSetDevice(deviceId));
+  void* p = nullptr;
+  EI_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(host.bytes(), 1)));
+  auto storage = std::make_shared<Storage>(p, host.bytes(), MemoryLocation::kDevice,
+                                           [](void* q) { cudaFree(q); });
+  EI_CUDA_CHECK(cudaMemcpy(p, host.raw(), host.bytes(), cudaMemcpyHostToDevice));
+  return Tensor::fromStorage(storage, host.dtype(), host.shape());
+}
+
+}  // namespace edgeinfer

@@ -1,0 +1,26 @@
+// The CUDA backend as the rest of the SDK sees it: plain C++, no CUDA headers. In a build
+// without CUDA these report kUnsupported (graph_engine.cpp).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "edgeinfer/builder.h"
+#include "edgeinfer/engine.h"
+#include "graph/graph.h"
+
+namespace edgeinfer::runtime {
+
+/// Is a GPU usable for building and running engines here? `why` says why not.
+bool cudaBackendUsable(int deviceId, std::string* why);
+
+/// Chooses a tactic for every layer of the optimised graph `g` by timing on the device
+/// (docs/design/gpu-backend.md) and returns the engine.
+Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph g, EngineInfo info,
+                                                  const BuilderConfig& config);
+
+/// Recreates a GPU engine from its file: the graph, the facts and the plan (JSON).
+Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph g, EngineInfo info,
+                                                 const std::string& plan);
+
+}  // namespace edgeinfer::runtime

@@ -1,0 +1,512 @@
+// GPU engines end to end: build (tactic selection through the timing cache), run against the
+// CPU reference, serialise and load, CUDA graphs, several contexts, forced tactics and the
+// errors of each. GPU tests skip without a GPU; the plan-file and no-GPU tests run anywhere.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "edgeinfer/builder.h"
+#include "edgeinfer/engine.h"
+#include "test_model.h"
+
+#ifdef EDGEINFER_HAVE_CUDA
+#include "builder/timing_cache.h"
+#include "runtime/cuda/cuda_plan.h"
+#include "tactic_test_util.h"
+#endif
+
+namespace edgeinfer {
+namespace {
+
+using test::TempDir;
+using test::TestModel;
+
+/// A small CNN touching the main GPU paths: cuDNN conv (+bias+ReLU, + residual), pooling,
+/// depthwise conv, SiLU (x * sigmoid(x)), global pooling, a Flatten view, Gemm, Softmax.
+TestModel smallCnn(int64_t batch) {
+  TestModel m(13);
+  m.input("x", {batch, 3, 17, 19});
+  m.randomInitializer("w1", {8, 3, 3, 3}, 1, -0.5f, 0.5f);
+  m.randomInitializer("b1", {8}, 2);
+  m.randomInitializer("w2", {8, 8, 1, 1}, 3, -0.5f, 0.5f);
+  m.randomInitializer("b2", {8}, 4);
+  m.randomInitializer("w3", {8, 1, 3, 3}, 5, -0.5f, 0.5f);
+  m.randomInitializer("w4", {5, 8}, 6, -0.5f, 0.5f);
+  m.randomInitializer("b4", {5}, 7);
+  auto& c1 = m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
+  TestModel::attrInts(c1, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  auto& p = m.node("MaxPool", {"r1"}, {"p1"}, "pool1");
+  TestModel::attrInts(p, "kernel_shape", {2, 2});
+  TestModel::attrInts(p, "strides", {2, 2});
+  m.node("Conv", {"p1", "w2", "b2"}, {"c2"}, "conv2");
+  m.node("Add", {"c2", "p1"}, {"a2"}, "add2");
+  m.node("Relu", {"a2"}, {"r2"}, "relu2");
+  auto& dw = m.node("Conv", {"r2", "w3"}, {"c3"}, "dwconv");
+  TestModel::attr(dw, "group", 8);
+  TestModel::attrInts(dw, "pads", {1, 1, 1, 1});
+  m.node("Sigmoid", {"c3"}, {"s3"}, "sigmoid3");
+  m.node("Mul", {"c3", "s3"}, {"m3"}, "silu3");
+  m.node("GlobalAveragePool", {"m3"}, {"g"}, "gap");
+  m.node("Flatten", {"g"}, {"f"}, "flatten");
+  auto& gemm = m.node("Gemm", {"f", "w4", "b4"}, {"l"}, "fc");
+  TestModel::attr(gemm, "transB", 1);
+  m.node("Softmax", {"l"}, {"y"}, "softmax");
+  m.output("y");
+  return m;
+}
+
+Tensor randomInput(const Shape& s, uint32_t seed) {
+  Tensor t = Tensor::zeros(DataType::kFloat32, s);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+double relL2(const Tensor& a, const Tensor& b) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double d = a.data<float>()[i] - b.data<float>()[i];
+    num += d * d;
+    den += static_cast<double>(b.data<float>()[i]) * b.data<float>()[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+Expected<std::unique_ptr<Engine>> build(const TestModel& m, const BuilderConfig& cfg) {
+  const std::string bytes = m.bytes();
+  return Builder::buildFromBuffer(bytes.data(), bytes.size(), cfg);
+}
+
+Tensor runEngine(const Engine& e, const Tensor& x, const ContextOptions& o = {}) {
+  auto ctx = e.createExecutionContext(o);
+  EXPECT_TRUE(ctx.ok()) << ctx.status().toString();
+  if (!ctx.ok()) return Tensor();
+  auto out = (*ctx)->run({{"x", x}});
+  EXPECT_TRUE(out.ok()) << out.status().toString();
+  return out.ok() ? out->at("y").clone() : Tensor();
+}
+
+Tensor cpuReference(const TestModel& m, const Tensor& x) {
+  BuilderConfig c;
+  c.backend = Backend::kCpu;
+  auto e = build(m, c);
+  EXPECT_TRUE(e.ok()) << e.status().toString();
+  return e.ok() ? runEngine(**e, x) : Tensor();
+}
+
+bool haveGpu() {
+  std::string why;
+#ifdef EDGEINFER_HAVE_CUDA
+  return test::gpuAvailable(&why);
+#else
+  return false;
+#endif
+}
+
+// ---- Anywhere --------------------------------------------------------------------------------
+
+TEST(CudaEngine, BackendCudaWithoutGpuIsAClearError_n) {
+  if (haveGpu()) GTEST_SKIP() << "a GPU is present (this checks the message without one)";
+  BuilderConfig c;
+  c.backend = Backend::kCuda;
+  auto e = build(smallCnn(1), c);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(e.status().message().find("no GPU is usable"), std::string::npos)
+      << e.status().toString();
+}
+
+TEST(CudaEngine, AutoWithoutGpuBuildsForTheCpu) {
+  if (haveGpu()) GTEST_SKIP() << "a GPU is present";
+  auto e = build(smallCnn(1), BuilderConfig{});
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  EXPECT_EQ((*e)->info().backend, Backend::kCpu);
+}
+
+#ifdef EDGEINFER_HAVE_CUDA
+
+// ---- The plan stored in an engine file (no GPU needed) ---------------------------------------
+
+/// A graph of two nodes and a valid plan for it.
+struct PlanFixture {
+  graph::Graph g;
+  std::string json;
+  PlanFixture() {
+    g.inputs = {"x"};
+    g.outputs = {"y"};
+    g.value("x").dtype = DataType::kFloat32;
+    g.value("x").shape = Shape{1, 4};
+    g.value("r").dtype = DataType::kFloat32;
+    g.value("r").shape = Shape{1, 4};
+    g.value("y").dtype = DataType::kFloat32;
+    g.value("y").shape = Shape{4};
+    graph::Node relu;
+    relu.name = "relu";
+    relu.opType = "Relu";
+    relu.inputs = {"x"};
+    relu.outputs = {"r"};
+    graph::Node fl;
+    fl.name = "flat";
+    fl.opType = "Flatten";
+    fl.inputs = {"r"};
+    fl.outputs = {"y"};
+    g.nodes = {relu, fl};
+    runtime::cuda::ExecutionPlan p;
+    p.tensors = {{"x", {DataType::kFloat32, builder::Layout::kLinear}, false, -1},
+                 {"r", {DataType::kFloat16, builder::Layout::kLinear}, false, -1},
+                 {"r", {DataType::kFloat32, builder::Layout::kLinear}, false, -1},
+                 {"y", {DataType::kFloat32, builder::Layout::kLinear}, false, 2}};
+    runtime::cuda::PlanStep s0;
+    s0.kind = runtime::cuda::StepKind::kTactic;
+    s0.node = 0;
+    s0.tactic = "cuda.eltwise.fp16.linear";
+    s0.precision = Precision::kFp16;
+    s0.inputs = {0};
+    s0.outputs = {1};
+    runtime::cuda::PlanStep s1;
+    s1.kind = runtime::cuda::StepKind::kReformat;
+    s1.inputs = {1};
+    s1.outputs = {2};
+    runtime::cuda::PlanStep s2;
+    s2.kind = runtime::cuda::StepKind::kView;
+    s2.node = 1;
+    s2.inputs = {2};
+    s2.outputs = {3};
+    p.steps = {s0, s1, s2};
+    p.graphInputs = {{"x", 0}};
+    p.graphOutputs = {{"y", 3}};
+    json = runtime::cuda::planToJson(p, g);
+  }
+  Status parse(const std::string& text) { return runtime::cuda::planFromJson(text, g).status(); }
+  /// The plan with the first occurrence of `from` replaced by `to`.
+  std::string edited(const std::string& from, const std::string& to) const {
+    std::string s = json;
+    const auto pos = s.find(from);
+    EXPECT_NE(pos, std::string::npos) << from << " not in " << s;
+    if (pos != std::string::npos) s.replace(pos, from.size(), to);
+    return s;
+  }
+};
+
+TEST(CudaPlan, RoundTrip) {
+  PlanFixture f;
+  auto p = runtime::cuda::planFromJson(f.json, f.g);
+  ASSERT_TRUE(p.ok()) << p.status().toString();
+  EXPECT_EQ(p->steps.size(), 3u);
+  EXPECT_EQ(p->tensors[1].format.dtype, DataType::kFloat16);
+  EXPECT_EQ(p->tensors[3].aliasOf, 2);
+  EXPECT_EQ(p->steps[0].tactic, "cuda.eltwise.fp16.linear");
+  EXPECT_EQ(runtime::cuda::planToJson(*p, f.g), f.json);  // canonical
+}
+
+TEST(CudaPlan, DamagedPlansAreRefusedWithTheReason_n) {
+  PlanFixture f;
+  const struct {
+    std::string text, expect;
+  } cases[] = {
+      {"[1,2]", "not a JSON object"},
+      {"{\"tensors\": 1}", "missing"},
+      {f.edited("\"kind\":\"view\"", "\"kind\":\"teleport\""), "unknown step kind"},
+      {f.edited("\"name\":\"relu\"", "\"name\":\"other\""), "but the graph has"},
+      {f.edited("\"dtype\":\"float16\"", "\"dtype\":\"float128\""), "unknown element type"},
+      {f.edited("\"layout\":\"linear\"", "\"layout\":\"diagonal\""), "unknown layout"},
+      {f.edited("\"outputs\":[1]", "\"outputs\":[99]"), "out of range"},
+      {f.edited("\"precision\":\"fp16\"", "\"precision\":\"fp8\""), "unknown precision"},
+      {f.edited("\"tactic\":\"cuda.eltwise.fp16.linear\"", "\"tactic\":\"\""), "tactic id"},
+      {f.edited("\"value\":\"r\"", "\"value\":\"nope\""), "unknown value"},
+      {f.edited("\"inputs\":{\"x\":0}", "\"inputs\":{}"), "graph input 'x'"},
+      {f.edited("\"node\":1", "\"node\":7"), "node index"},
+  };
+  for (const auto& c : cases) {
+    const Status s = f.parse(c.text);
+    EXPECT_EQ(s.code(), ErrorCode::kCorruptFile) << c.text;
+    EXPECT_NE(s.message().find(c.expect), std::string::npos)
+        << "expected '" << c.expect << "' in: " << s.toString();
+  }
+}
+
+TEST(CudaPlan, CanonicalFormats) {
+  using builder::Layout;
+  using runtime::cuda::canonicalFormat;
+  EXPECT_EQ(canonicalFormat({DataType::kFloat16, Layout::kNHWC}, Shape{2, 8, 1, 1}).layout,
+            Layout::kNCHW);  // H*W == 1: the same bytes
+  EXPECT_EQ(canonicalFormat({DataType::kFloat16, Layout::kNHWC}, Shape{2, 1, 5, 5}).layout,
+            Layout::kNCHW);  // C == 1
+  EXPECT_EQ(canonicalFormat({DataType::kFloat16, Layout::kNHWC}, Shape{2, 8, 5, 5}).layout,
+            Layout::kNHWC);
+  EXPECT_EQ(canonicalFormat({DataType::kFloat32, Layout::kNHWC}, Shape{2, 8}).layout,
+            Layout::kLinear);
+  EXPECT_EQ(canonicalFormat({DataType::kFloat32, Layout::kLinear}, Shape{2, 8, 3, 3}).layout,
+            Layout::kNCHW);
+}
+
+// ---- On the GPU ----------------------------------------------------------------------------
+
+BuilderConfig gpuConfig(const TempDir& dir, Precision p = Precision::kFp32) {
+  BuilderConfig c;
+  c.backend = Backend::kCuda;
+  c.precision = p;
+  c.timingCachePath = dir.file("timing.cache");
+  c.timing.warmup = 1;
+  c.timing.iterations = 2;
+  c.timing.repeats = 3;
+  return c;
+}
+
+TEST(CudaEngine, MatchesTheCpuReferenceFp32AndFp16) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  const TestModel m = smallCnn(3);
+  const Tensor x = randomInput(Shape{3, 3, 17, 19}, 11);
+  const Tensor want = cpuReference(m, x);
+  for (Precision p : {Precision::kFp32, Precision::kFp16}) {
+    auto e = build(m, gpuConfig(dir, p));
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    EXPECT_EQ((*e)->info().backend, Backend::kCuda);
+    const Tensor got = runEngine(**e, x);
+    ASSERT_FALSE(got.empty());
+    const double err = relL2(got, want);
+    EXPECT_LT(err, p == Precision::kFp32 ? 1e-5 : 5e-3) << precisionName(p);
+    std::printf("[          ] small CNN %s: rel L2 %.3g vs CPU\n", precisionName(p), err);
+  }
+}
+
+TEST(CudaEngine, SerialisedEngineLoadsAndRunsTheSame) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  const TestModel m = smallCnn(2);
+  const Tensor x = randomInput(Shape{2, 3, 17, 19}, 12);
+  auto e = build(m, gpuConfig(dir, Precision::kFp16));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  auto bytes = (*e)->serialize();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
+  auto loaded = Engine::deserialize(bytes->data(), bytes->size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  EXPECT_EQ((*loaded)->info().deviceKey, (*e)->info().deviceKey);
+  const Tensor a = runEngine(**e, x), b = runEngine(**loaded, x);
+  ASSERT_EQ(a.numel(), b.numel());
+  EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.bytes()), 0) << "same tactics, same results";
+  auto again = (*loaded)->serialize();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *bytes) << "a loaded engine serialises to the same bytes";
+}
+
+TEST(CudaEngine, CachedRebuildIsBitIdenticalAndMissIsErrorHolds) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  const TestModel m = smallCnn(1);
+  BuilderConfig c = gpuConfig(dir, Precision::kFp16);
+  auto first = build(m, c);
+  ASSERT_TRUE(first.ok()) << first.status().toString();
+  c.timingCacheMissIsError = true;  // every layer must now come from the cache
+  auto second = build(m, c);
+  ASSERT_TRUE(second.ok()) << second.status().toString();
+  EXPECT_EQ(*(*first)->serialize(), *(*second)->serialize());
+  // Another cache file, empty: a miss is an error naming the layer.
+  c.timingCachePath = dir.file("empty.cache");
+  auto third = build(m, c);
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(third.status().message().find("cache miss"), std::string::npos)
+      << third.status().toString();
+}
+
+TEST(CudaEngine, CudaGraphCapturedOnceReplayedAndUpdatedForNewInputAddresses) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  const TestModel m = smallCnn(2);
+  auto e = build(m, gpuConfig(dir));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  const Tensor x1 = randomInput(Shape{2, 3, 17, 19}, 21), x2 = randomInput(Shape{2, 3, 17, 19}, 22);
+  const Tensor want1 = runEngine(**e, x1, ContextOptions{false});
+  const Tensor want2 = runEngine(**e, x2, ContextOptions{false});
+  auto ctx = (*e)->createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  for (int i = 0; i < 3; ++i) {
+    auto out = (*ctx)->run({{"x", x1}});
+    ASSERT_TRUE(out.ok()) << out.status().toString();
+    EXPECT_LT(relL2(out->at("y"), want1), 1e-6);
+  }
+  ContextStats st = (*ctx)->stats();
+  EXPECT_TRUE(st.cudaGraphs);
+  EXPECT_EQ(st.graphCaptures, 1);
+  EXPECT_EQ(st.graphReplays, 2);  // the first run is the warm-up
+  EXPECT_GT(st.lastGpuMs, 0.0);
+  // Device-resident inputs at two addresses: the graph is patched, not re-instantiated.
+  auto d1 = copyToDevice(x1), d2 = copyToDevice(x2);
+  ASSERT_TRUE(d1.ok() && d2.ok());
+  for (const auto* d : {&*d1, &*d2, &*d1}) {
+    ASSERT_TRUE((*ctx)->setInput("x", *d).ok());
+    ASSERT_TRUE((*ctx)->execute().ok());
+    auto y = (*ctx)->getOutput("y");
+    ASSERT_TRUE(y.ok());
+    EXPECT_LT(relL2(*y, d == &*d2 ? want2 : want1), 1e-6);
+  }
+  st = (*ctx)->stats();
+  EXPECT_EQ(st.graphCaptures, 1);
+  EXPECT_EQ(st.graphUpdates, 3);
+  EXPECT_EQ(st.graphReplays, 5);
+}
+
+TEST(CudaEngine, CudaGraphsSwitchOffByOptionAndEnvironment) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  auto e = build(smallCnn(1), gpuConfig(dir));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  const Tensor x = randomInput(Shape{1, 3, 17, 19}, 31);
+  for (int way = 0; way < 2; ++way) {
+    if (way == 1) setenv("EDGEINFER_DISABLE_CUDA_GRAPHS", "1", 1);
+    auto ctx = (*e)->createExecutionContext(ContextOptions{way == 1});
+    ASSERT_TRUE(ctx.ok());
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE((*ctx)->run({{"x", x}}).ok());
+    EXPECT_FALSE((*ctx)->stats().cudaGraphs);
+    EXPECT_EQ((*ctx)->stats().graphReplays, 0);
+  }
+  unsetenv("EDGEINFER_DISABLE_CUDA_GRAPHS");
+}
+
+TEST(CudaEngine, ContextsShareOneEngineAcrossThreads) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  auto e = build(smallCnn(2), gpuConfig(dir, Precision::kFp16));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  const Engine& engine = **e;
+  std::vector<Tensor> xs, want;
+  for (uint32_t t = 0; t < 4; ++t) {
+    xs.push_back(randomInput(Shape{2, 3, 17, 19}, 40 + t));
+    want.push_back(runEngine(engine, xs.back()));
+  }
+  std::vector<int> bad(4, 0);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      auto ctx = engine.createExecutionContext();
+      if (!ctx.ok()) {
+        bad[t] = 1000;
+        return;
+      }
+      for (int i = 0; i < 20; ++i) {
+        auto out = (*ctx)->run({{"x", xs[t]}});
+        if (!out.ok() || std::memcmp(out->at("y").raw(), want[t].raw(), want[t].bytes()) != 0)
+          ++bad[t];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (size_t t = 0; t < 4; ++t) EXPECT_EQ(bad[t], 0) << "thread " << t;
+}
+
+TEST(CudaEngine, LayerWithoutGpuKernelFallsBackToTheCpu) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  TestModel m(13);
+  m.input("x", {2, 6});
+  m.initializerI64("axis", {}, {1});
+  m.node("Relu", {"x"}, {"r"}, "relu");
+  m.node("CumSum", {"r", "axis"}, {"c"}, "cumsum");
+  m.node("Sigmoid", {"c"}, {"y"}, "sigmoid");
+  m.output("y");
+  const Tensor x = randomInput(Shape{2, 6}, 51);
+  const Tensor want = cpuReference(m, x);
+  auto e = build(m, gpuConfig(dir));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  auto ctx = (*e)->createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  for (int i = 0; i < 2; ++i) {
+    auto out = (*ctx)->run({{"x", x}});
+    ASSERT_TRUE(out.ok()) << out.status().toString();
+    EXPECT_LT(relL2(out->at("y"), want), 1e-6);
+  }
+  EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, 1);
+  EXPECT_FALSE((*ctx)->stats().cudaGraphs) << "a CPU layer synchronises: no graphs";
+  BuilderConfig strict = gpuConfig(dir);
+  strict.allowCpuFallback = false;
+  auto refused = build(m, strict);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("cumsum"), std::string::npos)
+      << refused.status().toString();
+}
+
+TEST(CudaEngine, ForcedTacticsAndLayerPrecision) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  const TestModel m = smallCnn(1);
+  BuilderConfig c = gpuConfig(dir, Precision::kFp16);
+  c.forcedTactics["softmax"] = "cuda.softmax.fp32.linear";
+  c.layerPrecision["fc"] = Precision::kFp32;
+  auto e = build(m, c);
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  auto bytes = (*e)->serialize();
+  ASSERT_TRUE(bytes.ok());
+  const std::string text(bytes->begin(), bytes->end());
+  EXPECT_NE(text.find("\"tactic\":\"cuda.softmax.fp32.linear\""), std::string::npos);
+  const size_t fc = text.find("\"name\":\"fc\"");
+  ASSERT_NE(fc, std::string::npos);
+  const std::string fcStep = text.substr(fc, text.find('}', fc) - fc);
+  EXPECT_NE(fcStep.find("\"precision\":\"fp32\""), std::string::npos) << fcStep;
+  const Tensor x = randomInput(Shape{1, 3, 17, 19}, 61);
+  EXPECT_LT(relL2(runEngine(**e, x), cpuReference(m, x)), 5e-3);
+}
+
+TEST(CudaEngine, ForcedTacticErrors_n) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  BuilderConfig c = gpuConfig(dir);
+  c.forcedTactics["softmax"] = "cuda.softmax.fp99.linear";
+  auto e = build(smallCnn(1), c);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(e.status().message().find("not a candidate"), std::string::npos)
+      << e.status().toString();
+  c.forcedTactics.clear();
+  c.forcedTactics["no_such_layer"] = "cuda.softmax.fp32.linear";
+  e = build(smallCnn(1), c);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("no_such_layer"), std::string::npos);
+  c.forcedTactics.clear();
+  c.layerPrecision["nowhere"] = Precision::kFp32;
+  e = build(smallCnn(1), c);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("nowhere"), std::string::npos);
+  c.layerPrecision.clear();
+  c.precision = Precision::kInt8;
+  e = build(smallCnn(1), c);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), ErrorCode::kUnsupported) << "never a silent FP32 build";
+}
+
+TEST(CudaEngine, WrongInputsAreRefused_n) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  auto e = build(smallCnn(2), gpuConfig(dir));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  auto ctx = (*e)->createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  EXPECT_EQ((*ctx)->execute().code(), ErrorCode::kInvalidArgument) << "nothing bound";
+  EXPECT_EQ((*ctx)->setInput("x", randomInput(Shape{3, 3, 17, 19}, 1)).code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ((*ctx)->setInput("nope", randomInput(Shape{2, 3, 17, 19}, 1)).code(),
+            ErrorCode::kNotFound);
+  EXPECT_EQ((*ctx)->setInput("x", Tensor::zeros(DataType::kInt32, Shape{2, 3, 17, 19})).code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ((*ctx)->getOutput("y").status().code(), ErrorCode::kInvalidArgument) << "no run yet";
+}
+
+TEST(CudaEngine, DynamicBatchIsBuiltStatic) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  BuilderConfig c = gpuConfig(dir);
+  c.dynamicDimDefault = 4;
+  auto e = build(smallCnn(-1), c);
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  EXPECT_EQ((*e)->inputs()[0].shape, (Shape{4, 3, 17, 19}));
+}
+
+#endif  // EDGEINFER_HAVE_CUDA
+
+}  // namespace
+}  // namespace edgeinfer
