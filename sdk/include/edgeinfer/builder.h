@@ -29,12 +29,12 @@ struct PassOptions {
   /// EDGEINFER_DISABLE_FUSION=1 switches off every fusion above at once.
 };
 
-/// How the GPU builder times each candidate implementation ("tactic") of a layer: CUDA
-/// events around `iterations` launches after `warmup` launches, median of `repeats` such
-/// measurements.
+/// How the GPU builder times each candidate implementation ("tactic") of a layer:
+/// `iterations` launches captured into one CUDA graph (as the runtime runs them), `warmup`
+/// replays, then the median of `repeats` replays timed with CUDA events.
 struct TimingOptions {
   int warmup = 2;
-  int iterations = 4;
+  int iterations = 8;
   int repeats = 5;
 };
 

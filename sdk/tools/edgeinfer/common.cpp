@@ -54,7 +54,7 @@ GPU builder options:
   --tactics FILE                forced tactics, "layer = tactic-id" per line or a JSON object
   --layer-precision LAYER=P     per-layer precision fp32|fp16 (repeatable)
   --no-cpu-fallback             a layer without a GPU kernel is an error, not run on the CPU
-  --timing-iterations N         launches per timing measurement (default 4; 5 measurements, median)
+  --timing-iterations N         launches per timing measurement (default 8; median of 5)
 )";
 
 Expected<BuilderConfig> builderConfigFrom(const Args& a) {

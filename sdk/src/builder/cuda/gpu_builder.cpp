@@ -73,37 +73,58 @@ class DeviceBuffer {
   void* p_ = nullptr;
 };
 
-/// Median time of `launch` with CUDA events: `warmup` launches, then `repeats` measurements
-/// of `iterations` launches each.
+/// Median time of one `launch` with CUDA events: `iterations` launches are captured into a
+/// CUDA graph (the runtime replays graphs, so host launch overhead must not decide between
+/// tactics whose kernels take microseconds), the graph is replayed `warmup` times, then timed
+/// `repeats` times. A tactic that cannot be captured is timed with direct launches instead.
 Expected<double> timeLaunches(const std::function<Status()>& launch, const TimingOptions& o,
                               cudaStream_t stream) {
-  for (int i = 0; i < std::max(o.warmup, 0); ++i) EI_RETURN_IF_ERROR(launch());
-  EI_CUDA_CHECK(cudaStreamSynchronize(stream));
-  cudaEvent_t start = nullptr, stop = nullptr;
-  EI_CUDA_CHECK(cudaEventCreate(&start));
-  const cudaError_t e = cudaEventCreate(&stop);
-  if (e != cudaSuccess) {
-    cudaEventDestroy(start);
-    EI_CUDA_CHECK(e);
+  const int iters = std::max(o.iterations, 1);
+  cudaGraphExec_t exec = nullptr;
+  {
+    cudaGraph_t graph = nullptr;
+    Status captured;
+    if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+      for (int i = 0; i < iters && captured.ok(); ++i) captured = launch();
+      if (cudaStreamEndCapture(stream, &graph) != cudaSuccess)
+        captured = Status(ErrorCode::kCudaError, "capture");
+      if (captured.ok() && graph && cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
+        exec = nullptr;
+      if (graph) cudaGraphDestroy(graph);
+    }
+    cudaGetLastError();  // a failed capture leaves an error to clear; direct launches follow
   }
+  const auto run = [&]() -> Status {
+    if (exec) {
+      EI_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+      return Status::Ok();
+    }
+    for (int i = 0; i < iters; ++i) EI_RETURN_IF_ERROR(launch());
+    return Status::Ok();
+  };
   std::vector<double> samples;
   Status status;
-  const int iters = std::max(o.iterations, 1);
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess)
+    status = Status(ErrorCode::kCudaError, "cudaEventCreate failed");
+  for (int i = 0; i < std::max(o.warmup, 0) && status.ok(); ++i) status = run();
+  if (status.ok())
+    status = edgeinfer::cuda::cudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize",
+                                         __FILE__, __LINE__);
   for (int r = 0; r < std::max(o.repeats, 1) && status.ok(); ++r) {
     cudaEventRecord(start, stream);
-    for (int i = 0; i < iters && status.ok(); ++i) status = launch();
+    status = run();
     cudaEventRecord(stop, stream);
     const cudaError_t se = cudaEventSynchronize(stop);
-    if (se != cudaSuccess) {
+    if (status.ok() && se != cudaSuccess)
       status = edgeinfer::cuda::cudaStatus(se, "cudaEventSynchronize", __FILE__, __LINE__);
-      break;
-    }
     float ms = 0.f;
-    cudaEventElapsedTime(&ms, start, stop);
+    if (status.ok()) cudaEventElapsedTime(&ms, start, stop);
     samples.push_back(static_cast<double>(ms) / iters);
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  if (start) cudaEventDestroy(start);
+  if (stop) cudaEventDestroy(stop);
+  if (exec) cudaGraphExecDestroy(exec);
   EI_RETURN_IF_ERROR(status);
   std::sort(samples.begin(), samples.end());
   return samples[samples.size() / 2];
