@@ -88,6 +88,13 @@ check "unknown input name_n" expect_exit 3 "not an input" "$cli" run "$work/m.en
 check "build without -o_n" expect_exit 2 "" "$cli" build "$work/m.onnx"
 check "bad backend_n" expect_exit 2 "--backend" "$cli" run "$work/m.onnx" --backend tpu
 check "unknown command_n" expect_exit 2 "unknown command" "$cli" frobnicate
+check "bad --tactic_n" expect_exit 2 "LAYER=TACTIC-ID" "$cli" build "$work/m.onnx" -o "$work/t.engine" --tactic conv1
+check "bad --layer-precision_n" expect_exit 2 "--layer-precision" "$cli" build "$work/m.onnx" -o "$work/t.engine" --layer-precision conv1=fp64
+check "bad --timing-iterations_n" expect_exit 2 "--timing-iterations" "$cli" build "$work/m.onnx" -o "$work/t.engine" --timing-iterations 0
+check "device inputs on a cpu engine_n" expect_exit 2 "--device-inputs" "$cli" bench "$work/m.engine" --iterations 1 --device-inputs
+if ! "$cli" device 2>/dev/null | grep -q "^GPU 0"; then  # the messages a machine without a GPU gives
+  check "backend cuda without a GPU_n" expect_exit 1 "no GPU is usable" "$cli" build "$work/m.onnx" -o "$work/t.engine" --backend cuda
+fi
 "$py" -c "import numpy as np; np.save('$work/bad.npy', np.zeros((2, 2), np.float32))"
 check "wrong input shape_n" expect_exit 2 "shape" "$cli" run "$work/m.engine" --input "x=$work/bad.npy"
 
