@@ -38,15 +38,7 @@ class CpuContext final : public ExecutionContext {
   const Engine& engine() const override { return engine_; }
 
   Status setInput(const std::string& name, const Tensor& t) override {
-    const TensorDesc* desc = nullptr;
-    for (const auto& d : engine_.inputs())
-      if (d.name == name) desc = &d;
-    if (!desc) {
-      std::string names;
-      for (const auto& d : engine_.inputs()) names += (names.empty() ? "'" : ", '") + d.name + "'";
-      return Status(ErrorCode::kNotFound,
-                    "the engine has no input '" + name + "' (inputs: " + names + ")");
-    }
+    EI_ASSIGN_OR_RETURN(const TensorDesc* desc, findInput(engine_, name));
     if (t.empty() || !t.onHost())
       return Status(ErrorCode::kInvalidArgument,
                     "input '" + name + "' must be a non-empty host tensor");

@@ -105,8 +105,7 @@ Expected<Tensor> copyToDevice(const Tensor&, int) {
 namespace runtime {
 #endif
 
-namespace {
-TensorDesc describe(const graph::Graph& g, const std::string& name) {
+TensorDesc describeValue(const graph::Graph& g, const std::string& name) {
   TensorDesc d;
   d.name = name;
   if (const graph::Value* v = g.findValue(name)) {
@@ -117,12 +116,20 @@ TensorDesc describe(const graph::Graph& g, const std::string& name) {
   }
   return d;
 }
-}  // namespace
+
+Expected<const TensorDesc*> findInput(const Engine& engine, const std::string& name) {
+  for (const auto& d : engine.inputs())
+    if (d.name == name) return &d;
+  std::string names;
+  for (const auto& d : engine.inputs()) names += (names.empty() ? "'" : ", '") + d.name + "'";
+  return Status(ErrorCode::kNotFound,
+                "the engine has no input '" + name + "' (inputs: " + names + ")");
+}
 
 GraphEngine::GraphEngine(graph::Graph g, EngineInfo info)
     : graph_(std::move(g)), info_(std::move(info)) {
-  for (const auto& n : graph_.inputs) inputs_.push_back(describe(graph_, n));
-  for (const auto& n : graph_.outputs) outputs_.push_back(describe(graph_, n));
+  for (const auto& n : graph_.inputs) inputs_.push_back(describeValue(graph_, n));
+  for (const auto& n : graph_.outputs) outputs_.push_back(describeValue(graph_, n));
   info_.nodeCount = static_cast<int64_t>(graph_.nodes.size());
 }
 

@@ -32,6 +32,11 @@ class GraphEngine final : public Engine {
   std::vector<TensorDesc> outputs_;
 };
 
+/// The engine-facing description of graph value `name` (type, shape, dim names).
+TensorDesc describeValue(const graph::Graph& g, const std::string& name);
+/// The input `name` of `engine`, or kNotFound listing the inputs it has.
+Expected<const TensorDesc*> findInput(const Engine& engine, const std::string& name);
+
 /// The CPU reference backend's context.
 Expected<std::unique_ptr<ExecutionContext>> createCpuContext(const GraphEngine& engine);
 

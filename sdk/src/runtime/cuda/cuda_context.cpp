@@ -19,6 +19,7 @@
 #include "kernels/cuda/reformat.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/cuda/cuda_engine.h"
+#include "runtime/graph_engine.h"
 
 namespace edgeinfer::runtime::cuda {
 namespace {
@@ -91,15 +92,7 @@ class CudaContext final : public ExecutionContext {
   const Engine& engine() const override { return engine_; }
 
   Status setInput(const std::string& name, const Tensor& t) override {
-    const TensorDesc* desc = nullptr;
-    for (const auto& d : engine_.inputs())
-      if (d.name == name) desc = &d;
-    if (!desc) {
-      std::string names;
-      for (const auto& d : engine_.inputs()) names += (names.empty() ? "'" : ", '") + d.name + "'";
-      return Status(ErrorCode::kNotFound,
-                    "the engine has no input '" + name + "' (inputs: " + names + ")");
-    }
+    EI_ASSIGN_OR_RETURN(const TensorDesc* desc, findInput(engine_, name));
     if (t.empty()) return Status(ErrorCode::kInvalidArgument, "input '" + name + "' is empty");
     if (t.dtype() != desc->dtype)
       return Status(ErrorCode::kInvalidArgument, "input '" + name + "' must be " +

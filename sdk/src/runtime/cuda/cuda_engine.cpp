@@ -10,6 +10,7 @@
 #include "edgeinfer/logger.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/providers.h"
+#include "runtime/graph_engine.h"
 
 namespace edgeinfer::runtime::cuda {
 
@@ -17,18 +18,6 @@ using builder::Layout;
 using builder::TensorFormat;
 
 namespace {
-
-TensorDesc describe(const graph::Graph& g, const std::string& name) {
-  TensorDesc d;
-  d.name = name;
-  if (const graph::Value* v = g.findValue(name)) {
-    d.dtype = v->dtype;
-    d.shape = v->shape;
-    d.dimNames = v->dimNames;
-    d.dimNames.resize(d.shape.rank());
-  }
-  return d;
-}
 
 constexpr int64_t kArenaAlignment = 256;
 
@@ -101,8 +90,8 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(
   e->plan_ = std::move(plan);
   e->providers_ = std::move(providers);
   e->deviceId_ = deviceId;
-  for (const auto& n : e->graph_->inputs) e->inputs_.push_back(describe(*e->graph_, n));
-  for (const auto& n : e->graph_->outputs) e->outputs_.push_back(describe(*e->graph_, n));
+  for (const auto& n : e->graph_->inputs) e->inputs_.push_back(describeValue(*e->graph_, n));
+  for (const auto& n : e->graph_->outputs) e->outputs_.push_back(describeValue(*e->graph_, n));
   tactics.resize(e->plan_.steps.size());
   EI_RETURN_IF_ERROR(e->materialize(std::move(tactics)));
   return e;
