@@ -88,6 +88,8 @@ check "unknown input name_n" expect_exit 3 "not an input" "$cli" run "$work/m.en
 check "build without -o_n" expect_exit 2 "" "$cli" build "$work/m.onnx"
 check "bad backend_n" expect_exit 2 "--backend" "$cli" run "$work/m.onnx" --backend tpu
 check "unknown command_n" expect_exit 2 "unknown command" "$cli" frobnicate
+check "build report" bash -c "'$cli' build '$work/m.onnx' -o '$work/r.engine' --build-report '$work/r.json' >/dev/null && grep -q build_seconds '$work/r.json'"
+check "unknown option_n" expect_exit 2 "unknown option --fp61" "$cli" build "$work/m.onnx" -o "$work/t.engine" --fp61
 check "bad --tactic_n" expect_exit 2 "LAYER=TACTIC-ID" "$cli" build "$work/m.onnx" -o "$work/t.engine" --tactic conv1
 check "bad --layer-precision_n" expect_exit 2 "--layer-precision" "$cli" build "$work/m.onnx" -o "$work/t.engine" --layer-precision conv1=fp64
 check "bad --timing-iterations_n" expect_exit 2 "--timing-iterations" "$cli" build "$work/m.onnx" -o "$work/t.engine" --timing-iterations 0

@@ -25,9 +25,11 @@ struct Args {
   std::vector<std::string> all(const std::string& k) const;
 };
 
-/// `flagOptions` take no value (e.g. "fp16", "verbose").
+/// `flagOptions` take no value (e.g. "fp16", "verbose"), `valueOptions` take one; any other
+/// option is an error (kInvalidArgument naming it).
 Expected<Args> parseArgs(int argc, char** argv, int first,
-                         const std::vector<std::string>& flagOptions);
+                         const std::vector<std::string>& flagOptions,
+                         const std::vector<std::string>& valueOptions);
 
 /// Applies the builder options shared by build/run/inspect (--backend, --fp16, --no-fusion ...).
 Expected<BuilderConfig> builderConfigFrom(const Args& a);

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -12,7 +13,8 @@ std::vector<std::string> Args::all(const std::string& k) const {
   return v;
 }
 
-Expected<Args> parseArgs(int argc, char** argv, int first, const std::vector<std::string>& flags) {
+Expected<Args> parseArgs(int argc, char** argv, int first, const std::vector<std::string>& flags,
+                         const std::vector<std::string>& valued) {
   Args a;
   for (int i = first; i < argc; ++i) {
     std::string s = argv[i];
@@ -23,6 +25,12 @@ Expected<Args> parseArgs(int argc, char** argv, int first, const std::vector<std
     }
     s = s.substr(2);
     const auto eq = s.find('=');
+    const std::string key = s.substr(0, eq);
+    const bool isFlag = std::find(flags.begin(), flags.end(), key) != flags.end();
+    if (!isFlag && std::find(valued.begin(), valued.end(), key) == valued.end())
+      return Status(ErrorCode::kInvalidArgument,
+                    "unknown option --" + key + " (see `edgeinfer " +
+                        std::string(first > 1 ? argv[first - 1] : "<command>") + " --help`)");
     if (eq != std::string::npos) {
       a.options.emplace(s.substr(0, eq), s.substr(eq + 1));
     } else if (std::find(flags.begin(), flags.end(), s) != flags.end()) {

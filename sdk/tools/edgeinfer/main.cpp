@@ -45,13 +45,33 @@ int main(int argc, char** argv) {
                                           "no-constant-folding",
                                           "no-batchnorm-folding",
                                           "allow-non-finite-weights",
-                                          "quiet",
                                           "no-timing-cache",
                                           "cache-miss-error",
                                           "no-cpu-fallback",
                                           "device-inputs",
                                           "no-cuda-graphs"};
-  auto args = parseArgs(argc, argv, 2, flags);
+  // Options that take a value (any command); anything else is a typo, reported, not ignored.
+  const std::vector<std::string> valued = {"backend",
+                                           "build-report",
+                                           "device",
+                                           "dim",
+                                           "dir",
+                                           "dynamic-dim",
+                                           "index",
+                                           "input",
+                                           "inputs",
+                                           "iterations",
+                                           "json",
+                                           "layer-precision",
+                                           "output",
+                                           "outputs",
+                                           "seed",
+                                           "tactic",
+                                           "tactics",
+                                           "timing-cache",
+                                           "timing-iterations",
+                                           "warmup"};
+  auto args = parseArgs(argc, argv, 2, flags, valued);
   if (!args.ok()) return fail(args.status());
   if (args->has("verbose")) edgeinfer::setLogLevel(edgeinfer::Severity::kVerbose);
   if (cmd == "inspect") return cmdInspect(*args);
