@@ -59,44 +59,9 @@ TestModel smallCnn(int64_t batch) {
   return m;
 }
 
-Tensor randomInput(const Shape& s, uint32_t seed) {
-  Tensor t = Tensor::zeros(DataType::kFloat32, s);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
-
-double relL2(const Tensor& a, const Tensor& b) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const double d = a.data<float>()[i] - b.data<float>()[i];
-    num += d * d;
-    den += static_cast<double>(b.data<float>()[i]) * b.data<float>()[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
-
 Expected<std::unique_ptr<Engine>> build(const TestModel& m, const BuilderConfig& cfg) {
   const std::string bytes = m.bytes();
   return Builder::buildFromBuffer(bytes.data(), bytes.size(), cfg);
-}
-
-Tensor runEngine(const Engine& e, const Tensor& x, const ContextOptions& o = {}) {
-  auto ctx = e.createExecutionContext(o);
-  EXPECT_TRUE(ctx.ok()) << ctx.status().toString();
-  if (!ctx.ok()) return Tensor();
-  auto out = (*ctx)->run({{"x", x}});
-  EXPECT_TRUE(out.ok()) << out.status().toString();
-  return out.ok() ? out->at("y").clone() : Tensor();
-}
-
-Tensor cpuReference(const TestModel& m, const Tensor& x) {
-  BuilderConfig c;
-  c.backend = Backend::kCpu;
-  auto e = build(m, c);
-  EXPECT_TRUE(e.ok()) << e.status().toString();
-  return e.ok() ? runEngine(**e, x) : Tensor();
 }
 
 bool haveGpu() {
@@ -129,6 +94,41 @@ TEST(CudaEngine, AutoWithoutGpuBuildsForTheCpu) {
 }
 
 #ifdef EDGEINFER_HAVE_CUDA
+
+Tensor randomInput(const Shape& s, uint32_t seed) {
+  Tensor t = Tensor::zeros(DataType::kFloat32, s);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+double relL2(const Tensor& a, const Tensor& b) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double d = a.data<float>()[i] - b.data<float>()[i];
+    num += d * d;
+    den += static_cast<double>(b.data<float>()[i]) * b.data<float>()[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+Tensor runEngine(const Engine& e, const Tensor& x, const ContextOptions& o = {}) {
+  auto ctx = e.createExecutionContext(o);
+  EXPECT_TRUE(ctx.ok()) << ctx.status().toString();
+  if (!ctx.ok()) return Tensor();
+  auto out = (*ctx)->run({{"x", x}});
+  EXPECT_TRUE(out.ok()) << out.status().toString();
+  return out.ok() ? out->at("y").clone() : Tensor();
+}
+
+Tensor cpuReference(const TestModel& m, const Tensor& x) {
+  BuilderConfig c;
+  c.backend = Backend::kCpu;
+  auto e = build(m, c);
+  EXPECT_TRUE(e.ok()) << e.status().toString();
+  return e.ok() ? runEngine(**e, x) : Tensor();
+}
 
 // ---- The plan stored in an engine file (no GPU needed) ---------------------------------------
 
