@@ -16,6 +16,9 @@ readonly HOST_PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format ccache
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata python3-onnx python3-numpy
   nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev nodejs npm
+  # OpenCV: the oracle of the vision preprocessing tests (the SDK does not link it);
+  # lomiri-wallpapers-16.04: real photographs (JPEG, no dependencies) those tests run on.
+  libopencv-dev lomiri-wallpapers-16.04
 )
 readonly CROSS_PACKAGES=(
   g++-aarch64-linux-gnu qemu-user
