@@ -72,8 +72,7 @@ Status optimize(graph::Graph& g, const BuilderConfig& cfg) {
       runPass("fuse-conv-activation", p.fuseConvActivation, g, graph::fuseConvActivation));
   EI_RETURN_IF_ERROR(
       runPass("fuse-gemm-activation", p.fuseGemmActivation, g, graph::fuseGemmActivation));
-  EI_RETURN_IF_ERROR(
-      runPass("fuse-elementwise", p.fuseElementwise, g, graph::fuseElementwise));
+  EI_RETURN_IF_ERROR(runPass("fuse-elementwise", p.fuseElementwise, g, graph::fuseElementwise));
   EI_RETURN_IF_ERROR(
       runPass("dead-node-elimination", p.eliminateDeadNodes, g, graph::eliminateDeadNodes));
   EI_RETURN_IF_ERROR(g.topologicalSort());

@@ -25,7 +25,7 @@ struct Keypoint {
 };
 
 struct Detection {
-  Box box;                          ///< in frame pixels (after mapping back through the transform)
+  Box box;  ///< in frame pixels (after mapping back through the transform)
   int classId = 0;
   float score = 0;
   std::string label;                ///< from the model config's labels file, "" if none
