@@ -52,13 +52,16 @@ struct ContextStats {
   int64_t activationArenaBytes = 0;  ///< activation memory after liveness planning (peak)
   int64_t activationNaiveBytes = 0;  ///< what one buffer per activation would take
   int64_t workspaceBytes = 0;        ///< scratch memory of the kernels (GPU)
-  int64_t weightBytes = 0;           ///< device memory of the engine's weights (shared)
-  bool cudaGraphs = false;           ///< runs replay CUDA graphs
-  int64_t graphCaptures = 0;         ///< graphs captured and instantiated (one per shape)
-  int64_t graphUpdates = 0;          ///< cudaGraphExecUpdate calls for new buffer addresses
-  int64_t graphReplays = 0;          ///< runs that replayed a graph
-  int64_t cpuFallbackLayers = 0;     ///< layers run on the CPU reference
-  double lastGpuMs = 0.0;            ///< GPU time of the last run's layers (CUDA events; no copies)
+  /// Device memory the engine took when it was loaded from a file (weights, constants, cuDNN
+  /// plans; shared by its contexts). For an engine built in this process it undercounts: the
+  /// tactics' weights were uploaded while they were timed, so only later uploads count.
+  int64_t weightBytes = 0;
+  bool cudaGraphs = false;        ///< runs replay CUDA graphs
+  int64_t graphCaptures = 0;      ///< graphs captured and instantiated (one per shape)
+  int64_t graphUpdates = 0;       ///< cudaGraphExecUpdate calls for new buffer addresses
+  int64_t graphReplays = 0;       ///< runs that replayed a graph
+  int64_t cpuFallbackLayers = 0;  ///< layers run on the CPU reference
+  double lastGpuMs = 0.0;         ///< GPU time of the last run's layers (CUDA events; no copies)
 };
 
 /// Per-context runtime choices.

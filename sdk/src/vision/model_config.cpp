@@ -21,10 +21,6 @@ class Reader {
   Status fail(const std::string& key, const std::string& what) const {
     return Status(ErrorCode::kInvalidArgument, source_ + ": " + prefix_ + key + ": " + what);
   }
-  bool has(const std::string& key) {
-    used_.insert(key);
-    return obj_.contains(key);
-  }
   const json* get(const std::string& key) {
     used_.insert(key);
     const auto it = obj_.find(key);
@@ -140,8 +136,6 @@ class Reader {
     }
     return Status::Ok();
   }
-  const std::string& source() const { return source_; }
-  const std::string& prefix() const { return prefix_; }
 
  private:
   const json& obj_;
