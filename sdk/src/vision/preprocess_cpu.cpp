@@ -340,6 +340,10 @@ Status preprocessCpu(const FrameView& frame, const PreprocessConfig& cfg, Tensor
                      int batchIndex, Transform* transform) {
   EI_RETURN_IF_ERROR(validateFrame(frame));
   EI_RETURN_IF_ERROR(validatePreprocessConfig(cfg));
+  if (frame.memory != MemoryLocation::kHost)
+    return invalid("preprocess: preprocessCpu needs a frame in host memory, got a " +
+                   std::string(pixelFormatName(frame.format)) +
+                   " frame in device memory (use preprocessCuda)");
 
   // The tensor the caller allocated.
   if (batchTensor.empty())

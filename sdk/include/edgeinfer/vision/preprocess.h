@@ -86,15 +86,17 @@ Expected<PixelFormat> parsePixelFormat(const std::string& name);
 /// Number of planes (2 for NV12, 3 for I420, 1 otherwise).
 int pixelFormatPlanes(PixelFormat format);
 
-/// A frame in memory the caller owns (host memory for preprocessCpu). Plane p's row r starts
-/// at planes[p] + r * strides[p]; strides are in bytes and may exceed the row (padding).
-/// Chroma planes of NV12/I420 have ceil(width/2) samples (NV12: pairs) by ceil(height/2) rows.
+/// A frame in memory the caller owns: host memory (preprocessCpu) or CUDA device memory
+/// (preprocessCuda; e.g. a frame NVDEC decoded). Plane p's row r starts at planes[p] + r *
+/// strides[p]; strides are in bytes and may exceed the row (padding). Chroma planes of
+/// NV12/I420 have ceil(width/2) samples (NV12: pairs) by ceil(height/2) rows.
 struct FrameView {
   PixelFormat format = PixelFormat::kRGB;
   int width = 0;
   int height = 0;
   const uint8_t* planes[3] = {nullptr, nullptr, nullptr};
   int strides[3] = {0, 0, 0};
+  MemoryLocation memory = MemoryLocation::kHost;  ///< where the planes are
 };
 
 /// Bytes in one row of plane `plane` of a frame `width` pixels wide (the least stride).
