@@ -19,6 +19,10 @@ readonly HOST_PACKAGES=(
   # OpenCV: the oracle of the vision preprocessing tests (the SDK does not link it);
   # lomiri-wallpapers-16.04: real photographs (JPEG, no dependencies) those tests run on.
   libopencv-dev lomiri-wallpapers-16.04
+  # FFmpeg: video I/O (vision/video.h; without it VideoReader/VideoWriter return kUnsupported);
+  # forensics-samples-files: a real phone-camera clip (H.264 1080p, 41 frames, 2.9 MB) the
+  # video tests decode (tests/unit/test_vision_video.cpp).
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev forensics-samples-files
 )
 readonly CROSS_PACKAGES=(
   g++-aarch64-linux-gnu qemu-user
