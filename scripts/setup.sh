@@ -19,6 +19,8 @@ readonly HOST_PACKAGES=(
   # OpenCV: the oracle of the vision preprocessing tests (the SDK does not link it);
   # lomiri-wallpapers-16.04: real photographs (JPEG, no dependencies) those tests run on.
   libopencv-dev lomiri-wallpapers-16.04
+  # djpeg: scripts/fetch_media.sh decodes the test photos to PPM (read without OpenCV).
+  libjpeg-turbo-progs
   # FFmpeg: video I/O (vision/video.h; without it VideoReader/VideoWriter return kUnsupported);
   # forensics-samples-files: a real phone-camera clip (H.264 1080p, 41 frames, 2.9 MB) the
   # video tests decode (tests/unit/test_vision_video.cpp).

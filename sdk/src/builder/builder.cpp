@@ -90,18 +90,6 @@ void applyDynamicDefault(graph::Graph& g, int64_t value) {
   }
 }
 
-std::string fnv1aHex(const void* data, size_t size) {
-  uint64_t h = 1469598103934665603ull;
-  const auto* p = static_cast<const uint8_t*>(data);
-  for (size_t i = 0; i < size; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
 Expected<Backend> resolveBackend(const BuilderConfig& cfg) {
   std::string why;
   switch (cfg.backend) {
@@ -158,7 +146,7 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
   info.backend = backend;
   info.precision = backend == Backend::kCpu ? Precision::kFp32 : cfg.precision;
   info.modelName = g.name;
-  info.modelHash = fnv1aHex(bytes.data(), bytes.size());
+  info.modelHash = builder::fnv1aHex(bytes.data(), bytes.size());
   if (backend == Backend::kCuda)
     return runtime::buildCudaEngine(std::move(g), std::move(info), cfg);
   info.deviceKey = builder::currentDeviceKey(backend);
@@ -211,3 +199,19 @@ Expected<std::string> Builder::inspect(const std::string& path, const BuilderCon
 }
 
 }  // namespace edgeinfer
+
+namespace edgeinfer::builder {
+
+std::string fnv1aHex(const void* data, size_t size) {
+  uint64_t h = 1469598103934665603ull;
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace edgeinfer::builder

@@ -37,6 +37,9 @@ Expected<std::vector<uint8_t>> encodeEngine(const graph::Graph& g, const EngineI
                                             const std::string& plan = "");
 Expected<DecodedEngine> decodeEngine(const void* data, size_t size);
 
+/// EngineInfo::modelHash of model bytes (64-bit FNV-1a, hex).
+std::string fnv1aHex(const void* data, size_t size);
+
 /// The key of the device this process would build for with `backend`.
 std::string currentDeviceKey(Backend backend);
 

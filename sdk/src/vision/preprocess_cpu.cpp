@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "vision/preprocess_common.h"
 
 namespace edgeinfer::vision {
 namespace {
@@ -166,19 +167,10 @@ AxisMap mapAxis(int srcOrigin, int srcLen, int dstLen, Interpolation interp) {
   return m;
 }
 
-// round(num / den) for positive operands, at least 1.
-int roundedRatio(int64_t num, int64_t den) {
-  return static_cast<int>(std::max<int64_t>(1, (2 * num + den) / (2 * den)));
-}
-
 bool finite3(const std::array<float, 3>& v, int n) {
   for (int c = 0; c < n; ++c)
     if (!std::isfinite(v[static_cast<size_t>(c)])) return false;
   return true;
-}
-
-const char* layoutName(TensorLayout l) {
-  return l == TensorLayout::kNCHW ? "NCHW" : "NHWC";
 }
 
 }  // namespace
@@ -343,87 +335,25 @@ Status preprocessCpu(const FrameView& frame, const PreprocessConfig& cfg, Tensor
   if (frame.memory != MemoryLocation::kHost)
     return invalid("preprocess: preprocessCpu needs a frame in host memory, got a " +
                    std::string(pixelFormatName(frame.format)) +
-                   " frame in device memory (use preprocessCuda)");
+                   " frame in device memory (use CudaPreprocessor)");
 
-  // The tensor the caller allocated.
-  if (batchTensor.empty())
-    return invalid("preprocess: the batch tensor is empty (allocate it with shape " +
-                   preprocessTensorShape(cfg, 1).toString() + " or a larger batch)");
-  if (!batchTensor.onHost())
-    return invalid("preprocess: preprocessCpu needs a host tensor, got device tensor " +
-                   batchTensor.describe());
-  if (batchTensor.dtype() != cfg.dtype)
-    return invalid("preprocess: tensor is " + batchTensor.describe() + " but the config asks for " +
-                   dataTypeName(cfg.dtype));
-  const Shape& shape = batchTensor.shape();
-  const int64_t batch = shape.rank() == 4 ? shape[0] : 0;
-  if (shape.rank() != 4 || batch < 1 || shape != preprocessTensorShape(cfg, batch))
-    return invalid("preprocess: tensor shape " + shape.toString() + " does not match " +
-                   layoutName(cfg.layout) + " " + preprocessTensorShape(cfg, batch).toString() +
-                   " for " + std::to_string(preprocessChannels(cfg)) + " channel(s) of " +
-                   std::to_string(cfg.outputWidth) + "x" + std::to_string(cfg.outputHeight));
-  if (!batchTensor.raw())
-    return invalid("preprocess: tensor " + batchTensor.describe() + " has no memory");
-  if (batchIndex < 0 || batchIndex >= batch)
-    return invalid("preprocess: batch index " + std::to_string(batchIndex) +
-                   " is outside the tensor's batch of " + std::to_string(batch));
-
-  // Step 1: source region and destination rectangle.
-  PixelRect src{0, 0, frame.width, frame.height};
-  if (cfg.useRoi) {
-    const PixelRect& r = cfg.roi;
-    if (r.x < 0 || r.y < 0 || static_cast<int64_t>(r.x) + r.width > frame.width ||
-        static_cast<int64_t>(r.y) + r.height > frame.height)
-      return invalid("preprocess: ROI (x " + std::to_string(r.x) + ", y " + std::to_string(r.y) +
-                     ", " + std::to_string(r.width) + "x" + std::to_string(r.height) +
-                     ") is not inside the " + std::to_string(frame.width) + "x" +
-                     std::to_string(frame.height) + " frame");
-    src = r;
-  }
+  EI_RETURN_IF_ERROR(detail::checkBatchTensor(batchTensor, cfg, MemoryLocation::kHost, batchIndex,
+                                              1, "preprocessCpu"));
+  auto region = detail::preprocessRegion(frame, cfg);
+  if (!region.ok()) return region.status();
+  const PixelRect src = region->src, dst = region->dst;
   const int outW = cfg.outputWidth, outH = cfg.outputHeight;
-  PixelRect dst{0, 0, outW, outH};
-  const int64_t srcWxOutH = static_cast<int64_t>(src.width) * outH;
-  const int64_t srcHxOutW = static_cast<int64_t>(src.height) * outW;
-  if (cfg.resize == ResizeMode::kCenterCrop) {
-    if (srcWxOutH > srcHxOutW) {  // region wider than the output: crop columns
-      const int w = std::min(src.width, roundedRatio(srcHxOutW, outH));
-      src.x += (src.width - w) / 2;
-      src.width = w;
-    } else if (srcWxOutH < srcHxOutW) {
-      const int h = std::min(src.height, roundedRatio(srcWxOutH, outW));
-      src.y += (src.height - h) / 2;
-      src.height = h;
-    }
-  } else if (cfg.resize == ResizeMode::kLetterbox) {
-    if (srcWxOutH >= srcHxOutW) {  // width-limited
-      dst.height = std::min(outH, roundedRatio(srcHxOutW, src.width));
-    } else {
-      dst.width = std::min(outW, roundedRatio(srcWxOutH, src.height));
-    }
-    dst.x = (outW - dst.width) / 2;
-    dst.y = (outH - dst.height) / 2;
-  }
-
-  if (transform) {
-    transform->scaleX = static_cast<float>(static_cast<double>(dst.width) / src.width);
-    transform->scaleY = static_cast<float>(static_cast<double>(dst.height) / src.height);
-    transform->offsetX = static_cast<float>(dst.x);
-    transform->offsetY = static_cast<float>(dst.y);
-    transform->roiX = static_cast<float>(src.x);
-    transform->roiY = static_cast<float>(src.y);
-    transform->frameWidth = static_cast<float>(frame.width);
-    transform->frameHeight = static_cast<float>(frame.height);
-  }
+  if (transform) *transform = detail::regionTransform(*region, frame);
 
   // Step 3 tables, step 5 constants.
   const AxisMap mx = mapAxis(src.x, src.width, dst.width, cfg.interpolation);
   const AxisMap my = mapAxis(src.y, src.height, dst.height, cfg.interpolation);
   const int channels = preprocessChannels(cfg);
-  float mean[3], stdv[3], pad[3];
+  float mean[3], stdv[3];
+  const std::array<float, 3> pad = detail::normalisedPadding(cfg);
   for (int c = 0; c < channels; ++c) {
     mean[c] = cfg.mean[static_cast<size_t>(c)];
     stdv[c] = cfg.std[static_cast<size_t>(c)];
-    pad[c] = (cfg.padValue[static_cast<size_t>(c)] * cfg.scale - mean[c]) / stdv[c];
   }
 
   const int64_t plane = static_cast<int64_t>(outW) * outH;
@@ -463,7 +393,7 @@ Status preprocessCpu(const FrameView& frame, const PreprocessConfig& cfg, Tensor
           for (int c = 0; c < channels; ++c) v[c] = (p00[c] * cfg.scale - mean[c]) / stdv[c];
         }
       } else {
-        for (int c = 0; c < channels; ++c) v[c] = pad[c];
+        for (int c = 0; c < channels; ++c) v[c] = pad[static_cast<size_t>(c)];
       }
       const int64_t pix = static_cast<int64_t>(y) * outW + x;
       for (int c = 0; c < channels; ++c) {

@@ -52,6 +52,7 @@ int cmdBuild(const Args& a);
 int cmdRun(const Args& a);
 int cmdDevice(const Args& a);
 int cmdBench(const Args& a);
+int cmdBenchVision(const Args& a);
 int cmdCache(const Args& a);
 
 }  // namespace edgeinfer::cli

@@ -17,6 +17,7 @@ commands:
   build   MODEL.onnx -o FILE    build an engine and save it
   run     MODEL.onnx|FILE       run a model or a saved engine and print its outputs
   bench   MODEL.onnx|FILE       latency percentiles, throughput and memory of a model or engine
+  bench-vision preprocess|nms   GPU frame preprocessing and NMS benchmarks
   device                        print the GPU, its device key and whether this binary has SASS for it
   cache   list|merge|export     list, merge or export the per-device timing caches
   version                       print the SDK version
@@ -51,25 +52,19 @@ int main(int argc, char** argv) {
                                           "device-inputs",
                                           "no-cuda-graphs"};
   // Options that take a value (any command); anything else is a typo, reported, not ignored.
-  const std::vector<std::string> valued = {"backend",
-                                           "build-report",
-                                           "device",
-                                           "dim",
-                                           "dir",
-                                           "dynamic-dim",
-                                           "index",
-                                           "input",
-                                           "inputs",
-                                           "iterations",
-                                           "json",
-                                           "layer-precision",
-                                           "output",
-                                           "outputs",
-                                           "seed",
-                                           "tactic",
-                                           "tactics",
-                                           "timing-cache",
-                                           "timing-iterations",
+  const std::vector<std::string> valued = {"backend",      "batch",
+                                           "boxes",        "build-report",
+                                           "device",       "dim",
+                                           "dir",          "dynamic-dim",
+                                           "format",       "frame",
+                                           "index",        "input",
+                                           "inputs",       "iterations",
+                                           "json",         "layer-precision",
+                                           "layout",       "objects",
+                                           "output",       "outputs",
+                                           "seed",         "size",
+                                           "tactic",       "tactics",
+                                           "timing-cache", "timing-iterations",
                                            "warmup"};
   auto args = parseArgs(argc, argv, 2, flags, valued);
   if (!args.ok()) return fail(args.status());
@@ -79,6 +74,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return cmdRun(*args);
   if (cmd == "device") return cmdDevice(*args);
   if (cmd == "bench") return cmdBench(*args);
+  if (cmd == "bench-vision") return cmdBenchVision(*args);
   if (cmd == "cache") return cmdCache(*args);
   std::cerr << "error: unknown command '" << cmd << "'\n\n" << kUsage;
   return 2;

@@ -56,7 +56,9 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "edgeinfer/status.h"
 #include "edgeinfer/tensor.h"
@@ -181,5 +183,46 @@ Status validatePreprocessConfig(const PreprocessConfig& cfg);
 /// written.
 Status preprocessCpu(const FrameView& frame, const PreprocessConfig& cfg, Tensor& batchTensor,
                      int batchIndex, Transform* transform);
+
+}  // namespace edgeinfer::vision
+
+namespace edgeinfer::vision {
+
+/// GPU preprocessing: the same arithmetic as preprocessCpu() (the results are bit-identical:
+/// the kernel rounds every step as the CPU does and never contracts a multiply-add), for a
+/// batch of frames in ONE kernel launch that reads each frame once and writes the tensor once.
+/// No intermediate RGB or resized image is made.
+///
+///   auto pre = CudaPreprocessor::create(cfg);            // once
+///   (*pre)->run(frames, deviceBatch, 0, &transforms, stream);
+///
+/// Frames in device memory (FrameView::memory == kDevice, e.g. NVDEC output) are read in
+/// place. Frames in host memory are first copied to a device staging buffer the preprocessor
+/// owns (one cudaMemcpy2DAsync per plane; pinned host memory makes that copy asynchronous).
+/// A preprocessor is not thread-safe: use one per thread or per stream.
+class CudaPreprocessor {
+ public:
+  /// kUnsupported in a build without CUDA or when no GPU is usable; kInvalidArgument for a
+  /// bad config (validatePreprocessConfig).
+  static Expected<std::unique_ptr<CudaPreprocessor>> create(const PreprocessConfig& cfg,
+                                                            int deviceId = 0);
+  virtual ~CudaPreprocessor() = default;
+
+  const PreprocessConfig& config() const { return cfg_; }
+
+  /// Writes images firstIndex .. firstIndex + frames.size() - 1 of `batchTensor` (a device
+  /// tensor of dtype cfg.dtype and shape preprocessTensorShape(cfg, N)), frame i into image
+  /// firstIndex + i; frames may differ in format and size. `transforms`, if not null, receives
+  /// one Transform per frame. Work is queued on `stream` (a cudaStream_t; null: the legacy
+  /// default stream) and this call returns without waiting for it, unless host frames had to
+  /// be staged from pageable memory. Errors (bad frame, ROI outside a frame, tensor mismatch)
+  /// are reported before anything is queued.
+  virtual Status run(const std::vector<FrameView>& frames, Tensor& batchTensor, int firstIndex,
+                     std::vector<Transform>* transforms, void* stream) = 0;
+
+ protected:
+  explicit CudaPreprocessor(const PreprocessConfig& cfg) : cfg_(cfg) {}
+  PreprocessConfig cfg_;
+};
 
 }  // namespace edgeinfer::vision

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (device tool), in one call: the unit tests (GPU tests included),
+# the GPU vision benchmarks (edgeinfer bench-vision: 1080p NV12 -> 640x640 letterboxed FP16
+# NCHW at batch 1 and 8; NMS of 10,000 candidates), then, time allowing, COMPARE_ARGS through
+# scripts/bench/compare_pytorch.py (as gpu_engine_check.sh). Needs the bundle built with
+# CUDA on the dev machine (see device_tests.sh) and the device tool's carry [".bundle"].
+# Writes unit_tests.log and vision_bench.txt to $OUT.
+set -uo pipefail
+start=$SECONDS
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# shellcheck source=/dev/null
+source .bundle/env.sh
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+echo "== unit tests (${UNIT_FILTER:-all})"
+timeout -k 5 "${UNIT_TIMEOUT_S:-200}" edgeinfer_unit_tests --gtest_brief=1 \
+  ${UNIT_FILTER:+--gtest_filter="$UNIT_FILTER"} >"$out/unit_tests.log" 2>&1
+unit_rc=$?
+grep -E "^\[  (PASSED|FAILED) |tests? from .* ran|^\[  FAILED  \]" "$out/unit_tests.log" | tail -n 30
+echo "skipped: $(grep -c '^\[  SKIPPED \] ' "$out/unit_tests.log")"
+echo "== vision benchmarks"
+{
+  edgeinfer bench-vision preprocess --batch 8 --fp16
+  edgeinfer bench-vision preprocess --batch 1 --fp16
+  edgeinfer bench-vision preprocess --batch 8
+  edgeinfer bench-vision preprocess --batch 8 --fp16 --layout NHWC
+  edgeinfer bench-vision preprocess --batch 8 --fp16 --format BGRx
+  edgeinfer bench-vision nms --boxes 10000 --objects 200
+  edgeinfer bench-vision nms --boxes 10000 --objects 2000
+  edgeinfer bench-vision nms --boxes 1000 --objects 50
+} 2>&1 | tee "$out/vision_bench.txt"
+if [ -n "${COMPARE_ARGS:-}" ]; then
+  left=$((${BUDGET_S:-540} - (SECONDS - start) - 20))
+  echo "== compare_pytorch.py $COMPARE_ARGS (${left} s)"
+  py=/opt/torch/.venv/bin/python
+  # shellcheck disable=SC2086
+  PYTHONUNBUFFERED=1 timeout -k 10 "$left" "$py" scripts/bench/compare_pytorch.py \
+    --edgeinfer "$(command -v edgeinfer)" --work /tmp/ei_compare --time-budget $((left * 3 / 4)) \
+    $COMPARE_ARGS 2>&1 | tee "$out/compare.txt" | grep -v -E '^(###)'
+fi
+echo "== done in $((SECONDS - start)) s; unit tests rc=$unit_rc"
+exit $unit_rc

@@ -1,0 +1,74 @@
+// A network as applications and the GStreamer element use it: frames in, results out. It
+// reads a model config (vision/model_config.h), builds or loads the engine (cached on disk, keyed
+// by the model, the backend, the precision and the device), preprocesses frames (on the GPU
+// with one kernel per batch when the engine runs there, frames in host or device memory),
+// runs the engine and decodes its outputs into Detection / Classification results in frame
+// pixels.
+//
+//   auto model = edgeinfer::vision::VisionModel::load("models/blazeface/model.json");
+//   auto results = (*model)->infer({frameView});   // one FrameResult per frame
+//   for (const Detection& d : (*results)[0].detections) ...
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "edgeinfer/builder.h"
+#include "edgeinfer/engine.h"
+#include "edgeinfer/status.h"
+#include "edgeinfer/vision/model_config.h"
+#include "edgeinfer/vision/preprocess.h"
+#include "edgeinfer/vision/types.h"
+
+namespace edgeinfer::vision {
+
+struct VisionModelOptions {
+  /// kAuto: the GPU when one is usable, else the CPU.
+  Backend backend = Backend::kAuto;
+  /// Kernel precision on the GPU (the CPU computes in FP32 whatever this says).
+  Precision precision = Precision::kFp16;
+  int deviceId = 0;
+  /// Where engines are kept between runs ("" = $XDG_CACHE_HOME/edgeinfer/engines, or
+  /// ~/.cache/edgeinfer/engines). A cached engine is reused when it was built from the same
+  /// ONNX bytes, backend, precision and SDK version for this device; otherwise it is rebuilt
+  /// (and the reason logged).
+  std::string engineCacheDir;
+  /// Do not read or write the engine cache.
+  bool noEngineCache = false;
+  /// Builder settings besides backend/precision/deviceId (timing cache, passes ...).
+  BuilderConfig builder;
+};
+
+/// What a model found in one frame.
+struct FrameResult {
+  std::vector<Detection> detections;            ///< detectors (yolov5/yolov8/ssd decoders)
+  std::vector<Classification> classifications;  ///< classifiers, best first
+  Tensor segmentation;                          ///< segmentation decoder: class per pixel (uint8)
+  Transform transform;                          ///< tensor-to-frame mapping used
+};
+
+class VisionModel {
+ public:
+  /// Reads the config and builds (or loads the cached) engine. Errors name the config file
+  /// and field, the model file, or the engine's mismatch with the config (input tensor name,
+  /// shape, output names).
+  static Expected<std::unique_ptr<VisionModel>> load(const std::string& configPath,
+                                                     const VisionModelOptions& options = {});
+  static Expected<std::unique_ptr<VisionModel>> create(const ModelConfig& config,
+                                                       const VisionModelOptions& options = {});
+  virtual ~VisionModel() = default;
+
+  virtual const ModelConfig& config() const = 0;
+  virtual const Engine& engine() const = 0;
+  /// Whether the engine runs on the GPU.
+  virtual bool onGpu() const = 0;
+  /// "built in 12.3 s" or "loaded from <file>": how the engine came to be.
+  virtual const std::string& engineSource() const = 0;
+
+  /// Runs frames (host or, with a GPU engine, device memory) through the model: one result per
+  /// frame, in order. Batches larger than the engine's batch run in several passes.
+  virtual Expected<std::vector<FrameResult>> infer(const std::vector<FrameView>& frames) = 0;
+};
+
+}  // namespace edgeinfer::vision

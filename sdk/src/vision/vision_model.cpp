@@ -1,0 +1,329 @@
+// VisionModel: config -> engine (cached) -> preprocess -> run -> decode (vision_model.h).
+#include "edgeinfer/vision/vision_model.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include "builder/engine_format.h"
+#include "edgeinfer/logger.h"
+#include "edgeinfer/vision/postprocess.h"
+#include "runtime/cuda_backend.h"
+
+namespace edgeinfer::vision {
+namespace {
+
+Status invalid(std::string message) {
+  return Status(ErrorCode::kInvalidArgument, std::move(message));
+}
+
+std::string defaultCacheDir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::string(x) + "/edgeinfer/engines";
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return std::string(h) + "/.cache/edgeinfer/engines";
+  return ".edgeinfer-engines";
+}
+
+Status makeDirs(const std::string& dir) {
+  for (size_t i = 1; i <= dir.size(); ++i) {
+    if (i < dir.size() && dir[i] != '/') continue;
+    const std::string part = dir.substr(0, i);
+    struct stat st {};
+    if (stat(part.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode))
+        return Status(ErrorCode::kIoError, "engine cache: '" + part + "' is not a directory");
+      continue;
+    }
+    if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
+      return Status(ErrorCode::kIoError, "engine cache: cannot create directory '" + part + "'");
+  }
+  return Status::Ok();
+}
+
+std::string fileSafe(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  return s.empty() ? "model" : s;
+}
+
+class VisionModelImpl final : public VisionModel {
+ public:
+  VisionModelImpl(ModelConfig cfg, std::unique_ptr<Engine> engine, std::string source)
+      : cfg_(std::move(cfg)), engine_(std::move(engine)), source_(std::move(source)) {}
+
+  Status init(const VisionModelOptions& opt) {
+    const TensorDesc* in = nullptr;
+    std::string names;
+    for (const TensorDesc& d : engine_->inputs()) {
+      names += (names.empty() ? "" : ", ") + d.name;
+      if (d.name == cfg_.inputTensor) in = &d;
+    }
+    const std::string where = cfg_.sourcePath.empty() ? cfg_.name : cfg_.sourcePath;
+    if (!in)
+      return invalid(where + ": input.tensor '" + cfg_.inputTensor +
+                     "' is not an input of the model (its inputs: " + names + ")");
+    if (engine_->inputs().size() != 1)
+      return Status(ErrorCode::kUnsupported,
+                    where + ": the model has " + std::to_string(engine_->inputs().size()) +
+                        " inputs (" + names + "); VisionModel feeds one image input");
+    const Shape& s = in->shape;
+    batch_ = s.rank() == 4 && s[0] > 0 ? s[0] : 0;
+    if (batch_ == 0 || s != preprocessTensorShape(cfg_.preprocess, batch_))
+      return invalid(where + ": input '" + in->name + "' of the model is " + s.toString() +
+                     " but the config's input (" + std::to_string(cfg_.preprocess.outputWidth) +
+                     "x" + std::to_string(cfg_.preprocess.outputHeight) + ", " +
+                     (cfg_.preprocess.layout == TensorLayout::kNCHW ? "NCHW" : "NHWC") +
+                     ") makes " + preprocessTensorShape(cfg_.preprocess, 1).toString() +
+                     " per image");
+    if (in->dtype != cfg_.preprocess.dtype)
+      return invalid(where + ": input.dtype is " + dataTypeName(cfg_.preprocess.dtype) +
+                     " but the model's input '" + in->name + "' is " + dataTypeName(in->dtype));
+    // Every output the decoder reads must exist.
+    std::vector<std::string> wanted;
+    if (cfg_.decoder == DecoderType::kSsd) {
+      wanted = cfg_.ssd.boxOutputs;
+      wanted.insert(wanted.end(), cfg_.ssd.scoreOutputs.begin(), cfg_.ssd.scoreOutputs.end());
+    } else {
+      wanted.push_back(cfg_.outputTensor);
+    }
+    std::string outs;
+    for (const TensorDesc& d : engine_->outputs()) outs += (outs.empty() ? "" : ", ") + d.name;
+    for (const std::string& w : wanted) {
+      bool found = false;
+      for (const TensorDesc& d : engine_->outputs()) found = found || d.name == w;
+      if (!found)
+        return invalid(where + ": decoder output '" + w +
+                       "' is not an output of the model (its outputs: " + outs + ")");
+    }
+    auto ctx = engine_->createExecutionContext();
+    if (!ctx.ok()) return ctx.status();
+    ctx_ = std::move(*ctx);
+    gpu_ = engine_->info().backend == Backend::kCuda;
+    const Shape shape = preprocessTensorShape(cfg_.preprocess, batch_);
+    if (gpu_) {
+      auto pre = CudaPreprocessor::create(cfg_.preprocess, opt.deviceId);
+      if (!pre.ok()) return pre.status();
+      pre_ = std::move(*pre);
+      auto host = Tensor::create(cfg_.preprocess.dtype, shape);
+      if (!host.ok()) return host.status();
+      auto dev = copyToDevice(*host, opt.deviceId);
+      if (!dev.ok()) return dev.status();
+      input_ = *dev;
+    } else {
+      auto host = Tensor::create(cfg_.preprocess.dtype, shape);
+      if (!host.ok()) return host.status();
+      input_ = *host;
+    }
+    return ctx_->setInput(cfg_.inputTensor, input_);
+  }
+
+  const ModelConfig& config() const override { return cfg_; }
+  const Engine& engine() const override { return *engine_; }
+  bool onGpu() const override { return gpu_; }
+  const std::string& engineSource() const override { return source_; }
+
+  Expected<std::vector<FrameResult>> infer(const std::vector<FrameView>& frames) override {
+    std::vector<FrameResult> results;
+    results.reserve(frames.size());
+    for (size_t start = 0; start < frames.size(); start += static_cast<size_t>(batch_)) {
+      const size_t n = std::min(frames.size() - start, static_cast<size_t>(batch_));
+      std::vector<Transform> transforms(n);
+      if (gpu_) {
+        const std::vector<FrameView> part(frames.begin() + static_cast<std::ptrdiff_t>(start),
+                                          frames.begin() + static_cast<std::ptrdiff_t>(start + n));
+        // The engine's context runs on its own stream: preprocessing on the legacy default
+        // stream is ordered before it.
+        EI_RETURN_IF_ERROR(pre_->run(part, input_, 0, &transforms, nullptr));
+      } else {
+        for (size_t i = 0; i < n; ++i) {
+          Status st = preprocessCpu(frames[start + i], cfg_.preprocess, input_, static_cast<int>(i),
+                                    &transforms[i]);
+          if (!st.ok())
+            return Status(st.code(), "frame " + std::to_string(start + i) + ": " + st.message());
+        }
+      }
+      EI_RETURN_IF_ERROR(ctx_->execute());
+      std::map<std::string, Tensor> outputs;
+      for (const TensorDesc& d : engine_->outputs()) {
+        auto t = ctx_->getOutput(d.name);
+        if (!t.ok()) return t.status();
+        outputs[d.name] = *t;
+      }
+      // Images beyond n (a partial last batch) are decoded too and dropped here.
+      std::vector<Transform> all(static_cast<size_t>(batch_), transforms.back());
+      for (size_t i = 0; i < n; ++i) all[i] = transforms[i];
+      std::vector<FrameResult> part(static_cast<size_t>(batch_));
+      EI_RETURN_IF_ERROR(decode(outputs, all, part));
+      for (size_t i = 0; i < n; ++i) {
+        part[i].transform = transforms[i];
+        results.push_back(std::move(part[i]));
+      }
+    }
+    return results;
+  }
+
+ private:
+  Status decode(const std::map<std::string, Tensor>& outputs, const std::vector<Transform>& tf,
+                std::vector<FrameResult>& out) {
+    auto addDetections = [&](Expected<std::vector<Detection>> dets) -> Status {
+      if (!dets.ok()) return dets.status();
+      for (Detection& d : *dets)
+        if (d.batchIndex >= 0 && d.batchIndex < static_cast<int>(out.size()))
+          out[static_cast<size_t>(d.batchIndex)].detections.push_back(std::move(d));
+      return Status::Ok();
+    };
+    switch (cfg_.decoder) {
+      case DecoderType::kSsd:
+        return addDetections(decodeSsdOutputs(outputs, cfg_.ssd, tf));
+      case DecoderType::kYoloV5:
+        return addDetections(decodeYoloV5(outputs.at(cfg_.outputTensor), cfg_.yolov5, tf));
+      case DecoderType::kYoloV8:
+        return addDetections(decodeYoloV8(outputs.at(cfg_.outputTensor), cfg_.yolov8, tf));
+      case DecoderType::kClassification: {
+        auto c = classify(outputs.at(cfg_.outputTensor), cfg_.classify);
+        if (!c.ok()) return c.status();
+        for (size_t i = 0; i < out.size() && i < c->size(); ++i)
+          out[i].classifications = std::move((*c)[i]);
+        return Status::Ok();
+      }
+      case DecoderType::kSegmentation: {
+        auto m = segmentationArgmax(outputs.at(cfg_.outputTensor));
+        if (!m.ok()) return m.status();
+        const Shape& s = m->shape();  // [N, H, W]
+        const int64_t per = s.numel() / std::max<int64_t>(1, s[0]);
+        for (size_t i = 0; i < out.size() && static_cast<int64_t>(i) < s[0]; ++i) {
+          Tensor one = Tensor::zeros(m->dtype(), {s[1], s[2]});
+          std::copy_n(m->data<uint8_t>() + static_cast<int64_t>(i) * per, per, one.data<uint8_t>());
+          out[i].segmentation = one;
+        }
+        return Status::Ok();
+      }
+    }
+    return Status(ErrorCode::kInternal, "unknown decoder");
+  }
+
+  ModelConfig cfg_;
+  std::unique_ptr<Engine> engine_;
+  std::string source_;
+  std::unique_ptr<ExecutionContext> ctx_;
+  std::unique_ptr<CudaPreprocessor> pre_;
+  Tensor input_;
+  int64_t batch_ = 1;
+  bool gpu_ = false;
+};
+
+Expected<std::vector<uint8_t>> readFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status(ErrorCode::kNotFound, "cannot open model '" + path + "'");
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+// The cached engine for these bytes and options, or null (with the reason logged) when there
+// is none that fits.
+std::unique_ptr<Engine> loadCached(const std::string& path, const std::string& hash,
+                                   Precision precision) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return nullptr;
+  auto e = Engine::load(path);
+  if (!e.ok()) {
+    log(Severity::kWarning,
+        "engine cache: rebuilding, '" + path + "' cannot be used: " + e.status().toString());
+    return nullptr;
+  }
+  const EngineInfo& info = (*e)->info();
+  if (info.modelHash != hash) {
+    log(Severity::kInfo, "engine cache: rebuilding, the model changed since '" + path +
+                             "' was built (hash " + info.modelHash + ", now " + hash + ")");
+    return nullptr;
+  }
+  if (info.backend == Backend::kCuda && info.precision != precision) {
+    log(Severity::kInfo, "engine cache: rebuilding, '" + path + "' is " +
+                             precisionName(info.precision) + ", " + precisionName(precision) +
+                             " was asked for");
+    return nullptr;
+  }
+  return std::move(*e);
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<VisionModel>> VisionModel::load(const std::string& configPath,
+                                                         const VisionModelOptions& options) {
+  auto cfg = loadModelConfig(configPath);
+  if (!cfg.ok()) return cfg.status();
+  return create(*cfg, options);
+}
+
+Expected<std::unique_ptr<VisionModel>> VisionModel::create(const ModelConfig& config,
+                                                           const VisionModelOptions& options) {
+  BuilderConfig bc = options.builder;
+  bc.backend = options.backend;
+  bc.precision = options.precision;
+  bc.deviceId = options.deviceId;
+  if (bc.dynamicDimDefault < 0) bc.dynamicDimDefault = 1;  // e.g. a dynamic batch: 1
+  auto bytes = readFile(config.modelPath);
+  if (!bytes.ok())
+    return Status(bytes.status().code(),
+                  (config.sourcePath.empty() ? config.name : config.sourcePath) +
+                      ": model: " + bytes.status().message());
+  const std::string hash = builder::fnv1aHex(bytes->data(), bytes->size());
+  // The backend decides the cache file, so resolve kAuto first.
+  Backend backend = bc.backend;
+  if (backend == Backend::kAuto) {
+    std::string why;
+    backend = runtime::cudaBackendUsable(bc.deviceId, &why) ? Backend::kCuda : Backend::kCpu;
+  }
+  if (backend == Backend::kCpu) bc.precision = Precision::kFp32;  // what the CPU computes in
+  if (bc.externalDataDir.empty()) {
+    const size_t slash = config.modelPath.rfind('/');
+    bc.externalDataDir = slash == std::string::npos ? "." : config.modelPath.substr(0, slash);
+  }
+  std::string cachePath;
+  std::unique_ptr<Engine> engine;
+  std::string source;
+  if (!options.noEngineCache) {
+    const std::string dir =
+        options.engineCacheDir.empty() ? defaultCacheDir() : options.engineCacheDir;
+    EI_RETURN_IF_ERROR(makeDirs(dir));
+    cachePath = dir + "/" + fileSafe(config.name) + "-" + hash + "-" + backendName(backend) +
+                (backend == Backend::kCuda ? std::string("-") + precisionName(bc.precision) : "") +
+                ".engine";
+    engine = loadCached(cachePath, hash, bc.precision);
+    if (engine) source = "loaded from " + cachePath;
+  }
+  if (!engine) {
+    log(Severity::kInfo, "building the engine of " + config.name + " from " + config.modelPath +
+                             " (" + backendName(backend) + ") ...");
+    const auto t0 = std::chrono::steady_clock::now();
+    bc.backend = backend;
+    auto built = Builder::buildFromBuffer(bytes->data(), bytes->size(), bc);
+    if (!built.ok())
+      return Status(built.status().code(),
+                    config.modelPath + ": building the engine failed: " + built.status().message());
+    engine = std::move(*built);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    source = "built in " + std::to_string(s).substr(0, std::to_string(s).find('.') + 2) + " s";
+    if (!cachePath.empty()) {
+      Status st = engine->save(cachePath);
+      if (st.ok()) {
+        source += ", saved to " + cachePath;
+      } else {
+        log(Severity::kWarning, "engine cache: not saved: " + st.toString());
+      }
+    }
+    log(Severity::kInfo, config.name + ": engine " + source);
+  }
+  auto model = std::make_unique<VisionModelImpl>(config, std::move(engine), source);
+  EI_RETURN_IF_ERROR(model->init(options));
+  return std::unique_ptr<VisionModel>(std::move(model));
+}
+
+}  // namespace edgeinfer::vision
