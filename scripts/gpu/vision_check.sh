@@ -8,8 +8,19 @@
 set -uo pipefail
 start=$SECONDS
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-# shellcheck source=/dev/null
-source .bundle/env.sh
+# A bundle too large to carry as a folder (FFmpeg's libraries) comes as .devcarry/bundle.tar.xz
+# with the media and models the tests read (see docs/performance.md, "How GPU runs are made").
+if [ -f .devcarry/bundle.tar.xz ]; then
+  mkdir -p /tmp/ei && tar -xJf .devcarry/bundle.tar.xz -C /tmp/ei
+  # shellcheck source=/dev/null
+  source /tmp/ei/.bundle/env.sh
+  export EDGEINFER_MEDIA_DIR=$PWD/.devcarry/media EDGEINFER_MODELS_DIR=$PWD/.devcarry/models
+  mkdir -p /usr/share/forensics-samples/original-files/movie1
+  cp .devcarry/*.mp4 /usr/share/forensics-samples/original-files/movie1/ 2>/dev/null || true
+else
+  # shellcheck source=/dev/null
+  source .bundle/env.sh
+fi
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -29,6 +40,12 @@ echo "== vision benchmarks"
   edgeinfer bench-vision nms --boxes 10000 --objects 200
   edgeinfer bench-vision nms --boxes 10000 --objects 2000
   edgeinfer bench-vision nms --boxes 1000 --objects 50
+  if [ -n "${EDGEINFER_MODELS_DIR:-}" ]; then
+    for p in fp16 fp32; do
+      edgeinfer bench "$EDGEINFER_MODELS_DIR/blazeface/blazeface_back_256.onnx" --backend cuda \
+        $([ $p = fp16 ] && echo --fp16) --iterations 500 2>&1 | grep -E "latency|p50|throughput|GPU" | head -5
+    done
+  fi
 } 2>&1 | tee "$out/vision_bench.txt"
 if [ -n "${COMPARE_ARGS:-}" ]; then
   left=$((${BUDGET_S:-540} - (SECONDS - start) - 20))

@@ -129,14 +129,22 @@ __global__ void scanKernel(const unsigned long long* mask, const int* counts, co
     unsigned long long cur = removed[w];
     unsigned long long keptBits = 0;
     unsigned long long todo = ~cur & valid;
+    const int first = out;
+    // The serial part: only register and shuffle work (a global access here would put its
+    // latency on every kept candidate).
     while (todo) {  // warp-uniform
       const int b = __ffsll(static_cast<long long>(todo)) - 1;
       keptBits |= 1ull << b;
-      if (lane == 0) kept[static_cast<int64_t>(n) * maxDetections + out] = order[base + w * 64 + b];
       if (++out == maxDetections) break;
       cur |= __shfl_sync(full, b < 32 ? d0 : d1, b & 31);
       todo = ~cur & valid & ~((2ull << b) - 1);  // b == 63: 2 << 63 == 0, mask all ones
     }
+    // The block's kept candidates, written in parallel: lane l writes bits l and l + 32.
+    for (int b = lane; b < kBlockBits; b += 32)
+      if ((keptBits >> b) & 1ull) {
+        const int rank = __popcll(keptBits & ((1ull << b) - 1));
+        kept[static_cast<int64_t>(n) * maxDetections + first + rank] = order[base + w * 64 + b];
+      }
     // Rows of the kept candidates suppress later blocks.
     if (out < maxDetections)
       for (int j = w + 1 + lane; j < blocks; j += 32) {
