@@ -4,17 +4,20 @@
 //   2. one CUB radix sort of (image, score) keys, stable (ties keep index order);
 //   3. gather the sorted boxes and classes;
 //   4. the IoU > threshold bit matrix of pairs (i < j) in sorted order, 64 columns a thread;
-//   5. one warp per image walks the matrix 64 candidates at a time: only the candidates that
-//      survive cost work (a shuffle and the loads of their row), suppressed ones a bit test.
+//   5. one thread block per image walks the matrix 64 candidates at a time: one warp decides
+//      (a shuffle per survivor, a bit test per suppressed candidate), all threads OR the
+//      survivors' rows into the later blocks.
 // IoU uses explicitly rounded intrinsics in the CPU's order (vision/types.cpp), so the
 // comparison with the threshold gives the same answer bit for bit.
 #include <cuda_runtime.h>
 #include <cub/device/device_radix_sort.cuh>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "edgeinfer/logger.h"
 #include "edgeinfer/vision/postprocess.h"
 #include "kernels/cuda/cuda_check.h"
 #include "runtime/cuda_backend.h"
@@ -101,65 +104,110 @@ __global__ void maskKernel(const float4* sortedBoxes, const int* sortedClasses, 
   mask[(base + i) * words + colBlock] = bits;
 }
 
-// One warp per image: the greedy walk over the sorted candidates.
-__global__ void scanKernel(const unsigned long long* mask, const int* counts, const int* order,
-                           int perImage, int words, int maxDetections, int* kept, int* keptCounts) {
+// One thread block per image: the greedy walk over the sorted candidates, 64 at a time.
+// Warp 0 decides which candidates of the block survive (registers and shuffles only: the
+// serial part); then every thread of the block ORs the mask rows of the survivors into the
+// `removed` bits of later blocks (independent loads, spread over kScanThreads threads, so their
+// memory latency overlaps instead of adding up).
+constexpr int kScanThreads = 512;
+
+__global__ void __launch_bounds__(kScanThreads)
+    scanKernel(const unsigned long long* mask, const int* counts, const int* order, int perImage,
+               int words, int maxDetections, int* kept, int* keptCounts) {
   extern __shared__ unsigned long long removed[];
-  const int n = blockIdx.x, lane = threadIdx.x;
+  __shared__ int rows[kBlockBits];
+  __shared__ int keptRows, outShared;
+  const int n = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
+  const bool resolver = tid < 32;
   const unsigned full = 0xffffffffu;
   const int count = counts[n];
   const int blocks = (count + kBlockBits - 1) / kBlockBits;
-  for (int j = lane; j < blocks; j += 32) removed[j] = 0;
-  __syncwarp();
+  for (int j = tid; j < blocks; j += blockDim.x) removed[j] = 0;
+  if (tid == 0) outShared = 0;
+  __syncthreads();
   const int64_t base = static_cast<int64_t>(n) * perImage;
   const unsigned long long* m = mask + base * words;
-  int out = 0;
   // Rows of the diagonal word of block w: lane l holds rows 64 w + l and 64 w + 32 + l. They
   // do not depend on the walk, so the next block's are loaded while this one is walked.
   auto diag = [&](int w, int row) -> unsigned long long {
     const int i = w * kBlockBits + row;
     return i < count ? m[static_cast<int64_t>(i) * words + w] : 0ull;
   };
-  unsigned long long d0 = blocks > 0 ? diag(0, lane) : 0, d1 = blocks > 0 ? diag(0, lane + 32) : 0;
-  for (int w = 0; w < blocks && out < maxDetections; ++w) {
-    unsigned long long n0 = 0, n1 = 0;
-    if (w + 1 < blocks) n0 = diag(w + 1, lane), n1 = diag(w + 1, lane + 32);
-    const int rows = min(kBlockBits, count - w * kBlockBits);
-    const unsigned long long valid = rows == kBlockBits ? ~0ull : (1ull << rows) - 1;
-    unsigned long long cur = removed[w];
-    unsigned long long keptBits = 0;
-    unsigned long long todo = ~cur & valid;
-    const int first = out;
-    // The serial part: only register and shuffle work (a global access here would put its
-    // latency on every kept candidate).
-    while (todo) {  // warp-uniform
-      const int b = __ffsll(static_cast<long long>(todo)) - 1;
-      keptBits |= 1ull << b;
-      if (++out == maxDetections) break;
-      cur |= __shfl_sync(full, b < 32 ? d0 : d1, b & 31);
-      todo = ~cur & valid & ~((2ull << b) - 1);  // b == 63: 2 << 63 == 0, mask all ones
-    }
-    // The block's kept candidates, written in parallel: lane l writes bits l and l + 32.
-    for (int b = lane; b < kBlockBits; b += 32)
-      if ((keptBits >> b) & 1ull) {
-        const int rank = __popcll(keptBits & ((1ull << b) - 1));
-        kept[static_cast<int64_t>(n) * maxDetections + first + rank] = order[base + w * 64 + b];
+  unsigned long long d0 = 0, d1 = 0;
+  if (resolver && blocks > 0) d0 = diag(0, lane), d1 = diag(0, lane + 32);
+  int out = 0;  // meaningful in the resolver warp
+  for (int w = 0; w < blocks; ++w) {
+    if (resolver) {
+      unsigned long long n0 = 0, n1 = 0;
+      if (w + 1 < blocks) n0 = diag(w + 1, lane), n1 = diag(w + 1, lane + 32);
+      const int rowsHere = min(kBlockBits, count - w * kBlockBits);
+      const unsigned long long valid = rowsHere == kBlockBits ? ~0ull : (1ull << rowsHere) - 1;
+      unsigned long long cur = removed[w];
+      unsigned long long keptBits = 0;
+      unsigned long long todo = ~cur & valid;
+      const int first = out;
+      while (todo) {  // warp-uniform
+        const int b = __ffsll(static_cast<long long>(todo)) - 1;
+        keptBits |= 1ull << b;
+        if (++out == maxDetections) break;
+        cur |= __shfl_sync(full, b < 32 ? d0 : d1, b & 31);
+        todo = ~cur & valid & ~((2ull << b) - 1);  // b == 63: 2 << 63 == 0, mask all ones
       }
-    // Rows of the kept candidates suppress later blocks.
-    if (out < maxDetections)
-      for (int j = w + 1 + lane; j < blocks; j += 32) {
-        unsigned long long acc = 0;
-        for (unsigned long long k = keptBits; k; k &= k - 1) {
-          const int b = __ffsll(static_cast<long long>(k)) - 1;
-          acc |= m[static_cast<int64_t>(w * kBlockBits + b) * words + j];
+      // The block's survivors, written in parallel: lane l takes bits l and l + 32.
+      for (int b = lane; b < kBlockBits; b += 32)
+        if ((keptBits >> b) & 1ull) {
+          const int rank = __popcll(keptBits & ((1ull << b) - 1));
+          kept[static_cast<int64_t>(n) * maxDetections + first + rank] = order[base + w * 64 + b];
+          rows[rank] = w * kBlockBits + b;
         }
-        removed[j] |= acc;
-      }
-    __syncwarp();
-    d0 = n0, d1 = n1;
+      if (lane == 0) keptRows = __popcll(keptBits), outShared = out;
+      d0 = n0, d1 = n1;
+    }
+    __syncthreads();
+    if (outShared >= maxDetections) break;  // block-uniform
+    const int later = blocks - w - 1, items = keptRows * later;
+    for (int item = tid; item < items; item += blockDim.x) {
+      const int r = item / later, j = w + 1 + item % later;  // consecutive threads: one row
+      atomicOr(&removed[j], m[static_cast<int64_t>(rows[r]) * words + j]);
+    }
+    __syncthreads();
   }
-  if (lane == 0) keptCounts[n] = out;
+  if (tid == 0) keptCounts[n] = outShared;
 }
+
+// With EDGEINFER_NMS_PROFILE=1, CUDA-event times of each stage are logged (for tuning).
+class StageTimer {
+ public:
+  explicit StageTimer(cudaStream_t s) : stream_(s) {
+    const char* e = std::getenv("EDGEINFER_NMS_PROFILE");
+    on_ = e && *e && *e != '0';
+  }
+  ~StageTimer() {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  void mark() {
+    if (!on_) return;
+    cudaEvent_t e = nullptr;
+    if (cudaEventCreate(&e) != cudaSuccess) return;
+    events_.push_back(e);
+    cudaEventRecord(e, stream_);
+  }
+  void report(const std::vector<const char*>& names) {
+    if (!on_ || events_.size() < 2) return;
+    std::string line = "CudaNms stages (us):";
+    for (size_t i = 1; i < events_.size() && i - 1 < names.size(); ++i) {
+      float ms = 0;
+      cudaEventElapsedTime(&ms, events_[i - 1], events_[i]);
+      line += std::string(" ") + names[i - 1] + " " + std::to_string(ms * 1000.f);
+    }
+    log(Severity::kInfo, line);
+  }
+
+ private:
+  cudaStream_t stream_;
+  bool on_ = false;
+  std::vector<cudaEvent_t> events_;
+};
 
 class CudaNmsImpl final : public CudaNms {
  public:
@@ -239,30 +287,39 @@ class CudaNmsImpl final : public CudaNms {
     int* kept = static_cast<int*>(at(oKept));
     int* keptCounts = kept + static_cast<size_t>(images) * maxDet;
 
+    StageTimer timer(s);
+    timer.mark();
     EI_CUDA_CHECK(cudaMemsetAsync(counts, 0, images * sizeof(int), s));
     const auto* bx = static_cast<const float4*>(boxes.raw());
     filterKernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, s>>>(
         bx, scores.data<float>(), params.scoreThreshold, total, per, keys, vals, counts);
     EI_CUDA_CHECK(cudaGetLastError());
+    timer.mark();
     EI_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(at(oSort), sortBytes, keys, keysOut, vals, order,
                                                   total, 0, endBit, s));
+    timer.mark();
     gatherKernel<<<dim3((per + 255) / 256, images), 256, 0, s>>>(
         bx, classIds.empty() ? nullptr : classIds.data<int>(), order, counts, per, sortedBoxes,
         sortedClasses);
+    timer.mark();
     maskKernel<<<dim3(words, words, images), kBlockBits, 0, s>>>(
         sortedBoxes, sortedClasses, counts, per, words, params.iouThreshold,
         params.classAgnostic || classIds.empty(), mask);
+    timer.mark();
     const size_t scanShared = static_cast<size_t>(words) * sizeof(unsigned long long);
     if (scanShared > 48 * 1024)
       EI_CUDA_CHECK(cudaFuncSetAttribute(scanKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(scanShared)));
-    scanKernel<<<images, 32, scanShared, s>>>(mask, counts, order, per, words, maxDet, kept,
-                                              keptCounts);
+    scanKernel<<<images, kScanThreads, scanShared, s>>>(mask, counts, order, per, words, maxDet,
+                                                        kept, keptCounts);
     EI_CUDA_CHECK(cudaGetLastError());
+    timer.mark();
     const size_t resultBytes = static_cast<size_t>(images) * (maxDet + 1) * sizeof(int);
     EI_CUDA_CHECK(cudaMemcpyAsync(host_, kept, resultBytes, cudaMemcpyDeviceToHost, s));
     EI_CUDA_CHECK(cudaStreamSynchronize(s));
 
+    timer.mark();
+    timer.report({"filter", "sort", "gather", "mask", "walk", "copy"});
     const int* hk = static_cast<const int*>(host_);
     const int* hc = hk + static_cast<size_t>(images) * maxDet;
     std::vector<std::vector<int>> result(static_cast<size_t>(images));
