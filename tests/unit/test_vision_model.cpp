@@ -7,10 +7,13 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
+#include "edgeinfer/vision/postprocess.h"
 #include "edgeinfer/vision/vision_model.h"
+#include "test_model.h"
 
 #if EDGEINFER_HAVE_CUDA
 #include "tactic_test_util.h"
@@ -253,6 +256,207 @@ TEST(VisionModel, CorruptOnnx_n) {
   auto m = VisionModel::create(*cfg, cpuOptions(dir));
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("bad.onnx"), std::string::npos) << m.status().toString();
+}
+
+// ---- The shipped templates on models shaped like the real exports ---------------------------
+// models/yolov5, models/yolov8 and models/imagenet-classifier (model.json) are templates for a
+// user's own export; here each drives a model generated with the same input and output names and
+// shapes (random weights: only shapes and decoding are checked). VisionModel's results must equal
+// the decoders run by hand on the engine's raw output of the same preprocessed photo.
+
+std::string readText(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// Loads a template config with its model written into `dir` under the name the config expects.
+Expected<ModelConfig> templateWithModel(const std::string& templ, const test::TestModel& m,
+                                        const test::TempDir& dir) {
+  const std::string path = modelsDir() + "/" + templ + "/model.json";
+  auto cfg = parseModelConfig(readText(path), path, dir.path());
+  if (!cfg.ok()) return cfg;
+  dir.write(cfg->modelPath.substr(cfg->modelPath.rfind('/') + 1), m.bytes());
+  return cfg;
+}
+
+// The template's photo through preprocessCpu + a plain engine: the raw output and transform.
+void rawOutput(const ModelConfig& cfg, const Image& img, Tensor& out, Transform& tf) {
+  BuilderConfig bc;
+  bc.backend = Backend::kCpu;
+  auto engine = Builder::buildFromFile(cfg.modelPath, bc);
+  ASSERT_TRUE(engine.ok()) << engine.status().toString();
+  auto ctx = (*engine)->createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  Tensor in = Tensor::zeros(cfg.preprocess.dtype, preprocessTensorShape(cfg.preprocess, 1));
+  ASSERT_TRUE(preprocessCpu(img.view(), cfg.preprocess, in, 0, &tf).ok());
+  auto outs = (*ctx)->run({{cfg.inputTensor, in}});
+  ASSERT_TRUE(outs.ok()) << outs.status().toString();
+  out = outs->at(cfg.outputTensor).clone();
+}
+
+bool loadPhoto(Image& img) {
+  return readPpm(mediaDir() + "/faces/2008_002506.ppm", img);
+}
+
+TEST(VisionModel, ClassifierTemplateOnAGeneratedClassifier) {
+  Image img;
+  if (!loadPhoto(img)) GTEST_SKIP() << "run scripts/fetch_media.sh";
+  // input [1,3,224,224] -> Conv 3->8 (4x4, stride 4) -> GlobalAveragePool -> Flatten -> Gemm
+  // -> output [1,1000] logits.
+  test::TestModel m;
+  m.input("input", {1, 3, 224, 224})
+      .randomInitializer("w", {8, 3, 4, 4}, 1)
+      .randomInitializer("fc", {1000, 8}, 2)
+      .randomInitializer("fcb", {1000}, 3)
+      .output("output");
+  auto& conv = m.node("Conv", {"input", "w"}, {"c"});
+  test::TestModel::attrInts(conv, "kernel_shape", {4, 4});
+  test::TestModel::attrInts(conv, "strides", {4, 4});
+  m.node("GlobalAveragePool", {"c"}, {"p"});
+  m.node("Flatten", {"p"}, {"f"});
+  auto& gemm = m.node("Gemm", {"f", "fc", "fcb"}, {"output"});
+  test::TestModel::attr(gemm, "transB", 1);
+  test::TempDir dir;
+  auto cfg = templateWithModel("imagenet-classifier", m, dir);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
+  VisionModelOptions o = cpuOptions(tempDir("cls"));
+  auto model = VisionModel::create(*cfg, o);
+  ASSERT_TRUE(model.ok()) << model.status().toString();
+  auto r = (*model)->infer({img.view(), img.view()});  // two frames, engine batch 1
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  ASSERT_EQ(r->size(), 2u);
+  Tensor raw;
+  Transform tf;
+  rawOutput(*cfg, img, raw, tf);
+  auto expected = classify(raw, cfg->classify);
+  ASSERT_TRUE(expected.ok());
+  for (const FrameResult& fr : *r) {
+    ASSERT_EQ(fr.classifications.size(), 5u);
+    for (size_t k = 0; k < 5; ++k) {
+      EXPECT_EQ(fr.classifications[k].classId, (*expected)[0][k].classId);
+      EXPECT_EQ(fr.classifications[k].score, (*expected)[0][k].score);
+      if (k > 0) {
+        EXPECT_LE(fr.classifications[k].score, fr.classifications[k - 1].score);
+      }
+    }
+  }
+}
+
+TEST(VisionModel, YoloV8TemplateOnAGeneratedDetector) {
+  Image img;
+  if (!loadPhoto(img)) GTEST_SKIP() << "run scripts/fetch_media.sh";
+  // images [1,3,640,640] -> three heads (patchify convs of stride 8, 16, 32 to 84 channels) ->
+  // [1,84,6400], [1,84,1600], [1,84,400] -> concat -> output0 [1,84,8400], as YOLOv8's export.
+  // Box rows are scaled to pixels (x 64 + 320) and class rows squashed with a sigmoid, so
+  // decoding yields boxes in and around the frame and a few hundred candidates for NMS.
+  test::TestModel m;
+  m.input("images", {1, 3, 640, 640}).initializerI64("shape", {3}, {1, 84, -1}).output("output0");
+  std::vector<std::string> heads;
+  for (int st : {8, 16, 32}) {
+    const std::string w = "w" + std::to_string(st), c = "c" + std::to_string(st),
+                      h = "h" + std::to_string(st);
+    m.randomInitializer(w, {84, 3, st, st}, static_cast<uint32_t>(st), -0.02f, 0.02f);
+    auto& conv = m.node("Conv", {"images", w}, {c});
+    test::TestModel::attrInts(conv, "kernel_shape", {st, st});
+    test::TestModel::attrInts(conv, "strides", {st, st});
+    m.node("Reshape", {c, "shape"}, {h});
+    heads.push_back(h);
+  }
+  auto& cat = m.node("Concat", heads, {"raw"});
+  test::TestModel::attr(cat, "axis", 2);
+  m.initializerI64("split", {2}, {4, 80});
+  auto& split = m.node("Split", {"raw", "split"}, {"box", "cls"});
+  test::TestModel::attr(split, "axis", 1);
+  m.initializer("scale", {1}, {64.f}).initializer("offset", {1}, {320.f});
+  m.node("Mul", {"box", "scale"}, {"boxs"});
+  m.node("Add", {"boxs", "offset"}, {"boxp"});
+  m.node("Sigmoid", {"cls"}, {"clsp"});
+  auto& out = m.node("Concat", {"boxp", "clsp"}, {"output0"});
+  test::TestModel::attr(out, "axis", 1);
+  test::TempDir dir;
+  auto cfg = templateWithModel("yolov8", m, dir);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
+  auto model = VisionModel::create(*cfg, cpuOptions(tempDir("yolo")));
+  ASSERT_TRUE(model.ok()) << model.status().toString();
+  auto r = (*model)->infer({img.view()});
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  Tensor raw;
+  Transform tf;
+  rawOutput(*cfg, img, raw, tf);
+  ASSERT_EQ(raw.shape(), (Shape{1, 84, 8400}));
+  auto expected = decodeYoloV8(raw, cfg->yolov8, {tf});
+  ASSERT_TRUE(expected.ok()) << expected.status().toString();
+  const auto& got = (*r)[0].detections;
+  ASSERT_EQ(got.size(), expected->size());
+  EXPECT_GT(got.size(), 0u) << "the generated detector should yield candidates";
+  EXPECT_LE(got.size(), static_cast<size_t>(cfg->yolov8.nms.maxDetections));
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].classId, (*expected)[i].classId);
+    EXPECT_EQ(got[i].score, (*expected)[i].score);
+    EXPECT_EQ(got[i].box.x1, (*expected)[i].box.x1);
+    EXPECT_GE(got[i].box.x1, 0.f);
+    EXPECT_LE(got[i].box.x2, static_cast<float>(img.width));
+    EXPECT_LE(got[i].box.y2, static_cast<float>(img.height));
+  }
+}
+
+TEST(VisionModel, YoloV5TemplateOnAGeneratedDetector) {
+  Image img;
+  if (!loadPhoto(img)) GTEST_SKIP() << "run scripts/fetch_media.sh";
+  // images [1,3,640,640] -> per stride 8/16/32 a patchify conv to 3 anchors x 85 channels ->
+  // [1,3,85,HW] -> [1,3,HW,85] -> [1,3HW,85]; concat -> output0 [1,25200,85], as YOLOv5's
+  // export: (cx, cy, w, h) in pixels (x 64 + 320 here), objectness and 80 class scores
+  // (sigmoid).
+  test::TestModel m;
+  m.input("images", {1, 3, 640, 640})
+      .initializerI64("s4", {4}, {1, 3, 85, -1})
+      .initializerI64("s3", {3}, {1, -1, 85})
+      .output("output0");
+  std::vector<std::string> heads;
+  for (int st : {8, 16, 32}) {
+    const std::string t = std::to_string(st);
+    m.randomInitializer("w" + t, {255, 3, st, st}, static_cast<uint32_t>(st), -0.02f, 0.02f);
+    auto& conv = m.node("Conv", {"images", "w" + t}, {"c" + t});
+    test::TestModel::attrInts(conv, "kernel_shape", {st, st});
+    test::TestModel::attrInts(conv, "strides", {st, st});
+    m.node("Reshape", {"c" + t, "s4"}, {"r" + t});
+    auto& tr = m.node("Transpose", {"r" + t}, {"t" + t});
+    test::TestModel::attrInts(tr, "perm", {0, 1, 3, 2});
+    m.node("Reshape", {"t" + t, "s3"}, {"h" + t});
+    heads.push_back("h" + t);
+  }
+  auto& cat = m.node("Concat", heads, {"raw"});
+  test::TestModel::attr(cat, "axis", 1);
+  m.initializerI64("split", {2}, {4, 81});
+  auto& split = m.node("Split", {"raw", "split"}, {"box", "cls"});
+  test::TestModel::attr(split, "axis", 2);
+  m.initializer("scale", {1}, {64.f}).initializer("offset", {1}, {320.f});
+  m.node("Mul", {"box", "scale"}, {"boxs"});
+  m.node("Add", {"boxs", "offset"}, {"boxp"});
+  m.node("Sigmoid", {"cls"}, {"clsp"});
+  auto& out = m.node("Concat", {"boxp", "clsp"}, {"output0"});
+  test::TestModel::attr(out, "axis", 2);
+  test::TempDir dir;
+  auto cfg = templateWithModel("yolov5", m, dir);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
+  auto model = VisionModel::create(*cfg, cpuOptions(tempDir("yolo5")));
+  ASSERT_TRUE(model.ok()) << model.status().toString();
+  auto r = (*model)->infer({img.view()});
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  Tensor raw;
+  Transform tf;
+  rawOutput(*cfg, img, raw, tf);
+  ASSERT_EQ(raw.shape(), (Shape{1, 25200, 85}));
+  auto expected = decodeYoloV5(raw, cfg->yolov5, {tf});
+  ASSERT_TRUE(expected.ok()) << expected.status().toString();
+  const auto& got = (*r)[0].detections;
+  ASSERT_EQ(got.size(), expected->size());
+  EXPECT_GT(got.size(), 0u) << "the generated detector should yield candidates";
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].classId, (*expected)[i].classId);
+    EXPECT_EQ(got[i].score, (*expected)[i].score);
+    EXPECT_EQ(got[i].box.y2, (*expected)[i].box.y2);
+  }
 }
 
 #if EDGEINFER_HAVE_CUDA
