@@ -433,6 +433,37 @@ TEST(VisionCuda, NmsMatchesCpuOnRandomClusters) {
   }
 }
 
+// One CudaNms replays a captured CUDA graph while shapes, parameters and buffers stay the same:
+// new data in the same buffers, then new parameters, must each give the CPU's answer.
+TEST(VisionCuda, NmsReusedAcrossCallsFollowsItsInputs) {
+  EI_SKIP_WITHOUT_GPU();
+  auto nms = CudaNms::create();
+  ASSERT_TRUE(nms.ok()) << nms.status().toString();
+  std::mt19937 rng(17);
+  NmsCase first = clusteredCase(2, 700, 30, 3, rng);
+  auto db = copyToDevice(Tensor::wrap(first.box.data(), DataType::kFloat32, {2, 700, 4}));
+  auto ds = copyToDevice(Tensor::wrap(first.score.data(), DataType::kFloat32, {2, 700}));
+  auto dc = copyToDevice(Tensor::wrap(first.cls.data(), DataType::kInt32, {2, 700}));
+  ASSERT_TRUE(db.ok() && ds.ok() && dc.ok());
+  for (int round = 0; round < 4; ++round) {
+    NmsCase c = round == 0 ? first : clusteredCase(2, 700, 30 + round, 3, rng);
+    ASSERT_EQ(cudaMemcpy(db->raw(), c.box.data(), db->bytes(), cudaMemcpyHostToDevice),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(ds->raw(), c.score.data(), ds->bytes(), cudaMemcpyHostToDevice),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dc->raw(), c.cls.data(), dc->bytes(), cudaMemcpyHostToDevice),
+              cudaSuccess);
+    NmsParams p;
+    p.maxDetections = round == 3 ? 5 : 300;
+    p.iouThreshold = round == 2 ? 0.2f : 0.45f;
+    for (int again = 0; again < 2; ++again) {
+      auto r = (*nms)->run(*db, *ds, *dc, p, nullptr);
+      ASSERT_TRUE(r.ok()) << r.status().toString();
+      EXPECT_EQ(*r, cpuNms(c, p, true)) << "round " << round << " call " << again;
+    }
+  }
+}
+
 TEST(VisionCuda, NmsNothingPassesTheThreshold) {
   EI_SKIP_WITHOUT_GPU();
   NmsCase c;

@@ -166,9 +166,25 @@ __global__ void __launch_bounds__(kScanThreads)
     __syncthreads();
     if (outShared >= maxDetections) break;  // block-uniform
     const int later = blocks - w - 1, items = keptRows * later;
-    for (int item = tid; item < items; item += blockDim.x) {
-      const int r = item / later, j = w + 1 + item % later;  // consecutive threads: one row
-      atomicOr(&removed[j], m[static_cast<int64_t>(rows[r]) * words + j]);
+    // kUnroll loads in flight per thread before their ORs (each load waits on memory).
+    constexpr int kUnroll = 8;
+    const int stride = static_cast<int>(blockDim.x);
+    for (int start = tid; start < items; start += stride * kUnroll) {
+      unsigned long long v[kUnroll];
+      int at[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int item = start + u * stride;
+        at[u] = -1;
+        if (item < items) {
+          const int r = item / later, j = w + 1 + item % later;  // consecutive threads: one row
+          at[u] = j;
+          v[u] = m[static_cast<int64_t>(rows[r]) * words + j];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (at[u] >= 0) atomicOr(&removed[at[u]], v[u]);
     }
     __syncthreads();
   }
@@ -185,6 +201,7 @@ class StageTimer {
   ~StageTimer() {
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
   }
+  bool on() const { return on_; }
   void mark() {
     if (!on_) return;
     cudaEvent_t e = nullptr;
@@ -213,8 +230,18 @@ class CudaNmsImpl final : public CudaNms {
  public:
   explicit CudaNmsImpl(int deviceId) : deviceId_(deviceId) {}
   ~CudaNmsImpl() override {
+    if (graph_) cudaGraphExecDestroy(graph_);
+    if (ready_) cudaEventDestroy(ready_);
+    if (own_) cudaStreamDestroy(own_);
     if (device_) cudaFree(device_);
     if (host_) cudaFreeHost(host_);
+  }
+
+  Status init() {
+    EI_CUDA_CHECK(cudaSetDevice(deviceId_));
+    EI_CUDA_CHECK(cudaStreamCreateWithFlags(&own_, cudaStreamNonBlocking));
+    EI_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+    return Status::Ok();
   }
 
   Expected<std::vector<std::vector<int>>> run(const Tensor& boxes, const Tensor& scores,
@@ -287,39 +314,82 @@ class CudaNmsImpl final : public CudaNms {
     int* kept = static_cast<int*>(at(oKept));
     int* keptCounts = kept + static_cast<size_t>(images) * maxDet;
 
-    StageTimer timer(s);
-    timer.mark();
-    EI_CUDA_CHECK(cudaMemsetAsync(counts, 0, images * sizeof(int), s));
     const auto* bx = static_cast<const float4*>(boxes.raw());
-    filterKernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, s>>>(
-        bx, scores.data<float>(), params.scoreThreshold, total, per, keys, vals, counts);
-    EI_CUDA_CHECK(cudaGetLastError());
-    timer.mark();
-    EI_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(at(oSort), sortBytes, keys, keysOut, vals, order,
-                                                  total, 0, endBit, s));
-    timer.mark();
-    gatherKernel<<<dim3((per + 255) / 256, images), 256, 0, s>>>(
-        bx, classIds.empty() ? nullptr : classIds.data<int>(), order, counts, per, sortedBoxes,
-        sortedClasses);
-    timer.mark();
-    maskKernel<<<dim3(words, words, images), kBlockBits, 0, s>>>(
-        sortedBoxes, sortedClasses, counts, per, words, params.iouThreshold,
-        params.classAgnostic || classIds.empty(), mask);
-    timer.mark();
+    const int* cls = classIds.empty() ? nullptr : classIds.data<int>();
     const size_t scanShared = static_cast<size_t>(words) * sizeof(unsigned long long);
     if (scanShared > 48 * 1024)
       EI_CUDA_CHECK(cudaFuncSetAttribute(scanKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(scanShared)));
-    scanKernel<<<images, kScanThreads, scanShared, s>>>(mask, counts, order, per, words, maxDet,
-                                                        kept, keptCounts);
-    EI_CUDA_CHECK(cudaGetLastError());
-    timer.mark();
     const size_t resultBytes = static_cast<size_t>(images) * (maxDet + 1) * sizeof(int);
-    EI_CUDA_CHECK(cudaMemcpyAsync(host_, kept, resultBytes, cudaMemcpyDeviceToHost, s));
-    EI_CUDA_CHECK(cudaStreamSynchronize(s));
+    // Everything from the counter reset to the copy of the results, on stream q.
+    auto enqueue = [&](cudaStream_t q, StageTimer* timer) -> Status {
+      if (timer) timer->mark();
+      EI_CUDA_CHECK(cudaMemsetAsync(counts, 0, images * sizeof(int), q));
+      filterKernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, q>>>(
+          bx, scores.data<float>(), params.scoreThreshold, total, per, keys, vals, counts);
+      EI_CUDA_CHECK(cudaGetLastError());
+      if (timer) timer->mark();
+      EI_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(at(oSort), sortBytes, keys, keysOut, vals,
+                                                    order, total, 0, endBit, q));
+      if (timer) timer->mark();
+      gatherKernel<<<dim3((per + 255) / 256, images), 256, 0, q>>>(bx, cls, order, counts, per,
+                                                                   sortedBoxes, sortedClasses);
+      if (timer) timer->mark();
+      maskKernel<<<dim3(words, words, images), kBlockBits, 0, q>>>(
+          sortedBoxes, sortedClasses, counts, per, words, params.iouThreshold,
+          params.classAgnostic || classIds.empty(), mask);
+      if (timer) timer->mark();
+      scanKernel<<<images, kScanThreads, scanShared, q>>>(mask, counts, order, per, words, maxDet,
+                                                          kept, keptCounts);
+      EI_CUDA_CHECK(cudaGetLastError());
+      if (timer) timer->mark();
+      EI_CUDA_CHECK(cudaMemcpyAsync(host_, kept, resultBytes, cudaMemcpyDeviceToHost, q));
+      return Status::Ok();
+    };
 
-    timer.mark();
-    timer.report({"filter", "sort", "gather", "mask", "walk", "copy"});
+    StageTimer timer(s);
+    if (timer.on()) {
+      // Profiling: direct launches with events between the stages.
+      EI_RETURN_IF_ERROR(enqueue(s, &timer));
+      EI_CUDA_CHECK(cudaStreamSynchronize(s));
+      timer.mark();
+      timer.report({"filter", "sort", "gather", "mask", "walk", "copy"});
+    } else {
+      // The fixed launch sequence replays as one CUDA graph (captured again when the shapes,
+      // parameters or buffers change), on an internal stream ordered after `s`.
+      const GraphKey key{n,
+                         b,
+                         maxDet,
+                         params.scoreThreshold,
+                         params.iouThreshold,
+                         params.classAgnostic || cls == nullptr,
+                         bx,
+                         scores.raw(),
+                         cls,
+                         device_,
+                         host_};
+      if (!graph_ || !(key == graphKey_)) {
+        if (graph_) cudaGraphExecDestroy(graph_);
+        graph_ = nullptr;
+        EI_CUDA_CHECK(cudaStreamBeginCapture(own_, cudaStreamCaptureModeThreadLocal));
+        Status st = enqueue(own_, nullptr);
+        cudaGraph_t g = nullptr;
+        const cudaError_t e = cudaStreamEndCapture(own_, &g);
+        if (!st.ok()) {
+          if (g) cudaGraphDestroy(g);
+          return st;
+        }
+        EI_CUDA_CHECK(e);
+        const cudaError_t ie = cudaGraphInstantiate(&graph_, g, 0);
+        cudaGraphDestroy(g);
+        EI_CUDA_CHECK(ie);
+        graphKey_ = key;
+      }
+      EI_CUDA_CHECK(cudaEventRecord(ready_, s));
+      EI_CUDA_CHECK(cudaStreamWaitEvent(own_, ready_, 0));
+      EI_CUDA_CHECK(cudaGraphLaunch(graph_, own_));
+      EI_CUDA_CHECK(cudaStreamSynchronize(own_));
+    }
     const int* hk = static_cast<const int*>(host_);
     const int* hc = hk + static_cast<size_t>(images) * maxDet;
     std::vector<std::vector<int>> result(static_cast<size_t>(images));
@@ -366,7 +436,25 @@ class CudaNmsImpl final : public CudaNms {
     return Status::Ok();
   }
 
+  // What a captured graph was made for: a change in any field captures it again.
+  struct GraphKey {
+    int64_t n, b;
+    int maxDet;
+    float score, iou;
+    bool agnostic;
+    const void *boxes, *scores, *classes, *device, *host;
+    bool operator==(const GraphKey& o) const {
+      return n == o.n && b == o.b && maxDet == o.maxDet && score == o.score && iou == o.iou &&
+             agnostic == o.agnostic && boxes == o.boxes && scores == o.scores &&
+             classes == o.classes && device == o.device && host == o.host;
+    }
+  };
+
   int deviceId_;
+  cudaStream_t own_ = nullptr;
+  cudaEvent_t ready_ = nullptr;
+  cudaGraphExec_t graph_ = nullptr;
+  GraphKey graphKey_{};
   void* device_ = nullptr;
   size_t deviceBytes_ = 0;
   void* host_ = nullptr;
@@ -380,7 +468,9 @@ Expected<std::unique_ptr<CudaNms>> CudaNms::create(int deviceId) {
   if (!runtime::cudaBackendUsable(deviceId, &why))
     return Status(ErrorCode::kUnsupported, "CudaNms: " + why);
   EI_CUDA_CHECK(cudaSetDevice(deviceId));
-  return std::unique_ptr<CudaNms>(std::make_unique<CudaNmsImpl>(deviceId));
+  auto nms = std::make_unique<CudaNmsImpl>(deviceId);
+  EI_RETURN_IF_ERROR(nms->init());
+  return std::unique_ptr<CudaNms>(std::move(nms));
 }
 
 }  // namespace edgeinfer::vision
