@@ -21,6 +21,7 @@
 #include <cuda_runtime.h>
 
 #include "tactic_test_util.h"
+#include "vision_test_util.h"
 #endif
 
 namespace edgeinfer::vision {
@@ -29,7 +30,7 @@ namespace {
 bool gpuPresent() {
 #if EDGEINFER_HAVE_CUDA
   std::string why;
-  return test::gpuAvailable(&why);
+  return edgeinfer::test::gpuAvailable(&why);
 #else
   return false;
 #endif
@@ -63,31 +64,9 @@ TEST(VisionCuda, PreprocessorRejectsBadConfigBeforeLookingForAGpu_n) {
 
 #if EDGEINFER_HAVE_CUDA
 
-constexpr PixelFormat kAllFormats[] = {
-    PixelFormat::kNV12, PixelFormat::kI420, PixelFormat::kRGBA,
-    PixelFormat::kBGRA, PixelFormat::kRGBx, PixelFormat::kBGRx,
-    PixelFormat::kRGB,  PixelFormat::kBGR,  PixelFormat::kGray8,
-};
-
-// A host frame with random pixels; `pad` extra bytes per row (random garbage in them).
-struct HostFrame {
-  std::vector<uint8_t> data;
-  FrameView view;
-};
-
-HostFrame randomFrame(PixelFormat f, int w, int h, int pad, std::mt19937& rng) {
-  HostFrame t;
-  const int luma = pad ? static_cast<int>(planeRowBytes(f, w, 0)) + pad : 0;
-  const int chroma =
-      pad && pixelFormatPlanes(f) > 1 ? static_cast<int>(planeRowBytes(f, w, 1)) + pad + 3 : 0;
-  t.data.resize(frameBufferBytes(f, w, h, luma, chroma));
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (uint8_t& b : t.data) b = static_cast<uint8_t>(byte(rng));
-  auto view = wrapFrame(f, w, h, t.data.data(), luma, chroma);
-  EXPECT_TRUE(view.ok()) << view.status().toString();
-  if (view.ok()) t.view = *view;
-  return t;
-}
+using test::kAllFormats;
+using test::randomFrame;
+using HostFrame = test::TestFrame;
 
 // A device copy of a host frame (same strides), freed with the object.
 struct DeviceFrame {

@@ -24,6 +24,7 @@
 #include "core/half.h"
 #include "edgeinfer/tensor.h"
 #include "edgeinfer/vision/preprocess.h"
+#include "vision_test_util.h"
 
 #if EDGEINFER_TEST_HAVE_OPENCV
 #include <opencv2/core.hpp>
@@ -35,35 +36,10 @@
 namespace edgeinfer::vision {
 namespace {
 
-constexpr PixelFormat kAllFormats[] = {
-    PixelFormat::kNV12, PixelFormat::kI420, PixelFormat::kRGBA,
-    PixelFormat::kBGRA, PixelFormat::kRGBx, PixelFormat::kBGRx,
-    PixelFormat::kRGB,  PixelFormat::kBGR,  PixelFormat::kGray8,
-};
-
-bool isYuv(PixelFormat f) {
-  return f == PixelFormat::kNV12 || f == PixelFormat::kI420;
-}
-
-// A frame in a buffer this struct owns; padding bytes hold random garbage.
-struct TestFrame {
-  std::vector<uint8_t> data;
-  FrameView view;
-};
-
-// `pad` > 0 adds that many bytes to the luma stride and pad + 3 to the chroma stride.
-TestFrame randomFrame(PixelFormat f, int w, int h, int pad, std::mt19937& rng) {
-  TestFrame t;
-  const int luma = pad ? static_cast<int>(planeRowBytes(f, w, 0)) + pad : 0;
-  const int chroma = pad && isYuv(f) ? static_cast<int>(planeRowBytes(f, w, 1)) + pad + 3 : 0;
-  t.data.resize(frameBufferBytes(f, w, h, luma, chroma));
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (uint8_t& b : t.data) b = static_cast<uint8_t>(byte(rng));
-  auto view = wrapFrame(f, w, h, t.data.data(), luma, chroma);
-  EXPECT_TRUE(view.ok()) << view.status().toString();
-  if (view.ok()) t.view = *view;
-  return t;
-}
+using test::isYuv;
+using test::kAllFormats;
+using test::randomFrame;
+using test::TestFrame;
 
 // Value i of image n of a [N,C,H,W] / [N,H,W,C] tensor, as float, for channel c at (x, y).
 float tensorAt(const Tensor& t, const PreprocessConfig& cfg, int n, int c, int x, int y) {
