@@ -50,10 +50,11 @@ bool useBlockingSync(int deviceId) {
   if (cudaGetDevice(&previous) != cudaSuccess) return false;
   bool changed = false;
   unsigned flags = 0;
+  // FFmpeg compares the context's flags with exactly CU_CTX_SCHED_BLOCKING_SYNC, so any other
+  // flag (e.g. cudaDeviceMapHost, cudaDeviceLmemResizeToMax) must go too.
   if (cudaSetDevice(deviceId) == cudaSuccess && cudaGetDeviceFlags(&flags) == cudaSuccess &&
-      (flags & cudaDeviceScheduleMask) != cudaDeviceScheduleBlockingSync) {
-    changed = cudaSetDeviceFlags((flags & ~cudaDeviceScheduleMask) |
-                                 cudaDeviceScheduleBlockingSync) == cudaSuccess;
+      (flags & ~cudaDeviceMapHost) != cudaDeviceScheduleBlockingSync) {
+    changed = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) == cudaSuccess;
   }
   cudaGetLastError();  // leave no sticky error behind for the application
   cudaSetDevice(previous);
