@@ -9,7 +9,8 @@ set -uo pipefail
 start=$SECONDS
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # A bundle too large to carry as a folder (FFmpeg's libraries) comes as .devcarry/bundle.tar.xz
-# with the media and models the tests read (see docs/performance.md, "How GPU runs are made").
+# with the media and models the tests read (.devcarry/media, .devcarry/models, the 1080p clip),
+# carried with the device tool's carry [".devcarry"]; see docs/performance.md, "Vision on the GPU".
 if [ -f .devcarry/bundle.tar.xz ]; then
   mkdir -p /tmp/ei && tar -xJf .devcarry/bundle.tar.xz -C /tmp/ei
   # shellcheck source=/dev/null
