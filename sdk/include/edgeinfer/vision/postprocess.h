@@ -112,8 +112,8 @@ Expected<std::vector<std::vector<int>>> batchedNms(const Tensor& boxes, const Te
 /// (score threshold, NaN and non-finite boxes dropped, IoU computed with the same float
 /// rounding; class-aware unless classAgnostic). Candidates are filtered and sorted on the GPU
 /// (CUB radix sort, stable, so equal scores keep index order), the IoU > threshold
-/// bit matrix of the upper triangle is built in parallel (64 pairs a thread), and one thread block per
-/// image walks it greedily, so suppressed candidates cost a bit test. Memory: about B * B / 8
+/// bit matrix of the upper triangle is built in parallel (64 pairs a thread), and one thread block
+/// per image walks it greedily, so suppressed candidates cost a bit test. Memory: about B * B / 8
 /// bytes per image (12.5 MB for 10,000 candidates), kept and grown by the object.
 class CudaNms {
  public:
