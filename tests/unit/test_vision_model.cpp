@@ -343,6 +343,24 @@ TEST(VisionModel, ClassifierTemplateOnAGeneratedClassifier) {
   }
 }
 
+// The common end of the generated YOLO heads: concatenate the heads along `headAxis` into
+// "raw", split its `channelAxis` into 4 box values and `scores` score values, put the boxes in
+// pixels (x 64 + 320) and the scores through a sigmoid, and concatenate them into "output0".
+void yoloOutput(test::TestModel& m, const std::vector<std::string>& heads, int64_t headAxis,
+                int64_t channelAxis, int64_t scores) {
+  auto& cat = m.node("Concat", heads, {"raw"});
+  test::TestModel::attr(cat, "axis", headAxis);
+  m.initializerI64("split", {2}, {4, scores});
+  auto& split = m.node("Split", {"raw", "split"}, {"box", "cls"});
+  test::TestModel::attr(split, "axis", channelAxis);
+  m.initializer("scale", {1}, {64.f}).initializer("offset", {1}, {320.f});
+  m.node("Mul", {"box", "scale"}, {"boxs"});
+  m.node("Add", {"boxs", "offset"}, {"boxp"});
+  m.node("Sigmoid", {"cls"}, {"clsp"});
+  auto& out = m.node("Concat", {"boxp", "clsp"}, {"output0"});
+  test::TestModel::attr(out, "axis", channelAxis);
+}
+
 TEST(VisionModel, YoloV8TemplateOnAGeneratedDetector) {
   Image img;
   if (!loadPhoto(img)) GTEST_SKIP() << "run scripts/fetch_media.sh";
@@ -363,17 +381,7 @@ TEST(VisionModel, YoloV8TemplateOnAGeneratedDetector) {
     m.node("Reshape", {c, "shape"}, {h});
     heads.push_back(h);
   }
-  auto& cat = m.node("Concat", heads, {"raw"});
-  test::TestModel::attr(cat, "axis", 2);
-  m.initializerI64("split", {2}, {4, 80});
-  auto& split = m.node("Split", {"raw", "split"}, {"box", "cls"});
-  test::TestModel::attr(split, "axis", 1);
-  m.initializer("scale", {1}, {64.f}).initializer("offset", {1}, {320.f});
-  m.node("Mul", {"box", "scale"}, {"boxs"});
-  m.node("Add", {"boxs", "offset"}, {"boxp"});
-  m.node("Sigmoid", {"cls"}, {"clsp"});
-  auto& out = m.node("Concat", {"boxp", "clsp"}, {"output0"});
-  test::TestModel::attr(out, "axis", 1);
+  yoloOutput(m, heads, 2, 1, 80);
   test::TempDir dir;
   auto cfg = templateWithModel("yolov8", m, dir);
   ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
@@ -426,17 +434,7 @@ TEST(VisionModel, YoloV5TemplateOnAGeneratedDetector) {
     m.node("Reshape", {"t" + t, "s3"}, {"h" + t});
     heads.push_back("h" + t);
   }
-  auto& cat = m.node("Concat", heads, {"raw"});
-  test::TestModel::attr(cat, "axis", 1);
-  m.initializerI64("split", {2}, {4, 81});
-  auto& split = m.node("Split", {"raw", "split"}, {"box", "cls"});
-  test::TestModel::attr(split, "axis", 2);
-  m.initializer("scale", {1}, {64.f}).initializer("offset", {1}, {320.f});
-  m.node("Mul", {"box", "scale"}, {"boxs"});
-  m.node("Add", {"boxs", "offset"}, {"boxp"});
-  m.node("Sigmoid", {"cls"}, {"clsp"});
-  auto& out = m.node("Concat", {"boxp", "clsp"}, {"output0"});
-  test::TestModel::attr(out, "axis", 2);
+  yoloOutput(m, heads, 1, 2, 81);
   test::TempDir dir;
   auto cfg = templateWithModel("yolov5", m, dir);
   ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
