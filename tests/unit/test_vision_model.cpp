@@ -173,6 +173,111 @@ TEST(VisionModel, EngineCacheIsReusedAndRebuiltWhenStale) {
   EXPECT_NE((*third)->engineSource().find("built"), std::string::npos);
 }
 
+// ---- Regions (a secondary model on a detector's boxes) ------------------------------------
+
+// A region of a photo gives what the same pixels copied into a frame of their own give, with
+// boxes and keypoints moved by the region's origin; several regions of one frame in one call.
+TEST(VisionModel, RegionsSeeTheirCropAndReportFramePixels) {
+  SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
+  auto model = VisionModel::load(blazeFaceConfig("model.json"), cpuOptions(tempDir("roi")));
+  ASSERT_TRUE(model.ok()) << model.status().toString();
+  Image img;
+  ASSERT_TRUE(readPpm(mediaDir() + "/faces/2008_002506.ppm", img));
+  // Around the labelled faces at (329, 78) and (125, 65) (kPhotos), well inside each region.
+  const PixelRect rois[] = {{281, 31, 201, 203}, {80, 20, 180, 190}};
+  std::vector<FrameView> frames;
+  std::vector<PixelRect> regions;
+  for (const PixelRect& r : rois) frames.push_back(img.view()), regions.push_back(r);
+  auto got = (*model)->infer(frames, regions);
+  ASSERT_TRUE(got.ok()) << got.status().toString();
+  ASSERT_EQ(got->size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const PixelRect& r = rois[i];
+    Image crop;
+    crop.width = r.width, crop.height = r.height;
+    for (int y = 0; y < r.height; ++y) {
+      const uint8_t* src = img.rgb.data() + (static_cast<size_t>(r.y + y) * img.width + r.x) * 3;
+      crop.rgb.insert(crop.rgb.end(), src, src + 3 * r.width);
+    }
+    auto alone = (*model)->infer({crop.view()});
+    ASSERT_TRUE(alone.ok()) << alone.status().toString();
+    const auto& want = (*alone)[0].detections;
+    const auto& dets = (*got)[i].detections;
+    ASSERT_EQ(dets.size(), 1u) << "region " << i << " holds one face";
+    ASSERT_EQ(dets.size(), want.size());
+    const float ox = static_cast<float>(r.x), oy = static_cast<float>(r.y);
+    EXPECT_EQ(dets[0].score, want[0].score);
+    EXPECT_EQ(dets[0].box.x1, want[0].box.x1 + ox);
+    EXPECT_EQ(dets[0].box.y1, want[0].box.y1 + oy);
+    EXPECT_EQ(dets[0].box.x2, want[0].box.x2 + ox);
+    EXPECT_EQ(dets[0].box.y2, want[0].box.y2 + oy);
+    ASSERT_EQ(dets[0].keypoints.size(), want[0].keypoints.size());
+    for (size_t k = 0; k < want[0].keypoints.size(); ++k) {
+      EXPECT_EQ(dets[0].keypoints[k].x, want[0].keypoints[k].x + ox);
+      EXPECT_EQ(dets[0].keypoints[k].y, want[0].keypoints[k].y + oy);
+    }
+    EXPECT_EQ((*got)[i].transform.roiX, (*alone)[0].transform.roiX + ox);
+    EXPECT_EQ((*got)[i].transform.frameWidth, static_cast<float>(img.width));
+  }
+  // A region of width 0 is the whole frame.
+  auto whole = (*model)->infer({img.view()}, {PixelRect{5, 5, 0, 0}});
+  auto plain = (*model)->infer({img.view()});
+  ASSERT_TRUE(whole.ok() && plain.ok());
+  ASSERT_EQ((*whole)[0].detections.size(), (*plain)[0].detections.size());
+  for (size_t k = 0; k < (*plain)[0].detections.size(); ++k)
+    EXPECT_EQ((*whole)[0].detections[k].box.x1, (*plain)[0].detections[k].box.x1);
+}
+
+// In a 4:2:0 frame a region at an odd origin is widened to the even origin before it (so the
+// crop starts on a chroma sample): it gives exactly what the even region gives.
+TEST(VisionModel, YuvRegionsStartOnAChromaSample) {
+  SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
+  auto model = VisionModel::load(blazeFaceConfig("model.json"), cpuOptions(tempDir("roiyuv")));
+  ASSERT_TRUE(model.ok()) << model.status().toString();
+  Image img;
+  ASSERT_TRUE(readPpm(mediaDir() + "/faces/2008_002506.ppm", img));
+  // A grey NV12 frame with the photo's green channel as luma is enough for a face detector.
+  const int w = img.width & ~1, h = img.height & ~1;
+  std::vector<uint8_t> nv12(static_cast<size_t>(w) * h * 3 / 2, 128);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      nv12[static_cast<size_t>(y) * w + x] =
+          img.rgb[(static_cast<size_t>(y) * img.width + x) * 3 + 1];
+  auto frame = wrapFrame(PixelFormat::kNV12, w, h, nv12.data());
+  ASSERT_TRUE(frame.ok());
+  auto odd = (*model)->infer({*frame}, {PixelRect{281, 31, 201, 203}});
+  auto even = (*model)->infer({*frame}, {PixelRect{280, 30, 202, 204}});
+  ASSERT_TRUE(odd.ok()) << odd.status().toString();
+  ASSERT_TRUE(even.ok()) << even.status().toString();
+  ASSERT_EQ((*odd)[0].detections.size(), (*even)[0].detections.size());
+  ASSERT_FALSE((*odd)[0].detections.empty());
+  EXPECT_EQ((*odd)[0].detections[0].box.x1, (*even)[0].detections[0].box.x1);
+  EXPECT_EQ((*odd)[0].detections[0].score, (*even)[0].detections[0].score);
+  EXPECT_EQ((*odd)[0].transform.roiX, 280.f);
+}
+
+TEST(VisionModel, RegionsThatDoNotFit_n) {
+  SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
+  auto model = VisionModel::load(blazeFaceConfig("model.json"), cpuOptions(tempDir("roibad")));
+  ASSERT_TRUE(model.ok()) << model.status().toString();
+  Image img;
+  ASSERT_TRUE(readPpm(mediaDir() + "/faces/2008_002506.ppm", img));
+  auto count = (*model)->infer({img.view(), img.view()}, {PixelRect{0, 0, 10, 10}});
+  ASSERT_FALSE(count.ok());
+  EXPECT_NE(count.status().message().find("1 regions for 2 frames"), std::string::npos)
+      << count.status().toString();
+  auto outside = (*model)->infer({img.view(), img.view()},
+                                 {PixelRect{0, 0, 10, 10}, PixelRect{img.width - 5, 0, 10, 10}});
+  ASSERT_FALSE(outside.ok());
+  EXPECT_EQ(outside.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(outside.status().message().find("frame 1: crop"), std::string::npos)
+      << outside.status().toString();
+  EXPECT_NE(outside.status().message().find("not inside the frame"), std::string::npos);
+  auto negative = (*model)->infer({img.view()}, {PixelRect{-4, 0, 10, 10}});
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("not inside the frame"), std::string::npos);
+}
+
 // ---- A config that does not fit its model ------------------------------------------------
 
 Expected<std::unique_ptr<VisionModel>> loadWith(const std::string& inputJson,

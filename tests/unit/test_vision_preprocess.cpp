@@ -748,5 +748,62 @@ TEST(VisionPreprocess, TensorUntouchedOnError_n) {
   EXPECT_EQ(tr.scaleX, 42.f);
 }
 
+// ---- cropFrame ------------------------------------------------------------------------
+
+// A crop is a view: preprocessing it equals preprocessing the whole frame with the same ROI,
+// in every format, with padded pitches (transforms differ only by the ROI origin).
+TEST(VisionPreprocess, CropEqualsRoiInEveryFormat) {
+  std::mt19937 rng(7);
+  for (PixelFormat f : kAllFormats) {
+    TestFrame frame = randomFrame(f, 53, 41, 5, rng);
+    const PixelRect rect{isYuv(f) ? 10 : 7, isYuv(f) ? 4 : 3, 29, 33};
+    auto crop = cropFrame(frame.view, rect);
+    ASSERT_TRUE(crop.ok()) << pixelFormatName(f) << ": " << crop.status().toString();
+    EXPECT_EQ(crop->width, 29);
+    EXPECT_EQ(crop->height, 33);
+    EXPECT_TRUE(validateFrame(*crop).ok());
+    PreprocessConfig cfg = basicConfig(16, 12);
+    cfg.resize = ResizeMode::kLetterbox;
+    Tensor a = Tensor::zeros(DataType::kFloat32, preprocessTensorShape(cfg, 1));
+    Tensor b = Tensor::zeros(DataType::kFloat32, preprocessTensorShape(cfg, 1));
+    Transform ta, tb;
+    ASSERT_TRUE(preprocessCpu(*crop, cfg, a, 0, &ta).ok());
+    cfg.useRoi = true;
+    cfg.roi = rect;
+    ASSERT_TRUE(preprocessCpu(frame.view, cfg, b, 0, &tb).ok());
+    for (int64_t i = 0; i < a.numel(); ++i)
+      ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]) << pixelFormatName(f) << " value " << i;
+    EXPECT_EQ(ta.roiX + static_cast<float>(rect.x), tb.roiX);
+    EXPECT_EQ(ta.roiY + static_cast<float>(rect.y), tb.roiY);
+    EXPECT_EQ(ta.scaleX, tb.scaleX);
+    EXPECT_EQ(ta.offsetY, tb.offsetY);
+  }
+}
+
+TEST(VisionPreprocess, CropOutsideOrEmpty_n) {
+  std::vector<uint8_t> buf(64 * 48 * 4);
+  const FrameView frame = *wrapFrame(PixelFormat::kRGBA, 64, 48, buf.data());
+  const PixelRect outside[] = {{-1, 0, 10, 10}, {0, -2, 10, 10}, {60, 0, 5, 10},
+                               {0, 40, 10, 9},  {64, 48, 1, 1},  {2147483000, 0, 1000, 1}};
+  for (const PixelRect& r : outside)
+    EXPECT_TRUE(invalidWith(cropFrame(frame, r).status(), "is not inside the frame"))
+        << r.x << "," << r.y << " " << r.width << "x" << r.height;
+  EXPECT_TRUE(invalidWith(cropFrame(frame, {3, 3, 0, 5}).status(), "the rectangle is empty"));
+  EXPECT_TRUE(invalidWith(cropFrame(frame, {3, 3, 5, -1}).status(), "the rectangle is empty"));
+  FrameView broken = frame;
+  broken.planes[0] = nullptr;
+  EXPECT_TRUE(invalidWith(cropFrame(broken, {0, 0, 4, 4}).status(), "pointer is null"));
+}
+
+TEST(VisionPreprocess, CropOfYuvAtOddOrigin_n) {
+  std::vector<uint8_t> buf(4096);
+  for (PixelFormat f : {PixelFormat::kNV12, PixelFormat::kI420}) {
+    const FrameView frame = *wrapFrame(f, 32, 16, buf.data());
+    EXPECT_TRUE(invalidWith(cropFrame(frame, {1, 0, 8, 8}).status(), "must be even"));
+    EXPECT_TRUE(invalidWith(cropFrame(frame, {2, 3, 8, 8}).status(), "must be even"));
+    EXPECT_TRUE(cropFrame(frame, {2, 4, 7, 5}).ok()) << pixelFormatName(f);  // odd sizes are fine
+  }
+}
+
 }  // namespace
 }  // namespace edgeinfer::vision

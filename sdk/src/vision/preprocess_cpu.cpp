@@ -285,6 +285,35 @@ Expected<FrameView> wrapFrame(PixelFormat format, int width, int height, const u
   return view;
 }
 
+Expected<FrameView> cropFrame(const FrameView& frame, const PixelRect& rect) {
+  EI_RETURN_IF_ERROR(validateFrame(frame));
+  const std::string what = "crop (x " + std::to_string(rect.x) + ", y " + std::to_string(rect.y) +
+                           ", " + std::to_string(rect.width) + "x" + std::to_string(rect.height) +
+                           ") of the " + pixelFormatName(frame.format) + " frame " +
+                           std::to_string(frame.width) + "x" + std::to_string(frame.height);
+  if (rect.width < 1 || rect.height < 1) return invalid(what + ": the rectangle is empty");
+  if (rect.x < 0 || rect.y < 0 || static_cast<int64_t>(rect.x) + rect.width > frame.width ||
+      static_cast<int64_t>(rect.y) + rect.height > frame.height)
+    return invalid(what + ": the rectangle is not inside the frame");
+  const bool yuv = frame.format == PixelFormat::kNV12 || frame.format == PixelFormat::kI420;
+  if (yuv && (rect.x % 2 != 0 || rect.y % 2 != 0))
+    return invalid(what +
+                   ": x and y must be even (a crop of a 4:2:0 frame starts on a chroma "
+                   "sample)");
+  FrameView out = frame;
+  out.width = rect.width;
+  out.height = rect.height;
+  const FormatInfo* info = findFormat(frame.format);
+  for (int p = 0; p < info->planes; ++p) {
+    // Bytes from the start of a row to column x, and rows to skip, in plane p.
+    const int64_t column = p == 0 ? static_cast<int64_t>(rect.x) * info->bytesPerPixel
+                                  : planeRowBytes(frame.format, rect.x, p);
+    const int64_t row = p == 0 ? rect.y : rect.y / 2;
+    out.planes[p] = frame.planes[p] + row * frame.strides[p] + column;
+  }
+  return out;
+}
+
 int preprocessChannels(const PreprocessConfig& cfg) {
   return cfg.channels == ChannelOrder::kGray ? 1 : 3;
 }

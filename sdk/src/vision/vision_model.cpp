@@ -130,7 +130,34 @@ class VisionModelImpl final : public VisionModel {
   bool onGpu() const override { return gpu_; }
   const std::string& engineSource() const override { return source_; }
 
-  Expected<std::vector<FrameResult>> infer(const std::vector<FrameView>& frames) override {
+  Expected<std::vector<FrameResult>> infer(const std::vector<FrameView>& wholeFrames,
+                                           const std::vector<PixelRect>& rois) override {
+    if (!rois.empty() && rois.size() != wholeFrames.size())
+      return invalid("infer: " + std::to_string(rois.size()) + " regions for " +
+                     std::to_string(wholeFrames.size()) + " frames (give none or one per frame)");
+    // Regions become frames of their own (cropFrame: no copy, host or device memory); their
+    // transforms are moved back into the whole frame before decoding.
+    std::vector<FrameView> cropped;
+    std::vector<PixelRect> regions;
+    if (!rois.empty()) {
+      cropped.reserve(wholeFrames.size());
+      for (size_t i = 0; i < wholeFrames.size(); ++i) {
+        const FrameView& f = wholeFrames[i];
+        PixelRect r = rois[i];
+        if (r.width == 0 || r.height == 0) r = PixelRect{0, 0, f.width, f.height};
+        if (f.format == PixelFormat::kNV12 || f.format == PixelFormat::kI420) {
+          r.width += r.x & 1, r.x -= r.x & 1;
+          r.height += r.y & 1, r.y -= r.y & 1;
+        }
+        auto view = cropFrame(f, r);
+        if (!view.ok())
+          return Status(view.status().code(),
+                        "frame " + std::to_string(i) + ": " + view.status().message());
+        cropped.push_back(*view);
+        regions.push_back(r);
+      }
+    }
+    const std::vector<FrameView>& frames = rois.empty() ? wholeFrames : cropped;
     std::vector<FrameResult> results;
     results.reserve(frames.size());
     for (size_t start = 0; start < frames.size(); start += static_cast<size_t>(batch_)) {
@@ -148,6 +175,16 @@ class VisionModelImpl final : public VisionModel {
                                     &transforms[i]);
           if (!st.ok())
             return Status(st.code(), "frame " + std::to_string(start + i) + ": " + st.message());
+        }
+      }
+      if (!regions.empty()) {
+        for (size_t i = 0; i < n; ++i) {
+          const PixelRect& r = regions[start + i];
+          const FrameView& whole = wholeFrames[start + i];
+          transforms[i].roiX += static_cast<float>(r.x);
+          transforms[i].roiY += static_cast<float>(r.y);
+          transforms[i].frameWidth = static_cast<float>(whole.width);
+          transforms[i].frameHeight = static_cast<float>(whole.height);
         }
       }
       EI_RETURN_IF_ERROR(ctx_->execute());
@@ -293,8 +330,11 @@ Expected<std::unique_ptr<VisionModel>> VisionModel::create(const ModelConfig& co
     const std::string dir =
         options.engineCacheDir.empty() ? defaultCacheDir() : options.engineCacheDir;
     EI_RETURN_IF_ERROR(makeDirs(dir));
+    // A dynamic dimension's value (e.g. the batch) is planned into the engine, so it is part
+    // of the key when it is not the default 1.
     cachePath = dir + "/" + fileSafe(config.name) + "-" + hash + "-" + backendName(backend) +
                 (backend == Backend::kCuda ? std::string("-") + precisionName(bc.precision) : "") +
+                (bc.dynamicDimDefault != 1 ? "-d" + std::to_string(bc.dynamicDimDefault) : "") +
                 ".engine";
     engine = loadCached(cachePath, hash, bc.precision);
     if (engine) source = "loaded from " + cachePath;

@@ -144,6 +144,12 @@ struct PixelRect {
   int x = 0, y = 0, width = 0, height = 0;
 };
 
+/// The part `rect` of `frame` as a frame of its own: plane pointers moved, strides kept, nothing
+/// copied, so it works for host and device frames alike. kInvalidArgument (saying why) for an
+/// invalid frame, an empty rectangle, one not inside the frame, or, for NV12/I420, an odd x or
+/// y (a crop of a 4:2:0 frame must start on a chroma sample to keep every pixel's chroma).
+Expected<FrameView> cropFrame(const FrameView& frame, const PixelRect& rect);
+
 /// What to make of a frame. Defaults: RGB, NCHW, float32, stretch, bilinear, values in 0..1.
 struct PreprocessConfig {
   int outputWidth = 0;   ///< tensor W (required, > 0)

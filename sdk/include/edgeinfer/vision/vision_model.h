@@ -68,7 +68,20 @@ class VisionModel {
 
   /// Runs frames (host or, with a GPU engine, device memory) through the model: one result per
   /// frame, in order. Batches larger than the engine's batch run in several passes.
-  virtual Expected<std::vector<FrameResult>> infer(const std::vector<FrameView>& frames) = 0;
+  Expected<std::vector<FrameResult>> infer(const std::vector<FrameView>& frames) {
+    return infer(frames, {});
+  }
+  /// The same on regions of the frames: the model sees `rois[i]` of `frames[i]` (e.g. a
+  /// detection's box, for a secondary classifier) instead of the whole frame, as if it were a
+  /// frame of its own; results (boxes, keypoints, FrameResult::transform) are in pixels of the
+  /// whole frame. `rois` is empty (whole frames) or has one rectangle per frame; a rectangle of
+  /// width or height 0 also means the whole frame. The same frame may appear several times with
+  /// different regions. For NV12/I420 frames a region's left and top edges are moved to even
+  /// coordinates (at most one pixel left/up, the size growing by as much) so that it starts on
+  /// a chroma sample (cropFrame); this is the same on the CPU and the GPU. A region not inside
+  /// its frame is kInvalidArgument.
+  virtual Expected<std::vector<FrameResult>> infer(const std::vector<FrameView>& frames,
+                                                   const std::vector<PixelRect>& rois) = 0;
 };
 
 }  // namespace edgeinfer::vision
