@@ -35,6 +35,19 @@ TEST(Device, NoSuchGpuIndex_n) {
   EXPECT_FALSE(d.ok());
 }
 
+// The public question (what the GStreamer plugin asks at load): agrees with the device query,
+// and says why not.
+TEST(Device, GpuUsableAgreesWithTheQuery) {
+  std::string why;
+  const bool usable = gpuUsable(0, &why);
+  EXPECT_EQ(usable, queryCudaDevice(0).ok()) << why;
+  if (!usable) EXPECT_FALSE(why.empty());
+  if (!builtWithCuda()) EXPECT_NE(why.find("built without CUDA"), std::string::npos) << why;
+  std::string none;
+  EXPECT_FALSE(gpuUsable(1000, &none));
+  EXPECT_FALSE(none.empty());
+}
+
 TEST(Device, GpuQuery) {
   if (!builtWithCuda()) {
     EXPECT_EQ(queryCudaDevice(0).status().code(), ErrorCode::kUnsupported);

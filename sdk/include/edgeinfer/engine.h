@@ -126,6 +126,11 @@ class ExecutionContext {
 /// build without CUDA or when no GPU is usable.
 Expected<Tensor> copyToDevice(const Tensor& host, int deviceId = 0);
 
+/// Whether GPU engines can be built and run here on CUDA device `deviceId` (a build with CUDA
+/// and a usable GPU); if not, `why` (when given) says why, e.g. "this EdgeInfer was built
+/// without CUDA" or the driver's words. Backend::kAuto picks the GPU exactly when this is true.
+bool gpuUsable(int deviceId = 0, std::string* why = nullptr);
+
 /// Version of this SDK ("major.minor.patch").
 const char* sdkVersion();
 

@@ -150,4 +150,9 @@ Expected<std::vector<uint8_t>> GraphEngine::serialize() const {
 }
 
 }  // namespace runtime
+
+bool gpuUsable(int deviceId, std::string* why) {
+  return runtime::cudaBackendUsable(deviceId, why);
+}
+
 }  // namespace edgeinfer

@@ -1,0 +1,772 @@
+/* edgeinfer: a network on video frames, thin over edgeinfer::vision::VisionModel. Each buffer
+ * leaves with an EdgeInferMeta (edgeinfer/gst/edgeinfer_meta.h) holding what the model found;
+ * the pixels pass through untouched (in place, nothing copied).
+ *
+ *   GST_PLUGIN_PATH=build/release/plugins/gst gst-launch-1.0 \
+ *     filesrc location=build/media/kphotoalbum/movie.avi ! decodebin ! videoconvert ! \
+ *     edgeinfer config=models/blazeface/model.json ! edgeoverlay ! videoconvert ! \
+ *     x264enc ! mp4mux ! filesink location=faces.mp4
+ *
+ *   GST_PLUGIN_PATH=build/release/plugins/gst gst-launch-1.0 -m videotestsrc num-buffers=3 ! \
+ *     edgeinfer config=models/blazeface/model.json backend=cpu post-messages=true ! fakesink
+ *
+ * Properties mirror VisionModelOptions / BuilderConfig (vision/vision_model.h, builder.h):
+ * config, model, engine-cache-dir, no-engine-cache, precision, batch-size, device-id, backend;
+ * plus interval, unique-id, infer-on-id, infer-on-class and post-messages. They take effect
+ * when the element starts (READY -> PAUSED); post-messages also while playing.
+ *
+ * Start: reads the model config and builds the engine, or loads it from the engine cache
+ * (keyed by the ONNX bytes, backend, precision and device; an engine built for another device
+ * or SDK is rebuilt, as VisionModel does), with progress in the log (GST_DEBUG=edgeinfer:4,
+ * and edgeinfer-sdk:4 for the SDK's own messages). Every failure (no config property, a config
+ * that cannot be read or is wrong, a missing or corrupt model, a config that does not fit the
+ * model, backend=gpu without a usable GPU, a bad infer-on-class) posts GST_ELEMENT_ERROR with
+ * the SDK's message and fails the state change, so the pipeline stops at once.
+ *
+ * Frames: video/x-raw in system memory, NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR or GRAY8,
+ * any pitch (strides and plane offsets from the buffer's GstVideoMeta). Other formats fail
+ * negotiation; when an upstream element offers only formats edgeinfer cannot take, edgeinfer
+ * posts a warning saying which and what to do (put videoconvert before it), and when such caps
+ * are pushed to it regardless, an error with that message.
+ *
+ * Interval: with interval=N the model runs on frames 0, N, 2N, ... (counted from start); the
+ * frames in between carry a copy of the last inferred frame's results, marked inferred=false
+ * (so overlays do not flicker). A secondary element attaches nothing on those frames.
+ *
+ * Secondary (infer-on-id >= 0): instead of whole frames the model runs on the boxes of the
+ * meta whose unique-id is infer-on-id (optionally only boxes of the classes in infer-on-class),
+ * all boxes of a frame in one call (batch-size crops per engine run for a dynamic-batch
+ * model). A classifier's classes are appended to each object it ran on, as an
+ * ObjectClassification with this element's unique-id; a detector's detections (in frame
+ * pixels) go into a meta of this element's own.
+ *
+ * Threads: the VisionModel is created in start() (the thread that changes the state), used
+ * only from the streaming thread (transform_ip) and destroyed in stop().
+ */
+#include "gstedgeinfer.h"
+
+#include <gst/video/video.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "caps.h"
+#include "edgeinfer/gst/edgeinfer_meta.h"
+#include "edgeinfer/vision/vision_model.h"
+#include "input_frame.h"
+#include "results_message.h"
+#include "sdk_logger.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_edge_infer_debug);
+#define GST_CAT_DEFAULT gst_edge_infer_debug
+
+namespace {
+
+using edgeinfer::ErrorCode;
+using edgeinfer::Status;
+namespace vision = edgeinfer::vision;
+namespace eg = edgeinfer::gst;
+
+enum {
+  PROP_0,
+  PROP_CONFIG,
+  PROP_MODEL,
+  PROP_ENGINE_CACHE_DIR,
+  PROP_NO_ENGINE_CACHE,
+  PROP_PRECISION,
+  PROP_BATCH_SIZE,
+  PROP_INTERVAL,
+  PROP_DEVICE_ID,
+  PROP_BACKEND,
+  PROP_UNIQUE_ID,
+  PROP_INFER_ON_ID,
+  PROP_INFER_ON_CLASS,
+  PROP_POST_MESSAGES,
+};
+
+// The enum values of the precision and backend properties.
+enum { PRECISION_FP32 = 0, PRECISION_FP16 = 1 };
+enum { BACKEND_AUTO = 0, BACKEND_GPU = 1, BACKEND_CPU = 2 };
+
+GType precisionGetType() {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {PRECISION_FP32, "FP32 kernels", "fp32"},
+      {PRECISION_FP16, "FP16 kernels on the GPU (the CPU computes in FP32 whatever this says)",
+       "fp16"},
+      {0, nullptr, nullptr},
+  };
+  if (g_once_init_enter(&type)) {
+    GType t = g_enum_register_static("GstEdgeInferPrecision", values);
+    g_once_init_leave(&type, t);
+  }
+  return type;
+}
+
+GType backendGetType() {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {BACKEND_AUTO, "The GPU when one is usable, else the CPU", "auto"},
+      {BACKEND_GPU, "The GPU; starting fails when none is usable", "gpu"},
+      {BACKEND_CPU, "The CPU reference backend", "cpu"},
+      {0, nullptr, nullptr},
+  };
+  if (g_once_init_enter(&type)) {
+    GType t = g_enum_register_static("GstEdgeInferBackend", values);
+    g_once_init_leave(&type, t);
+  }
+  return type;
+}
+
+constexpr int kDefaultUniqueId = 1;
+
+struct Settings {
+  std::string config;
+  std::string model;
+  std::string engineCacheDir;
+  bool noEngineCache = false;
+  int precision = PRECISION_FP16;  // VisionModelOptions' default
+  int batchSize = 0;
+  guint interval = 1;
+  int deviceId = 0;
+  int backend = BACKEND_AUTO;
+  int uniqueId = kDefaultUniqueId;
+  int inferOnId = -1;
+  std::string inferOnClass;
+};
+
+struct State {
+  Settings settings;  // the properties, under the object lock
+  std::atomic<bool> postMessages{false};
+
+  // While started: set in start(), used by the streaming thread, cleared in stop().
+  Settings active;
+  std::unique_ptr<vision::VisionModel> model;
+  std::vector<int> classFilter;  // secondary: classes to run on (empty: all)
+  GstVideoInfo info{};
+  bool haveInfo = false;
+  uint64_t frames = 0;
+  bool haveLast = false;
+  eg::Results last;  // primary with interval > 1: the last inferred frame's results
+  bool capsMessagePosted = false;
+};
+
+edgeinfer::Backend toBackend(int b) {
+  return b == BACKEND_GPU   ? edgeinfer::Backend::kCuda
+         : b == BACKEND_CPU ? edgeinfer::Backend::kCpu
+                            : edgeinfer::Backend::kAuto;
+}
+
+const char* backendLabel(int b) {
+  return b == BACKEND_GPU ? "gpu" : b == BACKEND_CPU ? "cpu" : "auto";
+}
+
+// "0, 2,5" -> {0, 2, 5}.
+edgeinfer::Expected<std::vector<int>> parseClassFilter(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    const std::string token = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+    char* end = nullptr;
+    const long v = token.empty() ? -1 : std::strtol(token.c_str(), &end, 10);
+    if (token.empty() || *end != '\0' || v < 0 || v > G_MAXINT)
+      return Status(ErrorCode::kInvalidArgument,
+                    "infer-on-class: '" + token + "' in \"" + text +
+                        "\" is not a class id (give class ids separated by commas, e.g. \"0,2\")");
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
+}  // namespace
+
+struct _GstEdgeInfer {
+  GstBaseTransform parent;
+  State* state;
+};
+
+G_DEFINE_TYPE(GstEdgeInfer, gst_edge_infer, GST_TYPE_BASE_TRANSFORM)
+
+namespace {
+
+// Posts GST_ELEMENT_ERROR with `what: <the SDK's message>` (and the error code and settings
+// in the debug text), in the GStreamer domain that fits the error code.
+void postError(GstEdgeInfer* self, GQuark domain, const Status& st, const std::string& what,
+               const char* func, int line) {
+  gint code = GST_RESOURCE_ERROR_FAILED;
+  if (domain == GST_RESOURCE_ERROR) {
+    switch (st.code()) {
+      case ErrorCode::kNotFound:
+        code = GST_RESOURCE_ERROR_NOT_FOUND;
+        break;
+      case ErrorCode::kIoError:
+        code = GST_RESOURCE_ERROR_READ;
+        break;
+      case ErrorCode::kInvalidArgument:
+        code = GST_RESOURCE_ERROR_SETTINGS;
+        break;
+      default:
+        code = GST_RESOURCE_ERROR_FAILED;
+        break;
+    }
+  } else if (domain == GST_STREAM_ERROR) {
+    code = st.code() == ErrorCode::kInvalidArgument ? GST_STREAM_ERROR_FORMAT
+                                                    : GST_STREAM_ERROR_FAILED;
+  }
+  const State& s = *self->state;
+  const std::string text = what + ": " + st.message();
+  const std::string debug = std::string("error ") + edgeinfer::errorCodeName(st.code()) +
+                            "; config=" + s.active.config + " model=" + s.active.model +
+                            " backend=" + backendLabel(s.active.backend) +
+                            " device-id=" + std::to_string(s.active.deviceId);
+  GST_ERROR_OBJECT(self, "%s", text.c_str());
+  gst_element_message_full(GST_ELEMENT(self), GST_MESSAGE_ERROR, domain, code,
+                           g_strdup(text.c_str()), g_strdup(debug.c_str()), __FILE__, func, line);
+}
+#define EI_POST_ERROR(self, domain, st, what) \
+  postError(self, domain, st, what, GST_FUNCTION, __LINE__)
+
+void postResults(GstEdgeInfer* self, const eg::Results& r, GstClockTime pts, int inferOnId) {
+  GstStructure* s = eg::resultsStructure(r, pts);
+  if (inferOnId >= 0) gst_structure_set(s, "infer-on-id", G_TYPE_INT, inferOnId, nullptr);
+  gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
+}
+
+eg::Results toResults(vision::FrameResult&& fr) {
+  eg::Results r;
+  r.objects.reserve(fr.detections.size());
+  for (vision::Detection& d : fr.detections) {
+    eg::Object o;
+    o.detection = std::move(d);
+    r.objects.push_back(std::move(o));
+  }
+  r.classifications = std::move(fr.classifications);
+  return r;
+}
+
+gboolean edgeInferStart(GstBaseTransform* trans) {
+  GstEdgeInfer* self = GST_EDGE_INFER(trans);
+  State& s = *self->state;
+  GST_OBJECT_LOCK(self);
+  s.active = s.settings;
+  GST_OBJECT_UNLOCK(self);
+  const Settings& cfg = s.active;
+  s.frames = 0;
+  s.haveLast = false;
+  s.last = eg::Results{};
+  s.capsMessagePosted = false;
+  edgeinfer::gst::syncSdkLogLevel();
+
+  if (cfg.config.empty()) {
+    EI_POST_ERROR(self, GST_RESOURCE_ERROR,
+                  Status(ErrorCode::kNotFound,
+                         "the 'config' property is not set: give the model config JSON, e.g. "
+                         "config=models/blazeface/model.json"),
+                  "edgeinfer: no model config");
+    return FALSE;
+  }
+  auto filter = parseClassFilter(cfg.inferOnClass);
+  if (!filter.ok()) {
+    EI_POST_ERROR(self, GST_RESOURCE_ERROR, filter.status(), "edgeinfer: bad property");
+    return FALSE;
+  }
+  s.classFilter = *filter;
+  if (!s.classFilter.empty() && cfg.inferOnId < 0)
+    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
+                        ("infer-on-class has no effect without infer-on-id (this element runs on "
+                         "whole frames)"),
+                        (nullptr));
+
+  GST_INFO_OBJECT(self, "reading model config %s", cfg.config.c_str());
+  auto mc = vision::loadModelConfig(cfg.config);
+  if (!mc.ok()) {
+    EI_POST_ERROR(self, GST_RESOURCE_ERROR, mc.status(), "edgeinfer: cannot use model config");
+    return FALSE;
+  }
+  if (!cfg.model.empty()) mc->modelPath = cfg.model;
+
+  vision::VisionModelOptions o;
+  o.backend = toBackend(cfg.backend);
+  o.precision =
+      cfg.precision == PRECISION_FP32 ? edgeinfer::Precision::kFp32 : edgeinfer::Precision::kFp16;
+  o.deviceId = cfg.deviceId;
+  o.engineCacheDir = cfg.engineCacheDir;
+  o.noEngineCache = cfg.noEngineCache;
+  if (cfg.batchSize > 0) o.builder.dynamicDimDefault = cfg.batchSize;
+  GST_INFO_OBJECT(self,
+                  "%s: building the engine of %s (backend %s, precision %s, device %d), or "
+                  "loading it from the engine cache %s ...",
+                  mc->name.c_str(), mc->modelPath.c_str(), backendLabel(cfg.backend),
+                  cfg.precision == PRECISION_FP32 ? "fp32" : "fp16", cfg.deviceId,
+                  cfg.noEngineCache            ? "(disabled)"
+                  : cfg.engineCacheDir.empty() ? "(default directory)"
+                                               : cfg.engineCacheDir.c_str());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = vision::VisionModel::create(*mc, o);
+  if (!model.ok()) {
+    EI_POST_ERROR(self, GST_RESOURCE_ERROR, model.status(), "edgeinfer: cannot load the model");
+    return FALSE;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  GST_INFO_OBJECT(self, "%s ready on the %s in %.2f s: engine %s", mc->name.c_str(),
+                  (*model)->onGpu() ? "GPU" : "CPU", secs, (*model)->engineSource().c_str());
+  if (cfg.batchSize > 0) {
+    for (const edgeinfer::TensorDesc& d : (*model)->engine().inputs())
+      if (d.name == mc->inputTensor && d.shape.rank() > 0 && d.shape[0] != cfg.batchSize)
+        GST_WARNING_OBJECT(self,
+                           "batch-size=%d asked for, but the model's batch is fixed at %lld: "
+                           "batch-size has no effect",
+                           cfg.batchSize, static_cast<long long>(d.shape[0]));
+  }
+  s.model = std::move(*model);
+  return TRUE;
+}
+
+gboolean edgeInferStop(GstBaseTransform* trans) {
+  State& s = *GST_EDGE_INFER(trans)->state;
+  s.model.reset();
+  s.haveInfo = false;
+  s.haveLast = false;
+  s.last = eg::Results{};
+  return TRUE;
+}
+
+gboolean edgeInferSetCaps(GstBaseTransform* trans, GstCaps* incaps, GstCaps* /*outcaps*/) {
+  GstEdgeInfer* self = GST_EDGE_INFER(trans);
+  State& s = *self->state;
+  GstVideoInfo info;
+  if (!gst_video_info_from_caps(&info, incaps)) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("edgeinfer: caps are not raw video"),
+                      ("%" GST_PTR_FORMAT, static_cast<void*>(incaps)));
+    return FALSE;
+  }
+  vision::PixelFormat format{};
+  if (!edgeinfer::gst::toPixelFormat(GST_VIDEO_INFO_FORMAT(&info), &format)) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                      ("edgeinfer cannot take video format %s",
+                       gst_video_format_to_string(GST_VIDEO_INFO_FORMAT(&info))),
+                      ("%" GST_PTR_FORMAT, static_cast<void*>(incaps)));
+    return FALSE;
+  }
+  if (s.haveInfo && (GST_VIDEO_INFO_WIDTH(&s.info) != GST_VIDEO_INFO_WIDTH(&info) ||
+                     GST_VIDEO_INFO_HEIGHT(&s.info) != GST_VIDEO_INFO_HEIGHT(&info)))
+    s.haveLast = false;  // carried boxes would not fit the new frame size
+  s.info = info;
+  s.haveInfo = true;
+  GST_DEBUG_OBJECT(self, "frames: %s %dx%d", vision::pixelFormatName(format),
+                   GST_VIDEO_INFO_WIDTH(&info), GST_VIDEO_INFO_HEIGHT(&info));
+  return TRUE;
+}
+
+// Caps it cannot take: a warning when an upstream element asks what it takes offering only
+// formats it does not (that negotiation fails upstream, which posts its own "not-negotiated"
+// error), an error when such caps are about to be pushed (an accept-caps query for fixed caps).
+gboolean edgeInferQuery(GstBaseTransform* trans, GstPadDirection direction, GstQuery* query) {
+  GstEdgeInfer* self = GST_EDGE_INFER(trans);
+  State& s = *self->state;
+  if (direction == GST_PAD_SINK &&
+      (GST_QUERY_TYPE(query) == GST_QUERY_ACCEPT_CAPS || GST_QUERY_TYPE(query) == GST_QUERY_CAPS)) {
+    const bool accept = GST_QUERY_TYPE(query) == GST_QUERY_ACCEPT_CAPS;
+    GstCaps* caps = nullptr;
+    if (accept) {
+      gst_query_parse_accept_caps(query, &caps);
+    } else {
+      gst_query_parse_caps(query, &caps);  // the filter: what the asking element offers
+    }
+    GstCaps* templ = gst_pad_get_pad_template_caps(GST_BASE_TRANSFORM_SINK_PAD(trans));
+    const std::string msg = edgeinfer::gst::unsupportedCapsMessage("edgeinfer", caps, templ);
+    gst_caps_unref(templ);
+    if (!msg.empty()) {
+      gchar* offered = gst_caps_to_string(caps);
+      if (accept && gst_caps_is_fixed(caps)) {
+        GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("%s", msg.c_str()), ("offered caps: %s", offered));
+        g_free(offered);
+        gst_query_set_accept_caps_result(query, FALSE);
+        return TRUE;
+      }
+      if (!accept && !s.capsMessagePosted) {
+        s.capsMessagePosted = true;
+        GST_ELEMENT_WARNING(self, STREAM, FORMAT, ("%s", msg.c_str()),
+                            ("offered caps: %s", offered));
+      }
+      g_free(offered);
+    }
+  }
+  return GST_BASE_TRANSFORM_CLASS(gst_edge_infer_parent_class)->query(trans, direction, query);
+}
+
+GstFlowReturn runPrimary(GstEdgeInfer* self, GstBuffer* buf, uint64_t n, bool run) {
+  State& s = *self->state;
+  eg::Results r;
+  if (run) {
+    edgeinfer::gst::InputFrame frame;
+    Status st = edgeinfer::gst::mapInputFrame(buf, s.info, frame);
+    if (!st.ok()) {
+      EI_POST_ERROR(self, GST_STREAM_ERROR, st, "edgeinfer: frame " + std::to_string(n));
+      return GST_FLOW_ERROR;
+    }
+    auto out = s.model->infer({frame.view()});
+    if (!out.ok()) {
+      EI_POST_ERROR(self, GST_STREAM_ERROR, out.status(),
+                    "edgeinfer: inference on frame " + std::to_string(n));
+      return GST_FLOW_ERROR;
+    }
+    r = toResults(std::move(out->front()));
+    if (s.active.interval > 1) {
+      s.last = r;
+      s.haveLast = true;
+    }
+  } else if (s.haveLast) {
+    r = s.last;
+    r.inferred = false;
+  } else {
+    r.inferred = false;
+  }
+  r.uniqueId = s.active.uniqueId;
+  r.frameNumber = n;
+  r.width = GST_VIDEO_INFO_WIDTH(&s.info);
+  r.height = GST_VIDEO_INFO_HEIGHT(&s.info);
+  EdgeInferMeta* meta = eg::addMeta(buf, std::move(r));
+  if (!meta) {
+    GST_ELEMENT_ERROR(self, CORE, FAILED, ("edgeinfer: cannot attach the results to the buffer"),
+                      (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  if (s.postMessages.load()) postResults(self, *meta->results, GST_BUFFER_PTS(buf), -1);
+  return GST_FLOW_OK;
+}
+
+bool classWanted(const State& s, int classId) {
+  if (s.classFilter.empty()) return true;
+  for (int c : s.classFilter)
+    if (c == classId) return true;
+  return false;
+}
+
+GstFlowReturn runSecondary(GstEdgeInfer* self, GstBuffer* buf, uint64_t n, bool run) {
+  State& s = *self->state;
+  EdgeInferMeta* parent = eg::findMeta(buf, s.active.inferOnId);
+  if (!run || !parent) return GST_FLOW_OK;
+  const int w = GST_VIDEO_INFO_WIDTH(&s.info), h = GST_VIDEO_INFO_HEIGHT(&s.info);
+  std::vector<size_t> which;
+  std::vector<vision::PixelRect> rois;
+  for (size_t i = 0; i < parent->results->objects.size(); ++i) {
+    const vision::Detection& d = parent->results->objects[i].detection;
+    if (!classWanted(s, d.classId)) continue;
+    // The box's pixels: from floor(x1) to ceil(x2), inside the frame.
+    const int x1 = std::max(0, static_cast<int>(std::floor(d.box.x1)));
+    const int y1 = std::max(0, static_cast<int>(std::floor(d.box.y1)));
+    const int x2 = std::min(w, static_cast<int>(std::ceil(d.box.x2)));
+    const int y2 = std::min(h, static_cast<int>(std::ceil(d.box.y2)));
+    if (x2 - x1 < 1 || y2 - y1 < 1) continue;
+    which.push_back(i);
+    rois.push_back({x1, y1, x2 - x1, y2 - y1});
+  }
+  if (rois.empty()) return GST_FLOW_OK;
+  edgeinfer::gst::InputFrame frame;
+  Status st = edgeinfer::gst::mapInputFrame(buf, s.info, frame);
+  if (!st.ok()) {
+    EI_POST_ERROR(self, GST_STREAM_ERROR, st, "edgeinfer: frame " + std::to_string(n));
+    return GST_FLOW_ERROR;
+  }
+  const std::vector<vision::FrameView> frames(rois.size(), frame.view());
+  auto out = s.model->infer(frames, rois);
+  if (!out.ok()) {
+    EI_POST_ERROR(self, GST_STREAM_ERROR, out.status(),
+                  "edgeinfer: inference on " + std::to_string(rois.size()) + " boxes of frame " +
+                      std::to_string(n));
+    return GST_FLOW_ERROR;
+  }
+  eg::Results own;  // detections of a secondary detector, and what this element posts
+  own.uniqueId = s.active.uniqueId;
+  own.frameNumber = n;
+  own.width = w;
+  own.height = h;
+  eg::Results posted = own;
+  for (size_t k = 0; k < which.size(); ++k) {
+    vision::FrameResult& fr = (*out)[k];
+    eg::Object& obj = parent->results->objects[which[k]];
+    if (!fr.classifications.empty())
+      obj.classifications.push_back({s.active.uniqueId, std::move(fr.classifications)});
+    for (vision::Detection& d : fr.detections) {
+      eg::Object o;
+      o.detection = std::move(d);
+      own.objects.push_back(std::move(o));
+    }
+    posted.objects.push_back(obj);
+  }
+  if (s.postMessages.load()) {
+    for (const eg::Object& o : own.objects) posted.objects.push_back(o);
+    postResults(self, posted, GST_BUFFER_PTS(buf), s.active.inferOnId);
+  }
+  if (!own.objects.empty() && !eg::addMeta(buf, std::move(own))) {
+    GST_ELEMENT_ERROR(self, CORE, FAILED, ("edgeinfer: cannot attach the results to the buffer"),
+                      (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+}
+
+GstFlowReturn edgeInferTransformIp(GstBaseTransform* trans, GstBuffer* buf) {
+  GstEdgeInfer* self = GST_EDGE_INFER(trans);
+  State& s = *self->state;
+  if (!s.model || !s.haveInfo) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("edgeinfer: a buffer arrived before the caps"),
+                      (nullptr));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  const uint64_t n = s.frames++;
+  const bool run = n % s.active.interval == 0;
+  return s.active.inferOnId < 0 ? runPrimary(self, buf, n, run) : runSecondary(self, buf, n, run);
+}
+
+void edgeInferSetProperty(GObject* object, guint id, const GValue* value, GParamSpec* pspec) {
+  GstEdgeInfer* self = GST_EDGE_INFER(object);
+  State& s = *self->state;
+  auto str = [value] {
+    const gchar* v = g_value_get_string(value);
+    return std::string(v ? v : "");
+  };
+  GST_OBJECT_LOCK(self);
+  Settings& p = s.settings;
+  switch (id) {
+    case PROP_CONFIG:
+      p.config = str();
+      break;
+    case PROP_MODEL:
+      p.model = str();
+      break;
+    case PROP_ENGINE_CACHE_DIR:
+      p.engineCacheDir = str();
+      break;
+    case PROP_NO_ENGINE_CACHE:
+      p.noEngineCache = g_value_get_boolean(value);
+      break;
+    case PROP_PRECISION:
+      p.precision = g_value_get_enum(value);
+      break;
+    case PROP_BATCH_SIZE:
+      p.batchSize = g_value_get_int(value);
+      break;
+    case PROP_INTERVAL:
+      p.interval = g_value_get_uint(value);
+      break;
+    case PROP_DEVICE_ID:
+      p.deviceId = g_value_get_int(value);
+      break;
+    case PROP_BACKEND:
+      p.backend = g_value_get_enum(value);
+      break;
+    case PROP_UNIQUE_ID:
+      p.uniqueId = g_value_get_int(value);
+      break;
+    case PROP_INFER_ON_ID:
+      p.inferOnId = g_value_get_int(value);
+      break;
+    case PROP_INFER_ON_CLASS:
+      p.inferOnClass = str();
+      break;
+    case PROP_POST_MESSAGES:
+      s.postMessages.store(g_value_get_boolean(value));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+void edgeInferGetProperty(GObject* object, guint id, GValue* value, GParamSpec* pspec) {
+  GstEdgeInfer* self = GST_EDGE_INFER(object);
+  State& s = *self->state;
+  GST_OBJECT_LOCK(self);
+  const Settings& p = s.settings;
+  switch (id) {
+    case PROP_CONFIG:
+      g_value_set_string(value, p.config.c_str());
+      break;
+    case PROP_MODEL:
+      g_value_set_string(value, p.model.c_str());
+      break;
+    case PROP_ENGINE_CACHE_DIR:
+      g_value_set_string(value, p.engineCacheDir.c_str());
+      break;
+    case PROP_NO_ENGINE_CACHE:
+      g_value_set_boolean(value, p.noEngineCache);
+      break;
+    case PROP_PRECISION:
+      g_value_set_enum(value, p.precision);
+      break;
+    case PROP_BATCH_SIZE:
+      g_value_set_int(value, p.batchSize);
+      break;
+    case PROP_INTERVAL:
+      g_value_set_uint(value, p.interval);
+      break;
+    case PROP_DEVICE_ID:
+      g_value_set_int(value, p.deviceId);
+      break;
+    case PROP_BACKEND:
+      g_value_set_enum(value, p.backend);
+      break;
+    case PROP_UNIQUE_ID:
+      g_value_set_int(value, p.uniqueId);
+      break;
+    case PROP_INFER_ON_ID:
+      g_value_set_int(value, p.inferOnId);
+      break;
+    case PROP_INFER_ON_CLASS:
+      g_value_set_string(value, p.inferOnClass.c_str());
+      break;
+    case PROP_POST_MESSAGES:
+      g_value_set_boolean(value, s.postMessages.load());
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+void edgeInferFinalize(GObject* object) {
+  GstEdgeInfer* self = GST_EDGE_INFER(object);
+  delete self->state;
+  self->state = nullptr;
+  G_OBJECT_CLASS(gst_edge_infer_parent_class)->finalize(object);
+}
+
+constexpr GParamFlags kReadyFlags =
+    static_cast<GParamFlags>(G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY);
+constexpr GParamFlags kPlayingFlags = static_cast<GParamFlags>(
+    G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING);
+
+}  // namespace
+
+static void gst_edge_infer_class_init(GstEdgeInferClass* klass) {
+  GObjectClass* gobject = G_OBJECT_CLASS(klass);
+  GstElementClass* element = GST_ELEMENT_CLASS(klass);
+  GstBaseTransformClass* trans = GST_BASE_TRANSFORM_CLASS(klass);
+  GST_DEBUG_CATEGORY_INIT(gst_edge_infer_debug, "edgeinfer", 0, "EdgeInfer inference element");
+
+  gobject->set_property = edgeInferSetProperty;
+  gobject->get_property = edgeInferGetProperty;
+  gobject->finalize = edgeInferFinalize;
+
+  g_object_class_install_property(
+      gobject, PROP_CONFIG,
+      g_param_spec_string("config", "Model config",
+                          "Model config JSON (required): the ONNX model, its input tensor and "
+                          "preprocessing, the output decoder and labels, e.g. "
+                          "models/blazeface/model.json",
+                          nullptr, kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_MODEL,
+      g_param_spec_string("model", "ONNX model",
+                          "ONNX model file to use instead of the one the config names (empty: "
+                          "the config's)",
+                          nullptr, kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_ENGINE_CACHE_DIR,
+      g_param_spec_string("engine-cache-dir", "Engine cache directory",
+                          "Where built engines are kept and reused, keyed by the model's bytes, "
+                          "backend, precision and device (empty: $XDG_CACHE_HOME/edgeinfer/"
+                          "engines or ~/.cache/edgeinfer/engines)",
+                          nullptr, kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_NO_ENGINE_CACHE,
+      g_param_spec_boolean("no-engine-cache", "No engine cache",
+                           "Build the engine at every start; read and write no engine cache", FALSE,
+                           kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_PRECISION,
+      g_param_spec_enum("precision", "Precision",
+                        "Kernel precision of a GPU engine (the CPU computes in FP32). INT8 is "
+                        "not offered: the SDK has no INT8 calibration yet",
+                        precisionGetType(), PRECISION_FP16, kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_BATCH_SIZE,
+      g_param_spec_int("batch-size", "Batch size",
+                       "Images per engine run, for a model whose batch dimension is dynamic "
+                       "(0: 1). Frames are run one per buffer; a secondary element runs up to "
+                       "this many boxes of a frame per engine run. A model with a fixed batch "
+                       "keeps it (a warning says so)",
+                       0, 1024, 0, kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_INTERVAL,
+      g_param_spec_uint("interval", "Interval",
+                        "Run the model on every Nth frame (1: every frame). The frames in "
+                        "between carry the last inferred frame's results, marked "
+                        "inferred=false; a secondary element adds nothing to them",
+                        1, G_MAXINT, 1, kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_DEVICE_ID,
+      g_param_spec_int("device-id", "Device ID", "CUDA device the engine is built for and runs on",
+                       0, G_MAXINT, 0, kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_BACKEND,
+      g_param_spec_enum("backend", "Backend",
+                        "Where the model runs: auto (the GPU when one is usable, else the CPU), "
+                        "gpu (an error when no GPU is usable) or cpu",
+                        backendGetType(), BACKEND_AUTO, kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_UNIQUE_ID,
+      g_param_spec_int("unique-id", "Unique ID",
+                       "Tag written into this element's results (EdgeInferMeta, messages, "
+                       "JSON) so that a secondary element can name this one in infer-on-id",
+                       0, G_MAXINT, kDefaultUniqueId, kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_INFER_ON_ID,
+      g_param_spec_int("infer-on-id", "Infer on ID",
+                       "-1: run on whole frames. Otherwise run on the boxes found by the element "
+                       "whose unique-id this is (a secondary classifier), appending the classes "
+                       "to each of its objects",
+                       -1, G_MAXINT, -1, kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_INFER_ON_CLASS,
+      g_param_spec_string("infer-on-class", "Infer on classes",
+                          "With infer-on-id: run only on boxes of these class ids, separated by "
+                          "commas, e.g. \"0,2\" (empty: every box)",
+                          nullptr, kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_POST_MESSAGES,
+      g_param_spec_boolean("post-messages", "Post messages",
+                           "Post an element message \"edgeinfer-results\" per frame (frame "
+                           "number, pts, size, detections, classifications) on the bus",
+                           FALSE, kPlayingFlags));
+
+  gst_element_class_set_static_metadata(
+      element, "EdgeInfer inference", "Filter/Analyzer/Video",
+      "Runs an ONNX network (built into an engine for the GPU or the CPU) on video frames and "
+      "attaches the detections and classifications to each buffer as EdgeInferMeta",
+      "EdgeInfer developers");
+  GstCaps* caps = gst_caps_from_string(EDGEINFER_INFER_CAPS);
+  gst_element_class_add_pad_template(
+      element, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
+  gst_element_class_add_pad_template(
+      element, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
+  gst_caps_unref(caps);
+
+  trans->start = GST_DEBUG_FUNCPTR(edgeInferStart);
+  trans->stop = GST_DEBUG_FUNCPTR(edgeInferStop);
+  trans->set_caps = GST_DEBUG_FUNCPTR(edgeInferSetCaps);
+  trans->query = GST_DEBUG_FUNCPTR(edgeInferQuery);
+  trans->transform_ip = GST_DEBUG_FUNCPTR(edgeInferTransformIp);
+  trans->passthrough_on_same_caps = FALSE;  // results are attached: buffers must be writable
+
+  gst_type_mark_as_plugin_api(precisionGetType(), static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(backendGetType(), static_cast<GstPluginAPIFlags>(0));
+}
+
+static void gst_edge_infer_init(GstEdgeInfer* self) {
+  self->state = new State();
+  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+}
