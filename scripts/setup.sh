@@ -25,6 +25,15 @@ readonly HOST_PACKAGES=(
   # forensics-samples-files: a real phone-camera clip (H.264 1080p, 41 frames, 2.9 MB) the
   # video tests decode (tests/unit/test_vision_video.cpp).
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev forensics-samples-files
+  # GStreamer: the plugin (plugins/gst) builds against gstreamer-1.0, -base-1.0, -check-1.0
+  # (libgstreamer1.0-dev) and gstreamer-video-1.0 (libgstreamer-plugins-base1.0-dev). Its tests
+  # and pipelines/ run gst-launch-1.0/gst-inspect-1.0 (gstreamer1.0-tools) with videotestsrc,
+  # videoconvert, videoscale, decodebin, appsrc (-plugins-base), mp4mux/qtdemux, jpegdec,
+  # avidemux, gdkpixbufoverlay, multifilesink, rtspsrc (-plugins-good), h264parse and, on GPU
+  # machines, nvh264dec (-plugins-bad), x264enc (-plugins-ugly) and avdec_h264 (-libav).
+  libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
+  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
+  gstreamer1.0-plugins-ugly gstreamer1.0-libav
 )
 readonly CROSS_PACKAGES=(
   g++-aarch64-linux-gnu qemu-user

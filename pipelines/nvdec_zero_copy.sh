@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Shows: the GPU path: H.264 decoded by NVDEC (nvh264dec) -> edgeinfer on the GPU -> boxes drawn -> H.264 MP4.
+#
+#   pipelines/nvdec_zero_copy.sh [INPUT.mp4 [OUTPUT.mp4 [MODEL_CONFIG]]]
+#
+# Needs an NVIDIA GPU, GStreamer's nvcodec plugin (gstreamer1.0-plugins-bad; nvh264dec appears
+# only where the driver's NVDEC is usable) and a build with CUDA. Not runnable on the GPU-less
+# build machine; verified on a GPU machine.
+# Zero copy: edgeinfer's video/x-raw(memory:CUDAMemory) input (issue 5, in progress) lets
+# nvh264dec hand over frames that stay in GPU memory; until that path is in, edgeinfer
+# negotiates system memory and nvh264dec copies each frame to the host (the pipeline still
+# runs, on the GPU engine, with that copy). edgeoverlay draws in system memory, so frames are
+# downloaded after inference (cudadownload) until the CUDA overlay exists.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+input=${1:-/usr/share/forensics-samples/original-files/movie1/VID_20191220_170832.mp4}
+output=${2:-$repo/build/pipelines/nvdec.mp4}
+config=${3:-$models/blazeface/model_back.json}
+if ! gst-inspect-1.0 nvh264dec >/dev/null 2>&1; then
+  echo "nvh264dec is not available (no NVIDIA GPU/driver, or gstreamer1.0-plugins-bad's nvcodec" \
+    "is missing): this pipeline needs NVDEC" >&2
+  exit 1
+fi
+mkdir -p "$(dirname "$output")"
+download=""
+gst-inspect-1.0 cudadownload >/dev/null 2>&1 && download="cudadownload !"
+# shellcheck disable=SC2086  # $download is a launch-line fragment
+gst-launch-1.0 -e \
+  filesrc location="$input" ! qtdemux ! h264parse ! nvh264dec ! \
+  edgeinfer config="$config" backend=gpu ! $download \
+  edgeoverlay thickness=6 ! videoconvert ! x264enc ! mp4mux ! filesink location="$output"
+echo "wrote $output"
