@@ -41,8 +41,12 @@ TEST(Device, GpuUsableAgreesWithTheQuery) {
   std::string why;
   const bool usable = gpuUsable(0, &why);
   EXPECT_EQ(usable, queryCudaDevice(0).ok()) << why;
-  if (!usable) EXPECT_FALSE(why.empty());
-  if (!builtWithCuda()) EXPECT_NE(why.find("built without CUDA"), std::string::npos) << why;
+  if (!usable) {
+    EXPECT_FALSE(why.empty());
+  }
+  if (!builtWithCuda()) {
+    EXPECT_NE(why.find("built without CUDA"), std::string::npos) << why;
+  }
   std::string none;
   EXPECT_FALSE(gpuUsable(1000, &none));
   EXPECT_FALSE(none.empty());
