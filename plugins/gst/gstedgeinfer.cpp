@@ -155,7 +155,7 @@ struct State {
   uint64_t frames = 0;
   bool haveLast = false;
   eg::Results last;  // primary with interval > 1: the last inferred frame's results
-  bool capsMessagePosted = false;
+  std::atomic<bool> capsMessagePosted{false};  // queries come from any thread
 };
 
 edgeinfer::Backend toBackend(int b) {
@@ -263,7 +263,7 @@ gboolean edgeInferStart(GstBaseTransform* trans) {
   s.frames = 0;
   s.haveLast = false;
   s.last = eg::Results{};
-  s.capsMessagePosted = false;
+  s.capsMessagePosted.store(false);
   edgeinfer::gst::syncSdkLogLevel();
 
   if (cfg.config.empty()) {
@@ -393,8 +393,7 @@ gboolean edgeInferQuery(GstBaseTransform* trans, GstPadDirection direction, GstQ
         gst_query_set_accept_caps_result(query, FALSE);
         return TRUE;
       }
-      if (!accept && !s.capsMessagePosted) {
-        s.capsMessagePosted = true;
+      if (!accept && !s.capsMessagePosted.exchange(true)) {
         GST_ELEMENT_WARNING(self, STREAM, FORMAT, ("%s", msg.c_str()),
                             ("offered caps: %s", offered));
       }
