@@ -78,6 +78,23 @@ if [ ! -f "$models/blazeface/blazeface_front_128.onnx" ] || [ ! -f "$media/kphot
   exit $((failures > 0))
 fi
 
+# The engine build shows in GStreamer's log: the element's progress (category edgeinfer) and
+# the SDK's own messages routed into category edgeinfer-sdk.
+log=$(GST_DEBUG=edgeinfer:4,edgeinfer-sdk:4 GST_DEBUG_NO_COLOR=1 gst gst-launch-1.0 -q \
+  videotestsrc num-buffers=2 ! video/x-raw,width=64,height=48 ! videoconvert ! \
+  edgeinfer config="$models/blazeface/model.json" backend=cpu engine-cache-dir="$work/log-engines" ! \
+  fakesink 2>&1)
+grep -q "edgeinfer .*building the engine of .* or loading it from the engine cache" <<<"$log" &&
+  grep -q "edgeinfer-sdk .*building the engine of blazeface-front" <<<"$log" &&
+  grep -q "edgeinfer .*blazeface-front ready on the CPU .*engine built in" <<<"$log" &&
+  pass "engine build progress in the GStreamer log" ||
+  fail "engine build progress missing from the GStreamer log: $(grep -i engine <<<"$log" | head -5)"
+
+# edgemetasink without a location writes to stdout, one line per frame.
+lines=$(gst gst-launch-1.0 -q videotestsrc num-buffers=3 ! video/x-raw,width=32,height=24 ! \
+  edgemetasink 2>/dev/null | grep -c '^{"frame":')
+[ "$lines" = 3 ] && pass "edgemetasink to stdout" || fail "edgemetasink to stdout: $lines JSON lines, 3 frames"
+
 # ---- Checks on a run's files ----------------------------------------------------------------
 # check_run NAME FRAMES MIN_FACE_FRACTION: $work/NAME.jsonl (edgeinfer's results),
 # $work/NAME-in/*.rgb (the frames before the overlay), $work/NAME.mp4 (the output).
