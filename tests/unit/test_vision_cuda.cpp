@@ -394,8 +394,14 @@ TEST(VisionCuda, NmsMatchesCpuOnRandomClusters) {
   struct Shape3 {
     int images, boxes, objects, classes;
   };
-  const Shape3 shapes[] = {{1, 1, 1, 1},     {1, 63, 5, 2},      {1, 64, 5, 1},     {1, 65, 9, 3},
-                           {3, 1000, 40, 4}, {2, 4097, 300, 80}, {1, 10000, 200, 1}};
+  // Sizes around the walk's 64-candidate words and 256-candidate windows, the one-block sort's
+  // capacities (1,024, 4,096, 16,384), rank-by-counting (larger images, few of them) and the
+  // device-wide sort (2 x 16,385).
+  const Shape3 shapes[] = {{1, 1, 1, 1},       {1, 63, 5, 2},      {1, 64, 5, 1},
+                           {1, 65, 9, 3},      {1, 255, 20, 2},    {1, 256, 20, 1},
+                           {2, 257, 20, 3},    {3, 1000, 40, 4},   {1, 1025, 900, 1},
+                           {2, 4097, 300, 80}, {1, 10000, 200, 1}, {1, 16384, 400, 3},
+                           {2, 16385, 500, 2}, {40, 2000, 30, 3},  {34, 5000, 60, 2}};
   for (const Shape3& sh : shapes) {
     NmsCase c = clusteredCase(sh.images, sh.boxes, sh.objects, sh.classes, rng);
     for (int v = 0; v < 4; ++v) {
@@ -409,6 +415,29 @@ TEST(VisionCuda, NmsMatchesCpuOnRandomClusters) {
       ASSERT_TRUE(gpu.ok()) << gpu.status().toString();
       EXPECT_EQ(*gpu, cpuNms(c, p, classes)) << sh.images << "x" << sh.boxes << " variant " << v;
     }
+  }
+}
+
+// IoU threshold 1 suppresses nothing: every candidate that passes is kept, more than the
+// walk lists in shared memory (8,192), through the one-block sort and the device-wide one.
+TEST(VisionCuda, NmsKeepsThousandsWhenNothingIsSuppressed) {
+  EI_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(7);
+  for (int boxes : {9000, 17000}) {
+    NmsCase c = clusteredCase(1, boxes, 50, 4, rng);
+    NmsParams p;
+    p.iouThreshold = 1.f;
+    p.scoreThreshold = 0.f;
+    p.maxDetections = 1 << 20;  // larger than the candidates: buffers follow the candidates
+    auto gpu = gpuNms(c, p, true);
+    ASSERT_TRUE(gpu.ok()) << gpu.status().toString();
+    const auto cpu = cpuNms(c, p, true);
+    EXPECT_GT(cpu[0].size(), 8192u);
+    EXPECT_EQ(*gpu, cpu) << boxes;
+    p.maxDetections = 8500;
+    gpu = gpuNms(c, p, true);
+    ASSERT_TRUE(gpu.ok()) << gpu.status().toString();
+    EXPECT_EQ(*gpu, cpuNms(c, p, true)) << boxes << " capped";
   }
 }
 
