@@ -515,10 +515,12 @@ TEST(EdgeInfer, EngineIsCachedReusedAndRebuiltWhenDamaged) {
   const std::string p =
       "config=" + blazeFace("model.json") + " backend=cpu engine-cache-dir=" + cache.path();
   std::string engineFile;
+  struct stat built {};
   for (int run = 0; run < 3; ++run) {
     if (run == 2) {
       std::ofstream(engineFile, std::ios::binary | std::ios::trunc) << "EDGE damaged";
     }
+    if (run == 1) g_usleep(20000);  // a rewrite would have a later modification time
     GstHarness* h = harnessFor("edgeinfer", p);
     ASSERT_NE(h, nullptr);
     gst_harness_set_src_caps(h, frame.caps());
@@ -536,7 +538,12 @@ TEST(EdgeInfer, EngineIsCachedReusedAndRebuiltWhenDamaged) {
     }
     struct stat st {};
     ASSERT_EQ(stat(engineFile.c_str(), &st), 0);
-    EXPECT_GT(st.st_size, 100) << "run " << run << ": the engine file was (re)written whole";
+    // Run 2: the 12-byte damaged file was replaced by a rebuilt engine.
+    EXPECT_GT(st.st_size, 100) << "run " << run << ": the engine file is whole";
+    if (run == 0) built = st;
+    const bool same =
+        st.st_mtim.tv_sec == built.st_mtim.tv_sec && st.st_mtim.tv_nsec == built.st_mtim.tv_nsec;
+    if (run == 1) EXPECT_TRUE(same) << "the second start rewrote the cached engine";
   }
 }
 
