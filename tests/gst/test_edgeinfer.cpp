@@ -543,7 +543,9 @@ TEST(EdgeInfer, EngineIsCachedReusedAndRebuiltWhenDamaged) {
     if (run == 0) built = st;
     const bool same =
         st.st_mtim.tv_sec == built.st_mtim.tv_sec && st.st_mtim.tv_nsec == built.st_mtim.tv_nsec;
-    if (run == 1) EXPECT_TRUE(same) << "the second start rewrote the cached engine";
+    if (run == 1) {
+      EXPECT_TRUE(same) << "the second start rewrote the cached engine";
+    }
   }
 }
 
