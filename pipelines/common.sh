@@ -12,5 +12,6 @@ if [ ! -f "$build/plugins/gst/libgstedgeinfer.so" ]; then
 fi
 export GST_PLUGIN_PATH=$build/plugins/gst
 export GST_REGISTRY=$build/plugins/gst/registry.bin
+export GST_PLUGIN_PATH_1_0=$GST_PLUGIN_PATH GST_REGISTRY_1_0=$GST_REGISTRY  # read first
 models=${EDGEINFER_MODELS_DIR:-$repo/models}
 media=${EDGEINFER_MEDIA_DIR:-$repo/build/media}

@@ -314,16 +314,22 @@ extern "C" __attribute__((visibility("default"), used)) const char* __lsan_defau
 
 namespace {
 
-// GStreamer is initialised once, for the tests (not when the tests are only listed), with the
-// plugin of this build and a registry file in the build directory, whatever the environment
-// says, so that neither another build's plugin nor a stale user registry is ever used.
-// Plugins are scanned in this process, not in gst-plugin-scanner: in a sanitizer build the
-// plugin can only be loaded into an instrumented process.
+// GStreamer is initialised once, for the tests (not when the tests are only listed), whatever
+// the environment says: with the plugin of this build, as system plugins only the few the
+// tests use (tests/gst/CMakeLists.txt links them into one directory), and a registry file of
+// its own in the build directory, so that neither another build's plugin nor a stale user
+// registry is ever used. (GStreamer reads the _1_0 names first.) Plugins are scanned in this
+// process, not in gst-plugin-scanner: in a sanitizer build the plugin can only be loaded into
+// an instrumented process.
 class GstEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
-    setenv("GST_PLUGIN_PATH", EDGEINFER_GST_PLUGIN_DIR, 1);
-    setenv("GST_REGISTRY", EDGEINFER_GST_REGISTRY, 1);
+    for (const char* suffix : {"", "_1_0"}) {
+      setenv((std::string("GST_PLUGIN_PATH") + suffix).c_str(), EDGEINFER_GST_PLUGIN_DIR, 1);
+      setenv((std::string("GST_PLUGIN_SYSTEM_PATH") + suffix).c_str(), EDGEINFER_GST_TEST_PLUGINS,
+             1);
+      setenv((std::string("GST_REGISTRY") + suffix).c_str(), EDGEINFER_GST_REGISTRY, 1);
+    }
     setenv("GST_REGISTRY_FORK", "no", 1);
     gst_init(nullptr, nullptr);
     GstElementFactory* f = gst_element_factory_find("edgeinfer");

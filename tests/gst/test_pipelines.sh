@@ -25,6 +25,8 @@ sanitize=${2:-}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export GST_PLUGIN_PATH=${GST_PLUGIN_PATH:-$build/plugins/gst}
 export GST_REGISTRY=${GST_REGISTRY:-$build/plugins/gst/registry.bin}
+# GStreamer reads the _1_0 names first: make them say the same.
+export GST_PLUGIN_PATH_1_0=$GST_PLUGIN_PATH GST_REGISTRY_1_0=$GST_REGISTRY
 media=${EDGEINFER_MEDIA_DIR:-$repo/build/media}
 models=${EDGEINFER_MODELS_DIR:-$repo/models}
 clip=/usr/share/forensics-samples/original-files/movie1/VID_20191220_170832.mp4
