@@ -30,8 +30,11 @@ readonly HOST_PACKAGES=(
   # and pipelines/ run gst-launch-1.0/gst-inspect-1.0 (gstreamer1.0-tools) with videotestsrc,
   # videoconvert, videoscale, decodebin, appsrc (-plugins-base), mp4mux/qtdemux, jpegdec,
   # avidemux, gdkpixbufoverlay, multifilesink, rtspsrc (-plugins-good), h264parse and, on GPU
-  # machines, nvh264dec (-plugins-bad), x264enc (-plugins-ugly) and avdec_h264 (-libav).
-  libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
+  # machines, nvh264dec (-plugins-bad), x264enc (-plugins-ugly) and avdec_h264 (-libav);
+  # gstreamer-cuda-1.0 (libgstreamer-plugins-bad1.0-dev) lets it read nvh264dec's CUDA memory
+  # in place.
+  libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev
+  gstreamer1.0-tools
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
   gstreamer1.0-plugins-ugly gstreamer1.0-libav
 )

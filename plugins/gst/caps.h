@@ -11,9 +11,16 @@
 
 namespace edgeinfer::gst {
 
-/// edgeinfer: every PixelFormat of the SDK, in system memory.
-#define EDGEINFER_INFER_CAPS \
-  GST_VIDEO_CAPS_MAKE("{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8 }")
+#define EDGEINFER_INFER_FORMATS "{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR, GRAY8 }"
+/// edgeinfer: every PixelFormat of the SDK, in CUDA memory (GStreamer's CUDA library: read in
+/// place on the GPU, see cuda_context.h) when the build has it, and in system memory.
+#if EDGEINFER_GST_CUDA
+#define EDGEINFER_INFER_CAPS                                                      \
+  GST_VIDEO_CAPS_MAKE_WITH_FEATURES("memory:CUDAMemory", EDGEINFER_INFER_FORMATS) \
+  "; " GST_VIDEO_CAPS_MAKE(EDGEINFER_INFER_FORMATS)
+#else
+#define EDGEINFER_INFER_CAPS GST_VIDEO_CAPS_MAKE(EDGEINFER_INFER_FORMATS)
+#endif
 /// edgeoverlay: the formats it draws on, in system memory.
 #define EDGEINFER_OVERLAY_CAPS \
   GST_VIDEO_CAPS_MAKE("{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }")

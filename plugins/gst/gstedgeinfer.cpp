@@ -58,6 +58,8 @@
 #include <vector>
 
 #include "caps.h"
+#include "cuda_context.h"
+#include "edgeinfer/engine.h"
 #include "edgeinfer/gst/edgeinfer_meta.h"
 #include "edgeinfer/vision/vision_model.h"
 #include "input_frame.h"
@@ -156,6 +158,11 @@ struct State {
   bool haveLast = false;
   eg::Results last;  // primary with interval > 1: the last inferred frame's results
   std::atomic<bool> capsMessagePosted{false};  // queries come from any thread
+
+  // CUDA memory (cuda_context.h): open from NULL->READY to READY->NULL when a GPU may be used.
+  edgeinfer::gst::CudaContextShare cuda;
+  uint64_t framesInPlace = 0;  // CUDA frames read in place by the GPU engine (zero copy)
+  uint64_t framesCopied = 0;   // CUDA frames mapped to the host (another context, or CPU)
 };
 
 edgeinfer::Backend toBackend(int b) {
@@ -261,6 +268,7 @@ gboolean edgeInferStart(GstBaseTransform* trans) {
   GST_OBJECT_UNLOCK(self);
   const Settings& cfg = s.active;
   s.frames = 0;
+  s.framesInPlace = s.framesCopied = 0;
   s.haveLast = false;
   s.last = eg::Results{};
   s.capsMessagePosted.store(false);
@@ -333,6 +341,12 @@ gboolean edgeInferStart(GstBaseTransform* trans) {
 
 gboolean edgeInferStop(GstBaseTransform* trans) {
   State& s = *GST_EDGE_INFER(trans)->state;
+  GST_INFO_OBJECT(trans,
+                  "%llu frames: %llu in CUDA memory read in place by the GPU engine (zero copy), "
+                  "%llu in CUDA memory copied to the host, the rest in system memory",
+                  static_cast<unsigned long long>(s.frames),
+                  static_cast<unsigned long long>(s.framesInPlace),
+                  static_cast<unsigned long long>(s.framesCopied));
   s.model.reset();
   s.haveInfo = false;
   s.haveLast = false;
@@ -373,6 +387,8 @@ gboolean edgeInferSetCaps(GstBaseTransform* trans, GstCaps* incaps, GstCaps* /*o
 gboolean edgeInferQuery(GstBaseTransform* trans, GstPadDirection direction, GstQuery* query) {
   GstEdgeInfer* self = GST_EDGE_INFER(trans);
   State& s = *self->state;
+  // nvh264dec & co ask their neighbours for a CUDA context: ours is the SDK's.
+  if (s.cuda.answer(GST_ELEMENT(self), query)) return TRUE;
   if (direction == GST_PAD_SINK &&
       (GST_QUERY_TYPE(query) == GST_QUERY_ACCEPT_CAPS || GST_QUERY_TYPE(query) == GST_QUERY_CAPS)) {
     const bool accept = GST_QUERY_TYPE(query) == GST_QUERY_ACCEPT_CAPS;
@@ -403,12 +419,32 @@ gboolean edgeInferQuery(GstBaseTransform* trans, GstPadDirection direction, GstQ
   return GST_BASE_TRANSFORM_CLASS(gst_edge_infer_parent_class)->query(trans, direction, query);
 }
 
+// Whether `buf` is read in place on the GPU: CUDA memory of the context the engine runs in,
+// and an engine on the GPU. Counts CUDA frames either way; warns once when one is copied.
+bool readInPlace(GstEdgeInfer* self, GstBuffer* buf) {
+  State& s = *self->state;
+  if (!edgeinfer::gst::CudaContextShare::isCudaMemory(buf)) return false;
+  if (s.model->onGpu() && s.cuda.owns(buf)) {
+    ++s.framesInPlace;
+    return true;
+  }
+  if (s.framesCopied++ == 0)
+    GST_ELEMENT_WARNING(
+        self, STREAM, NOT_IMPLEMENTED,
+        ("edgeinfer: frames in CUDA memory are copied to the host (%s)",
+         s.model->onGpu() ? "they come from another CUDA context than the engine's: "
+                            "an element upstream created its own"
+                          : "the engine runs on the CPU"),
+        (nullptr));
+  return false;
+}
+
 GstFlowReturn runPrimary(GstEdgeInfer* self, GstBuffer* buf, uint64_t n, bool run) {
   State& s = *self->state;
   eg::Results r;
   if (run) {
     edgeinfer::gst::InputFrame frame;
-    Status st = edgeinfer::gst::mapInputFrame(buf, s.info, frame);
+    Status st = edgeinfer::gst::mapInputFrame(buf, s.info, frame, readInPlace(self, buf));
     if (!st.ok()) {
       EI_POST_ERROR(self, GST_STREAM_ERROR, st, "edgeinfer: frame " + std::to_string(n));
       return GST_FLOW_ERROR;
@@ -472,7 +508,7 @@ GstFlowReturn runSecondary(GstEdgeInfer* self, GstBuffer* buf, uint64_t n, bool 
   }
   if (rois.empty()) return GST_FLOW_OK;
   edgeinfer::gst::InputFrame frame;
-  Status st = edgeinfer::gst::mapInputFrame(buf, s.info, frame);
+  Status st = edgeinfer::gst::mapInputFrame(buf, s.info, frame, readInPlace(self, buf));
   if (!st.ok()) {
     EI_POST_ERROR(self, GST_STREAM_ERROR, st, "edgeinfer: frame " + std::to_string(n));
     return GST_FLOW_ERROR;
@@ -650,6 +686,27 @@ constexpr GParamFlags kPlayingFlags = static_cast<GParamFlags>(
 
 }  // namespace
 
+// NULL->READY: before the decoder upstream opens (a bin changes state from the sinks up),
+// offer it the SDK's CUDA context, so that it decodes where the engine reads.
+static GstStateChangeReturn edgeInferChangeState(GstElement* element, GstStateChange change) {
+  GstEdgeInfer* self = GST_EDGE_INFER(element);
+  State& s = *self->state;
+  if (change == GST_STATE_CHANGE_NULL_TO_READY && edgeinfer::gst::kCudaMemorySupported) {
+    GST_OBJECT_LOCK(self);
+    const int backend = s.settings.backend, device = s.settings.deviceId;
+    GST_OBJECT_UNLOCK(self);
+    std::string why;
+    if (backend != BACKEND_CPU && edgeinfer::gpuUsable(device, &why) &&
+        !s.cuda.open(element, device, &why))
+      GST_WARNING_OBJECT(self, "no CUDA context to share (%s): CUDA frames will be copied",
+                         why.c_str());
+  }
+  const GstStateChangeReturn ret =
+      GST_ELEMENT_CLASS(gst_edge_infer_parent_class)->change_state(element, change);
+  if (change == GST_STATE_CHANGE_READY_TO_NULL) s.cuda.close();
+  return ret;
+}
+
 static void gst_edge_infer_class_init(GstEdgeInferClass* klass) {
   GObjectClass* gobject = G_OBJECT_CLASS(klass);
   GstElementClass* element = GST_ELEMENT_CLASS(klass);
@@ -754,6 +811,7 @@ static void gst_edge_infer_class_init(GstEdgeInferClass* klass) {
       element, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
   gst_caps_unref(caps);
 
+  element->change_state = GST_DEBUG_FUNCPTR(edgeInferChangeState);
   trans->start = GST_DEBUG_FUNCPTR(edgeInferStart);
   trans->stop = GST_DEBUG_FUNCPTR(edgeInferStop);
   trans->set_caps = GST_DEBUG_FUNCPTR(edgeInferSetCaps);

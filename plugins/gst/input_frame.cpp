@@ -4,6 +4,10 @@
 
 #include "caps.h"
 
+#if EDGEINFER_GST_CUDA
+#include <gst/cuda/gstcudamemory.h>
+#endif
+
 namespace edgeinfer::gst {
 
 void InputFrame::unmap() {
@@ -12,7 +16,7 @@ void InputFrame::unmap() {
   view_ = vision::FrameView{};
 }
 
-Status mapInputFrame(GstBuffer* buffer, const GstVideoInfo& info, InputFrame& out) {
+Status mapInputFrame(GstBuffer* buffer, const GstVideoInfo& info, InputFrame& out, bool onDevice) {
   out.unmap();
   vision::PixelFormat format{};
   if (!toPixelFormat(GST_VIDEO_INFO_FORMAT(&info), &format))
@@ -22,7 +26,15 @@ Status mapInputFrame(GstBuffer* buffer, const GstVideoInfo& info, InputFrame& ou
                       " is not one the SDK takes");
   // gst_video_frame_map() takes the strides and plane offsets of the buffer's GstVideoMeta
   // when there is one, else those of `info`, and checks the buffer is large enough.
-  if (!gst_video_frame_map(&out.frame_, const_cast<GstVideoInfo*>(&info), buffer, GST_MAP_READ))
+  // GST_MAP_CUDA: the plane pointers are device addresses (CUdeviceptr).
+  int flags = GST_MAP_READ;
+#if EDGEINFER_GST_CUDA
+  if (onDevice) flags |= GST_MAP_CUDA;
+#else
+  onDevice = false;
+#endif
+  if (!gst_video_frame_map(&out.frame_, const_cast<GstVideoInfo*>(&info), buffer,
+                           static_cast<GstMapFlags>(flags)))
     return Status(ErrorCode::kInvalidArgument,
                   "cannot map the buffer as a " + std::to_string(GST_VIDEO_INFO_WIDTH(&info)) +
                       "x" + std::to_string(GST_VIDEO_INFO_HEIGHT(&info)) + " " +
@@ -34,7 +46,7 @@ Status mapInputFrame(GstBuffer* buffer, const GstVideoInfo& info, InputFrame& ou
   v.format = format;
   v.width = GST_VIDEO_FRAME_WIDTH(&out.frame_);
   v.height = GST_VIDEO_FRAME_HEIGHT(&out.frame_);
-  v.memory = MemoryLocation::kHost;
+  v.memory = onDevice ? MemoryLocation::kDevice : MemoryLocation::kHost;
   for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&out.frame_) && p < 3; ++p) {
     v.planes[p] = static_cast<const uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&out.frame_, p));
     v.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&out.frame_, p);

@@ -24,7 +24,8 @@ class InputFrame {
   void unmap();
 
  private:
-  friend Status mapInputFrame(GstBuffer* buffer, const GstVideoInfo& info, InputFrame& out);
+  friend Status mapInputFrame(GstBuffer* buffer, const GstVideoInfo& info, InputFrame& out,
+                              bool onDevice);
   GstVideoFrame frame_{};
   bool mapped_ = false;
   vision::FrameView view_;
@@ -33,9 +34,12 @@ class InputFrame {
 /// Maps `buffer`, negotiated as `info`, for reading and describes its planes as a FrameView:
 /// the format from `info`, plane pointers and strides from the mapping (so from the buffer's
 /// GstVideoMeta when it has one: padded or odd pitches and plane offsets are taken as they
-/// are). System memory today: the view is a host frame. Errors (a buffer too small for its
-/// caps, a format the SDK does not know, strides too small) are kInvalidArgument naming the
-/// problem.
-Status mapInputFrame(GstBuffer* buffer, const GstVideoInfo& info, InputFrame& out);
+/// are). `onDevice` (a CUDA buffer in the context the engine runs in, see cuda_context.h): the
+/// buffer is mapped for CUDA and the view is a device frame, read in place; otherwise the
+/// view is a host frame (GStreamer copies CUDA memory to the host for such a mapping). Errors (a
+/// buffer too small for its caps, a format the SDK does not know, strides too small) are
+/// kInvalidArgument naming the problem.
+Status mapInputFrame(GstBuffer* buffer, const GstVideoInfo& info, InputFrame& out,
+                     bool onDevice = false);
 
 }  // namespace edgeinfer::gst
