@@ -34,6 +34,7 @@ const char* kBenchVisionHelp = R"(usage: edgeinfer bench-vision preprocess|nms [
   --warmup N (20), --iterations N (200), --json FILE
 )";
 
+#if EDGEINFER_HAVE_CUDA
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
@@ -43,7 +44,6 @@ bool parseSize(const std::string& s, int& w, int& h) {
   return std::sscanf(s.c_str(), "%dx%d", &w, &h) == 2 && w > 0 && h > 0;
 }
 
-#if EDGEINFER_HAVE_CUDA
 int benchPreprocess(const Args& a, int warmup, int iters) {
   using namespace vision;
   int fw = 1920, fh = 1080, ow = 640, oh = 640;
