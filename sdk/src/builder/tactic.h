@@ -88,6 +88,15 @@ class TacticProvider {
   /// Every implementation of this provider that supports the layer at this precision.
   virtual std::vector<std::unique_ptr<Tactic>> candidates(const LayerContext& layer,
                                                           Precision precision) = 0;
+  /// The candidate with this id (an engine load asks for the tactic it recorded), or null.
+  /// The default scans candidates(); a provider whose enumeration is costly narrows it down
+  /// by what its ids encode.
+  virtual std::unique_ptr<Tactic> find(const LayerContext& layer, Precision precision,
+                                       const std::string& id) {
+    for (auto& t : candidates(layer, precision))
+      if (t->id() == id) return std::move(t);
+    return nullptr;
+  }
 };
 
 }  // namespace edgeinfer::builder

@@ -613,6 +613,18 @@ CudnnConvProvider::~CudnnConvProvider() = default;
 
 std::vector<std::unique_ptr<builder::Tactic>> CudnnConvProvider::candidates(
     const builder::LayerContext& layer, Precision precision) {
+  return enumerate(layer, precision, nullptr);
+}
+
+std::unique_ptr<builder::Tactic> CudnnConvProvider::find(const builder::LayerContext& layer,
+                                                         Precision precision,
+                                                         const std::string& id) {
+  auto found = enumerate(layer, precision, &id);
+  return found.empty() ? nullptr : std::move(found.front());
+}
+
+std::vector<std::unique_ptr<builder::Tactic>> CudnnConvProvider::enumerate(
+    const builder::LayerContext& layer, Precision precision, const std::string* wanted) {
   std::vector<std::unique_ptr<builder::Tactic>> out;
   ConvSpec spec;
   if (precision == Precision::kInt8) {
@@ -650,6 +662,8 @@ std::vector<std::unique_ptr<builder::Tactic>> CudnnConvProvider::candidates(
   lastReason_.clear();
   for (const TensorFormat& fmt : formats) {
     const std::string tag = formatTag(fmt);
+    const std::string idPrefix = "cudnn.conv." + tag + ".";
+    if (wanted && wanted->compare(0, idPrefix.size(), idPrefix) != 0) continue;
     auto g = std::make_shared<OpGraph>();
     Status s = buildOpGraph(spec, fmt, h->handle, g.get());
     if (!s.ok()) {
@@ -667,7 +681,7 @@ std::vector<std::unique_ptr<builder::Tactic>> CudnnConvProvider::candidates(
           ++failed;
           continue;
         }
-        std::string id = "cudnn.conv." + tag + ".e" + std::to_string(info.engine) + ".k";
+        std::string id = idPrefix + "e" + std::to_string(info.engine) + ".k";
         for (size_t i = 0; i < info.knobs.size(); ++i)
           id += (i ? "," : "") + std::to_string(info.knobs[i].first) + "=" +
                 std::to_string(info.knobs[i].second);
@@ -680,7 +694,9 @@ std::vector<std::unique_ptr<builder::Tactic>> CudnnConvProvider::candidates(
           ++filtered;  // TF32 / half accumulation: not the precision the tactic promises
           continue;
         }
+        if (wanted && id != *wanted) continue;
         out.push_back(std::make_unique<CudnnConvTactic>(id, spec, fmt, h, g, cfg));
+        if (wanted) return out;
       }
     }
     lastReason_ += tag + ": " + std::to_string(offered) + " engine configs, " +

@@ -40,6 +40,10 @@ class CudnnConvProvider : public builder::TacticProvider {
   std::string name() const override { return "cudnn"; }
   std::vector<std::unique_ptr<builder::Tactic>> candidates(const builder::LayerContext& layer,
                                                            Precision precision) override;
+  /// Builds only the operation graph of the id's format and stops at the first heuristic
+  /// result with that id (an engine load: not every format and heuristic mode per layer).
+  std::unique_ptr<builder::Tactic> find(const builder::LayerContext& layer, Precision precision,
+                                        const std::string& id) override;
   /// Why the last candidates() call returned what it did: the reason a layer is not
   /// supported, or per format how many engine configurations were offered, filtered and
   /// failed to finalize. For logs and tests.
@@ -48,6 +52,10 @@ class CudnnConvProvider : public builder::TacticProvider {
   struct HandleHolder;
 
  private:
+  // candidates() and find(): every candidate, or (wanted != null) only the one with that id.
+  std::vector<std::unique_ptr<builder::Tactic>> enumerate(const builder::LayerContext& layer,
+                                                          Precision precision,
+                                                          const std::string* wanted);
   std::map<int, std::shared_ptr<HandleHolder>> handles_;  // per CUDA device
   std::string lastReason_;
 };

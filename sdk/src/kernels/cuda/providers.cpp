@@ -35,8 +35,7 @@ Expected<std::unique_ptr<builder::Tactic>> findTactic(
   for (const auto& p : providers) {
     const std::string prefix = p->name() + ".";
     if (tacticId.compare(0, prefix.size(), prefix) != 0) continue;  // ids start with the provider
-    for (auto& t : p->candidates(layer, precision))
-      if (t->id() == tacticId) return std::move(t);
+    if (auto t = p->find(layer, precision, tacticId)) return t;
   }
   return Status(ErrorCode::kNotFound,
                 "tactic '" + tacticId + "' of layer '" + layer.node->name +
