@@ -36,7 +36,6 @@ class CudaContextShare {
   /// when there is no usable GPU or GStreamer cannot load libcuda.
   bool open(GstElement* element, int deviceId, std::string* why);
   void close();
-  bool isOpen() const { return context_ != nullptr; }
 
   /// Answers a context query for "gst.cuda.context" with the wrapped context; false for other
   /// queries or when closed.
