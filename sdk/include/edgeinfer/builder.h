@@ -57,6 +57,12 @@ struct BuilderConfig {
   bool allowNonFiniteWeights = false;
   /// Directory holding external-data files of the model; default: the model's directory.
   std::string externalDataDir;
+  /// Calibration cache (edgeinfer calibrate, edgeinfer/calibration.h). When set, the build
+  /// loads it and fails if it is unreadable, made for another model (hashes named), or lacks
+  /// a range for an activation input of any quantizable layer of the optimised graph. No
+  /// backend runs INT8 kernels yet: the GPU builder still refuses Precision::kInt8 and the CPU
+  /// computes in FP32, so the cache is validated, not used.
+  std::string calibrationCachePath;
 
   // ---- GPU backend ----
   /// CUDA device the engine is built for (and timed on).

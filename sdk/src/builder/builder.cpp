@@ -6,10 +6,12 @@
 #include <sstream>
 
 #include "builder/engine_format.h"
+#include "builder/optimize.h"
 #include "edgeinfer/logger.h"
 #include "graph/passes/passes.h"
 #include "kernels/ref/ref_kernels.h"
 #include "onnx/importer.h"
+#include "quant/qdq.h"
 #include "runtime/cuda_backend.h"
 #include "runtime/graph_engine.h"
 
@@ -141,6 +143,12 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
   applyDynamicDefault(g, cfg.dynamicDimDefault);
   if (backend == Backend::kCuda) applyGpuStaticShapes(g, cfg);
   EI_RETURN_IF_ERROR(optimize(g, cfg));
+  // A calibration cache is checked against the model even though no engine runs INT8 yet
+  // (the GPU builder refuses Precision::kInt8, the CPU computes in FP32): a cache from another
+  // model, or one that misses layers of this graph, is an error now, not later.
+  if (!cfg.calibrationCachePath.empty())
+    EI_RETURN_IF_ERROR(quant::checkCalibrationCache(
+        cfg.calibrationCachePath, builder::fnv1aHex(bytes.data(), bytes.size()), g));
   EngineInfo info;
   info.sdkVersion = sdkVersion();
   info.backend = backend;
@@ -201,6 +209,19 @@ Expected<std::string> Builder::inspect(const std::string& path, const BuilderCon
 }  // namespace edgeinfer
 
 namespace edgeinfer::builder {
+
+Expected<graph::Graph> importAndOptimize(const std::string& bytes, const BuilderConfig& cfg,
+                                         const std::string& defaultDir) {
+  onnx_import::ImportOptions io;
+  io.externalDataDir = cfg.externalDataDir.empty() ? defaultDir : cfg.externalDataDir;
+  io.maxTensorBytes = cfg.maxTensorBytes;
+  io.allowNonFiniteWeights = cfg.allowNonFiniteWeights;
+  EI_ASSIGN_OR_RETURN(graph::Graph g,
+                      onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
+  applyDynamicDefault(g, cfg.dynamicDimDefault);
+  EI_RETURN_IF_ERROR(optimize(g, cfg));
+  return g;
+}
 
 std::string fnv1aHex(const void* data, size_t size) {
   uint64_t h = 1469598103934665603ull;

@@ -22,7 +22,8 @@ namespace {
 
 class CpuContext final : public ExecutionContext {
  public:
-  explicit CpuContext(const GraphEngine& engine) : engine_(engine) {
+  CpuContext(const GraphEngine& engine, NodeObserver observer)
+      : engine_(engine), observer_(std::move(observer)) {
     const graph::Graph& g = engine.graph();
     // For each node, the values whose last reader it is (freed right after it runs).
     std::unordered_map<std::string, size_t> lastUse;
@@ -106,6 +107,7 @@ class CpuContext final : public ExecutionContext {
         return t;
       };
       EI_RETURN_IF_ERROR(ref::runNode(n, in, out, allocate));
+      if (observer_) EI_RETURN_IF_ERROR(observer_(i, n, in, out));
       for (size_t k = 0; k < n.outputs.size(); ++k) {
         if (n.outputs[k].empty()) continue;
         if (!plan && !g.isGraphOutput(n.outputs[k])) {
@@ -169,6 +171,7 @@ class CpuContext final : public ExecutionContext {
 
   static constexpr int64_t kArenaAlignment = 64;
   const GraphEngine& engine_;
+  NodeObserver observer_;
   std::unordered_map<std::string, size_t> lastUse_;
   std::vector<std::vector<std::string>> releaseAfter_;
   std::map<std::string, ArenaPlan> plans_;  // by input shapes
@@ -178,8 +181,9 @@ class CpuContext final : public ExecutionContext {
 
 }  // namespace
 
-Expected<std::unique_ptr<ExecutionContext>> createCpuContext(const GraphEngine& engine) {
-  return std::unique_ptr<ExecutionContext>(new CpuContext(engine));
+Expected<std::unique_ptr<ExecutionContext>> createCpuContext(const GraphEngine& engine,
+                                                             NodeObserver observer) {
+  return std::unique_ptr<ExecutionContext>(new CpuContext(engine, std::move(observer)));
 }
 
 }  // namespace edgeinfer::runtime

@@ -2,6 +2,7 @@
 // Backends provide the ExecutionContext (cpu_context.cpp today; the CUDA backend next).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,7 +38,17 @@ TensorDesc describeValue(const graph::Graph& g, const std::string& name);
 /// The input `name` of `engine`, or kNotFound listing the inputs it has.
 Expected<const TensorDesc*> findInput(const Engine& engine, const std::string& name);
 
-/// The CPU reference backend's context.
-Expected<std::unique_ptr<ExecutionContext>> createCpuContext(const GraphEngine& engine);
+/// Called by a CPU context after each node it runs, with the node's index, the node, its
+/// inputs and its outputs (valid only during the call: activations live in a reused arena).
+/// Calibration observes activations through it; a non-OK status stops the run and is returned
+/// by execute().
+using NodeObserver = std::function<Status(size_t index, const graph::Node& node,
+                                          const std::vector<const Tensor*>& inputs,
+                                          const std::vector<Tensor>& outputs)>;
+
+/// The CPU reference backend's context; `observer` (optional) sees every node's tensors, at the
+/// cost of one branch per node when it is empty.
+Expected<std::unique_ptr<ExecutionContext>> createCpuContext(const GraphEngine& engine,
+                                                             NodeObserver observer = nullptr);
 
 }  // namespace edgeinfer::runtime

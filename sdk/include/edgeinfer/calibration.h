@@ -1,0 +1,312 @@
+// INT8 calibration (issue 6, first part): from real data to per-tensor activation ranges, a
+// calibration cache that later builds reuse without the data, and a sensitivity report that
+// says which layers INT8 hurts.
+//
+//   auto data = edgeinfer::openCalibrationData("photos/", sourceOptions);   // images, video, .npy
+//   edgeinfer::CalibrationOptions opt;
+//   opt.calibrator.method = edgeinfer::CalibrationMethod::kMinMax;
+//   opt.report = true;
+//   auto result = edgeinfer::calibrate("model.onnx", **data, opt);
+//   result->cache.save("model.calib");
+//   std::cout << result->report.toText();
+//
+// What is calibrated: the optimised graph the builder makes from the model (the same import
+// and passes, so FusedConv/FusedGemm/FusedMatMul are the layers the engine will have), run in
+// FP32 on the CPU reference. Quantizable layers are Conv (depthwise and grouped included),
+// Gemm and MatMul and their fused forms. Every activation tensor that feeds one of them is
+// observed: pass 1 takes its largest magnitude (amax), pass 2 a histogram of |x| in
+// `histogramBins` bins over [0, amax] (as TensorRT does); the calibrator picks the clipping
+// threshold from the histogram. Activations are quantized per tensor (scale = amax / 127),
+// weights symmetric per output channel (scale = max |w| of the channel / 127), both int8.
+//
+// The sensitivity report simulates INT8 exactly with fake quantization on the CPU reference
+// (quantize -> dequantize of the layer's activation inputs per tensor, round half to even,
+// saturated to [-128, 127], and of its weights per channel to [-127, 127], then the FP32 op).
+//
+// No engine runs INT8 yet: the GPU builder refuses Precision::kInt8 and the CPU reference
+// computes in FP32. BuilderConfig::calibrationCachePath is loaded and checked against the
+// model at build time, so a wrong cache is reported before any INT8 kernel exists.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "edgeinfer/builder.h"
+#include "edgeinfer/engine.h"
+#include "edgeinfer/status.h"
+#include "edgeinfer/tensor.h"
+#include "edgeinfer/vision/preprocess.h"
+
+namespace edgeinfer {
+
+// ---- Calibrators ----------------------------------------------------------------------------
+
+enum class CalibrationMethod : uint8_t {
+  /// TensorRT's entropy calibrator: the threshold whose 128-level quantized distribution is
+  /// closest (KL divergence) to the observed one. Clips rare outliers; known to lose accuracy
+  /// on some detectors (YOLO: TensorRT issues #3922, #1834): compare with the report.
+  kEntropy,
+  kMinMax,      ///< the largest magnitude seen: nothing clipped
+  kPercentile,  ///< the given percentile of |x| (CalibratorParams::percentile)
+  kMse,         ///< the threshold that minimises the expected squared quantization error
+};
+
+/// "entropy", "minmax", "percentile", "mse".
+const char* calibrationMethodName(CalibrationMethod method);
+/// Parses one of the names above; kInvalidArgument listing them otherwise.
+Expected<CalibrationMethod> parseCalibrationMethod(const std::string& name);
+
+struct CalibratorParams {
+  CalibrationMethod method = CalibrationMethod::kEntropy;
+  /// kPercentile: which percentile of |x| becomes the threshold, in (0, 100].
+  double percentile = 99.99;
+};
+/// "entropy", "minmax", "mse" or "percentile(99.99)".
+std::string describeCalibrator(const CalibratorParams& params);
+/// OK, or kInvalidArgument (a percentile outside (0, 100]).
+Status validateCalibrator(const CalibratorParams& params);
+
+/// Histogram of |x| over [0, range] in equal bins; values above the range count in the last
+/// bin, NaN/Inf are counted apart and not binned. maxAbs() is the exact largest finite |x|.
+class AbsHistogram {
+ public:
+  static constexpr int kDefaultBins = 2048;
+  AbsHistogram() = default;
+  /// `range` >= 0 (0: every value falls into bin 0), `bins` >= 1.
+  explicit AbsHistogram(double range, int bins = kDefaultBins);
+
+  void add(const float* values, int64_t count);
+  /// Adds `count` values of magnitude `value` (for tests and synthetic histograms).
+  void addRepeated(double value, double count);
+
+  double range() const { return range_; }
+  int bins() const { return static_cast<int>(counts_.size()); }
+  double binWidth() const { return bins() ? range_ / bins() : 0.0; }
+  const std::vector<double>& counts() const { return counts_; }
+  double total() const { return total_; }
+  double maxAbs() const { return maxAbs_; }
+  int64_t nonFinite() const { return nonFinite_; }
+
+ private:
+  double range_ = 0;
+  std::vector<double> counts_;
+  double total_ = 0;
+  double maxAbs_ = 0;
+  int64_t nonFinite_ = 0;
+};
+
+/// The clipping threshold (amax; scale = amax / 127) `params` picks from `hist`. 0 for an empty
+/// histogram or one of zeros only. kInvalidArgument for bad parameters, or for kEntropy on a
+/// histogram of fewer than 128 bins.
+Expected<double> computeAmax(const AbsHistogram& hist, const CalibratorParams& params);
+
+/// Per-output-channel symmetric weight scales: max |w| over every element of channel c along
+/// `axis`, divided by 127 (a channel of zeros gets scale 0).
+Expected<std::vector<float>> perChannelWeightScales(const Tensor& weights, int axis);
+
+// ---- Calibration cache ----------------------------------------------------------------------
+
+/// The result of a calibration, as a versioned text file later builds reuse without the data.
+/// Format (docs/design/int8-calibration.md): one record per line, '#' comments allowed,
+///   EDGEINFER-CALIBRATION 1
+///   sdk 0.1.0
+///   model <fnv1a of the ONNX bytes>        (EngineInfo::modelHash of an engine built from it)
+///   preprocess <hash> | raw                (preprocessHash() of the model config, or raw tensors)
+///   calibrator entropy | minmax | mse | percentile 99.99
+///   bins 2048
+///   images 13
+///   tensors <N>
+///   tensor <amax> <name>                   N lines; scale = amax / 127
+///   layers <M>
+///   layer int8|fp16 <name>                 M lines: the precision policy of every quantizable
+///   layer end
+/// The file is plain text so a user can move a layer to fp16 by hand; it has no checksum for
+/// that reason, but every count, number and name is checked when it is read.
+struct CalibrationCache {
+  static constexpr int kFormatVersion = 1;
+
+  std::string sdkVersion;
+  std::string modelHash;
+  std::string preprocessHash;  ///< preprocessHash(config) or "raw"
+  CalibratorParams calibrator;
+  int histogramBins = AbsHistogram::kDefaultBins;
+  int64_t images = 0;                               ///< calibration images (or tensor samples)
+  std::map<std::string, float> tensorAmax;          ///< activation tensor -> amax (>= 0)
+  std::map<std::string, Precision> layerPrecision;  ///< quantizable layer -> kInt8 or kFp16
+
+  std::string toText() const;
+  /// Parses cache text. kVersionMismatch for another format version; kCorruptFile naming
+  /// `sourceName` and the line for anything truncated, damaged or inconsistent.
+  static Expected<CalibrationCache> parse(const std::string& text, const std::string& sourceName);
+  /// Writes atomically (a temporary file renamed over `path`).
+  Status save(const std::string& path) const;
+  /// kNotFound (no such file), kIoError (unreadable), or parse()'s errors naming `path`.
+  static Expected<CalibrationCache> load(const std::string& path);
+  /// OK when the cache was made from the model with hash `modelHash`; kInvalidArgument naming
+  /// both hashes otherwise.
+  Status checkModel(const std::string& modelHash) const;
+  /// Layers the policy keeps out of INT8.
+  std::vector<std::string> excludedLayers() const;
+};
+
+/// The model hash a cache is keyed by: the same FNV-1a digest of the ONNX bytes that
+/// EngineInfo::modelHash records.
+std::string modelHashOf(const void* onnxBytes, size_t size);
+/// Digest of every preprocessing field that changes the tensor (size, layout, dtype, resize,
+/// interpolation, channels, scale, mean, std, pad), so a cache calibrated with other
+/// preprocessing is recognised.
+std::string preprocessHash(const vision::PreprocessConfig& cfg);
+
+// ---- Calibration data -----------------------------------------------------------------------
+
+/// One calibration sample: a value for every model input, batch dimension 1 (images) or the
+/// model's whole input (tensors).
+struct CalibrationSample {
+  std::map<std::string, Tensor> inputs;
+  std::string origin;  ///< file or "video frame 12", for messages
+};
+
+/// Where calibration samples come from. Calibration reads the data twice (ranges, then
+/// histograms), so a source can be rewound.
+class CalibrationSource {
+ public:
+  virtual ~CalibrationSource() = default;
+  /// "13 images in photos/", "video in.mp4", "8 tensors in calib/".
+  virtual std::string describe() const = 0;
+  /// Samples one pass yields at most (after maxImages); -1 if unknown (a video without a frame
+  /// count).
+  virtual int64_t expectedSamples() const = 0;
+  /// preprocessHash() of the preprocessing used, or "raw".
+  virtual std::string preprocessKey() const = 0;
+  /// Back to the first sample.
+  virtual Status rewind() = 0;
+  /// The next sample: true, or false at the end. Files that cannot be decoded are skipped with
+  /// a warning (once per file); an error is returned only for failures the source cannot go
+  /// on after.
+  virtual Expected<bool> next(CalibrationSample& sample) = 0;
+  /// Files skipped in the last pass (unreadable or not decodable).
+  virtual int64_t skipped() const = 0;
+};
+
+struct CalibrationDataOptions {
+  /// Images and video: the input tensor that takes the preprocessed frame, and how frames
+  /// become tensors (a model config's input section: vision::loadModelConfig()).
+  std::string inputTensor;
+  vision::PreprocessConfig preprocess;
+  /// Tensors: the input each .npy file binds (empty: the model's only input).
+  std::string tensorInput;
+  /// Read at most this many images / frames / files per pass (-1: all).
+  int64_t maxImages = -1;
+};
+
+/// A folder of images: .jpg .jpeg .png .bmp .webp .tif .tiff (decoded by FFmpeg) and binary
+/// .ppm/.pgm (read directly), in name order; other files are ignored. kNotFound (no such
+/// folder), kIoError (cannot be listed), kInvalidArgument (no image files in it).
+Expected<std::unique_ptr<CalibrationSource>> openImageFolder(const std::string& dir,
+                                                             const CalibrationDataOptions& opt);
+/// A video file (FFmpeg, software decoding): every frame is one image.
+Expected<std::unique_ptr<CalibrationSource>> openVideoFile(const std::string& path,
+                                                           const CalibrationDataOptions& opt);
+/// A folder of .npy files, each one sample of `opt.tensorInput` (float32, the model's input
+/// shape or its shape with batch 1). kInvalidArgument when it holds no .npy file.
+Expected<std::unique_ptr<CalibrationSource>> openTensorFolder(const std::string& dir,
+                                                              const CalibrationDataOptions& opt);
+/// Picks by what `path` is: a folder holding .npy files -> tensors, another folder -> images,
+/// a file -> video.
+Expected<std::unique_ptr<CalibrationSource>> openCalibrationData(const std::string& path,
+                                                                 const CalibrationDataOptions& opt);
+
+// ---- Calibration and the sensitivity report ------------------------------------------------
+
+struct CalibrationProgress {
+  int pass = 1;    ///< 1: ranges, 2: histograms, 3: sensitivity report
+  int passes = 2;  ///< passes this calibration makes
+  const char* what = "";
+  int64_t done = 0;    ///< samples (pass 1, 2) or report runs (pass 3) done in this pass
+  int64_t total = -1;  ///< of this pass; -1 if unknown
+  double elapsedSeconds = 0;
+  double etaSeconds = -1;  ///< whole calibration; -1 if unknown
+};
+using CalibrationProgressFn = std::function<void(const CalibrationProgress&)>;
+
+struct CalibrationOptions {
+  CalibratorParams calibrator;
+  int histogramBins = AbsHistogram::kDefaultBins;
+  /// Images per run: 0 takes the model's static batch dimension (1 if it is dynamic).
+  int64_t batchSize = 0;
+  /// Import and passes: the same settings the engine will be built with, so the layers and
+  /// tensors calibrated are the engine's (backend and precision are not used).
+  BuilderConfig builder;
+
+  /// Make the sensitivity report (implied by the exclusion options and compareCalibrators).
+  bool report = false;
+  /// Batches of the calibration data the report runs (the first ones).
+  int reportBatches = 16;
+  /// Also report the whole-model error of every calibrator (the amax of each from the same
+  /// histograms), so one can be picked per model.
+  bool compareCalibrators = false;
+  /// Keep the N layers whose INT8 hurts the model output most out of INT8 (FP16 in the policy).
+  int excludeWorst = 0;
+  /// Keep layers whose model-output cosine similarity, quantized alone, is below this out of
+  /// INT8 (<= 0: off).
+  double excludeBelowCosine = 0;
+
+  CalibrationProgressFn progress;  ///< called after every sample / report run
+};
+
+/// Error of a quantized result against FP32, over every float output element of the report's
+/// batches: the lowest cosine similarity of any output (and which), the largest |difference|.
+struct QuantError {
+  double cosine = 1.0;
+  double maxAbs = 0.0;
+  std::string worstOutput;
+};
+
+struct LayerSensitivity {
+  std::string layer;  ///< node name in the optimised graph (`edgeinfer inspect`)
+  std::string opType;
+  std::vector<std::string> inputs;      ///< the activation tensors quantized per tensor
+  QuantError layerError;                ///< this layer's output, quantized alone, on FP32 inputs
+  QuantError modelError;                ///< the model outputs with only this layer in INT8
+  Precision policy = Precision::kInt8;  ///< kFp16 when the exclusion options keep it out
+};
+
+struct CalibratorComparison {
+  CalibratorParams calibrator;
+  QuantError modelError;  ///< every layer in INT8 with this calibrator's ranges
+};
+
+struct SensitivityReport {
+  CalibratorParams calibrator;
+  int64_t samples = 0;                            ///< images (or tensor samples) the report ran
+  std::vector<LayerSensitivity> layers;           ///< worst model-output cosine first
+  QuantError allInt8;                             ///< every quantizable layer in INT8
+  QuantError withPolicy;                          ///< excluded layers kept out of INT8
+  std::vector<CalibratorComparison> calibrators;  ///< compareCalibrators only
+
+  /// The table `edgeinfer calibrate --report` prints.
+  std::string toText() const;
+  std::string toJson() const;
+};
+
+struct CalibrationResult {
+  CalibrationCache cache;
+  bool hasReport = false;
+  SensitivityReport report;
+  int64_t samples = 0;  ///< samples calibrated (per pass)
+  double seconds = 0;
+};
+
+/// Calibrates the model at `onnxPath` on `data` (see the top of this file). Errors: the
+/// model's (import, shapes), kInvalidArgument for bad options or data that does not fit the
+/// model (naming the sample), kInvalidArgument when no sample could be read, and
+/// kUnsupported for a model without quantizable layers (INT8 would change nothing, so no
+/// cache is made).
+Expected<CalibrationResult> calibrate(const std::string& onnxPath, CalibrationSource& data,
+                                      const CalibrationOptions& options = {});
+
+}  // namespace edgeinfer

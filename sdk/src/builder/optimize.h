@@ -1,0 +1,18 @@
+// The graph the builder compiles: import plus the optimisation pipeline, shared with
+// calibration (quant/), which must observe the very layers and tensors an engine will have.
+#pragma once
+
+#include <string>
+
+#include "edgeinfer/builder.h"
+#include "graph/graph.h"
+
+namespace edgeinfer::builder {
+
+/// Imports `onnxBytes` (external data resolved against config.externalDataDir, or `defaultDir`)
+/// and optimises the graph as Builder::build does for the CPU backend (dynamic dims take
+/// config.dynamicDimDefault when it is set).
+Expected<graph::Graph> importAndOptimize(const std::string& onnxBytes, const BuilderConfig& config,
+                                         const std::string& defaultDir);
+
+}  // namespace edgeinfer::builder

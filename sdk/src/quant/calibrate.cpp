@@ -1,0 +1,588 @@
+// calibrate(): the FP32 optimised graph on the CPU reference over the calibration data,
+// activation statistics through the CPU context's node observer (pass 1: amax, pass 2:
+// histograms), the calibrator's thresholds, and the sensitivity report (Q/DQ graphs, qdq.h).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "builder/optimize.h"
+#include "edgeinfer/calibration.h"
+#include "edgeinfer/logger.h"
+#include "kernels/ref/ref_kernels.h"
+#include "quant/qdq.h"
+#include "runtime/graph_engine.h"
+
+namespace edgeinfer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Batch = std::map<std::string, Tensor>;
+using quant::QuantLayer;
+
+double secondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+Expected<std::string> readFileBytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status(ErrorCode::kNotFound, "cannot open model file '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) return Status(ErrorCode::kIoError, "reading '" + path + "' failed");
+  return ss.str();
+}
+
+std::string dirOf(const std::string& path) {
+  const auto pos = path.find_last_of('/');
+  return pos == std::string::npos ? std::string(".") : path.substr(0, pos);
+}
+
+/// Accumulates the error of quantized tensors against FP32 ones, per output name.
+class ErrorAccumulator {
+ public:
+  void add(const std::string& name, const Tensor& ref, const Tensor& got) {
+    if (ref.dtype() != DataType::kFloat32 || got.dtype() != DataType::kFloat32 ||
+        ref.numel() != got.numel())
+      return;
+    Sums& s = sums_[name];
+    const float* a = ref.data<float>();
+    const float* b = got.data<float>();
+    for (int64_t i = 0; i < ref.numel(); ++i) {
+      if (!std::isfinite(a[i]) || !std::isfinite(b[i])) continue;
+      s.dot += static_cast<double>(a[i]) * b[i];
+      s.aa += static_cast<double>(a[i]) * a[i];
+      s.bb += static_cast<double>(b[i]) * b[i];
+      maxAbs_ = std::max(maxAbs_, std::fabs(static_cast<double>(a[i]) - b[i]));
+    }
+  }
+  QuantError result() const {
+    QuantError e;
+    e.maxAbs = maxAbs_;
+    for (const auto& [name, s] : sums_) {
+      double c = 1.0;
+      if (s.aa > 0 && s.bb > 0)
+        c = s.dot / (std::sqrt(s.aa) * std::sqrt(s.bb));
+      else if (s.aa > 0 || s.bb > 0)
+        c = 0.0;
+      if (e.worstOutput.empty() || c < e.cosine) {
+        e.cosine = c;
+        e.worstOutput = name;
+      }
+    }
+    return e;
+  }
+
+ private:
+  struct Sums {
+    double dot = 0, aa = 0, bb = 0;
+  };
+  std::map<std::string, Sums> sums_;
+  double maxAbs_ = 0;
+};
+
+/// Reads samples from the source and makes model batches of them.
+class Batcher {
+ public:
+  Batcher(CalibrationSource& src, const std::vector<TensorDesc>& inputs, int64_t batch)
+      : src_(src), inputs_(inputs), batch_(batch) {}
+
+  Status rewind() {
+    pending_.clear();
+    samples_ = 0;
+    return src_.rewind();
+  }
+  int64_t samples() const { return samples_; }
+  int64_t batchSize() const { return batch_; }
+
+  /// The next batch, or an empty map at the end. `images` receives the samples in it.
+  Expected<Batch> next(int64_t* images) {
+    *images = 0;
+    while (true) {
+      CalibrationSample s;
+      EI_ASSIGN_OR_RETURN(bool got, src_.next(s));
+      if (!got) break;
+      EI_RETURN_IF_ERROR(bindNames(s));
+      const int64_t n = leading(s);
+      if (n == batch_ && pending_.empty()) {
+        *images = n;
+        samples_ += n;
+        return std::move(s.inputs);
+      }
+      if (n != 1)
+        return Status(ErrorCode::kInvalidArgument,
+                      "calibration sample " + s.origin + " has batch " + std::to_string(n) +
+                          "; samples must have batch 1 or the model's batch " +
+                          std::to_string(batch_));
+      pending_.push_back(std::move(s));
+      if (static_cast<int64_t>(pending_.size()) == batch_) return flush(images);
+    }
+    if (pending_.empty()) return Batch{};
+    if (!dynamicBatch()) {
+      log(Severity::kWarning, "calibration: the last " + std::to_string(pending_.size()) +
+                                  " sample(s) do not fill a batch of " + std::to_string(batch_) +
+                                  " and are not used");
+      pending_.clear();
+      return Batch{};
+    }
+    return flush(images);
+  }
+
+ private:
+  bool dynamicBatch() const {
+    for (const auto& d : inputs_)
+      if (d.shape.rank() == 0 || d.shape[0] >= 0) return false;
+    return true;
+  }
+  /// Samples of a single-input model may leave the input name empty.
+  Status bindNames(CalibrationSample& s) const {
+    if (s.inputs.count("")) {
+      if (inputs_.size() != 1) {
+        std::string names;
+        for (const auto& d : inputs_) names += (names.empty() ? "'" : ", '") + d.name + "'";
+        return Status(ErrorCode::kInvalidArgument,
+                      "the model has " + std::to_string(inputs_.size()) + " inputs (" + names +
+                          "): name the one the calibration data feeds");
+      }
+      Tensor t = s.inputs.at("");
+      s.inputs.erase("");
+      s.inputs.emplace(inputs_[0].name, std::move(t));
+    }
+    for (const auto& d : inputs_)
+      if (!s.inputs.count(d.name))
+        return Status(
+            ErrorCode::kInvalidArgument,
+            "calibration sample " + s.origin + " has no value for model input '" + d.name + "'");
+    for (const auto& [name, t] : s.inputs) {
+      bool known = false;
+      for (const auto& d : inputs_) known = known || d.name == name;
+      if (!known)
+        return Status(ErrorCode::kInvalidArgument,
+                      "calibration data feeds '" + name + "', which is not an input of the model");
+    }
+    return Status::Ok();
+  }
+  static int64_t leading(const CalibrationSample& s) {
+    const Tensor& t = s.inputs.begin()->second;
+    return t.shape().rank() ? t.shape()[0] : 1;
+  }
+  Expected<Batch> flush(int64_t* images) {
+    Batch b;
+    for (const auto& d : inputs_) {
+      const Tensor& first = pending_[0].inputs.at(d.name);
+      std::vector<int64_t> dims = first.shape().dims();
+      if (dims.empty())
+        return Status(ErrorCode::kInvalidArgument,
+                      "calibration input '" + d.name + "' is a scalar: it cannot be batched");
+      dims[0] = static_cast<int64_t>(pending_.size());
+      EI_ASSIGN_OR_RETURN(Tensor t, Tensor::create(first.dtype(), Shape(dims)));
+      size_t off = 0;
+      for (const auto& s : pending_) {
+        const Tensor& x = s.inputs.at(d.name);
+        if (x.shape() != first.shape() || x.dtype() != first.dtype())
+          return Status(ErrorCode::kInvalidArgument, "calibration sample " + s.origin + " is " +
+                                                         x.describe() + ", the first was " +
+                                                         first.describe());
+        std::memcpy(static_cast<char*>(t.raw()) + off, x.raw(), x.bytes());
+        off += x.bytes();
+      }
+      b.emplace(d.name, std::move(t));
+    }
+    *images = static_cast<int64_t>(pending_.size());
+    samples_ += *images;
+    pending_.clear();
+    return b;
+  }
+
+  CalibrationSource& src_;
+  const std::vector<TensorDesc>& inputs_;
+  int64_t batch_;
+  std::vector<CalibrationSample> pending_;
+  int64_t samples_ = 0;
+};
+
+/// Progress and ETA over the whole calibration, counted in model runs.
+class Progress {
+ public:
+  Progress(const CalibrationProgressFn& fn, int passes) : fn_(fn), passes_(passes) {}
+  void setPlan(int64_t totalRuns) { totalRuns_ = totalRuns; }
+  void report(int pass, const char* what, int64_t done, int64_t total) {
+    ++runs_;
+    if (!fn_) return;
+    CalibrationProgress p;
+    p.pass = pass;
+    p.passes = passes_;
+    p.what = what;
+    p.done = done;
+    p.total = total;
+    p.elapsedSeconds = secondsSince(t0_);
+    if (totalRuns_ > 0 && runs_ > 0)
+      p.etaSeconds =
+          p.elapsedSeconds / runs_ * static_cast<double>(std::max<int64_t>(0, totalRuns_ - runs_));
+    fn_(p);
+  }
+  void addRuns(int64_t n) {
+    if (totalRuns_ >= 0) totalRuns_ += n;
+  }
+
+ private:
+  const CalibrationProgressFn& fn_;
+  int passes_;
+  Clock::time_point t0_ = Clock::now();
+  int64_t runs_ = 0;
+  int64_t totalRuns_ = -1;
+};
+
+Expected<std::unique_ptr<ExecutionContext>> cpuContext(const runtime::GraphEngine& e,
+                                                       runtime::NodeObserver obs = nullptr) {
+  return runtime::createCpuContext(e, std::move(obs));
+}
+
+runtime::GraphEngine makeEngine(graph::Graph g) {
+  EngineInfo info;
+  info.sdkVersion = sdkVersion();
+  info.backend = Backend::kCpu;
+  info.modelName = g.name;
+  return runtime::GraphEngine(std::move(g), std::move(info));
+}
+
+Status runBatch(ExecutionContext& ctx, const Batch& b) {
+  for (const auto& [name, t] : b) EI_RETURN_IF_ERROR(ctx.setInput(name, t));
+  return ctx.execute();
+}
+
+class Calibration {
+ public:
+  Calibration(CalibrationSource& data, const CalibrationOptions& opt) : data_(data), opt_(opt) {}
+
+  Expected<CalibrationResult> run(const std::string& onnxPath) {
+    const auto t0 = Clock::now();
+    EI_RETURN_IF_ERROR(validateCalibrator(opt_.calibrator));
+    if (opt_.histogramBins < 128 || opt_.histogramBins > (1 << 20))
+      return Status(ErrorCode::kInvalidArgument, "histogram bins must be in [128, 1048576], not " +
+                                                     std::to_string(opt_.histogramBins));
+    if (opt_.reportBatches < 1)
+      return Status(ErrorCode::kInvalidArgument, "the report needs at least one batch");
+    const bool report = opt_.report || opt_.compareCalibrators || opt_.excludeWorst > 0 ||
+                        opt_.excludeBelowCosine > 0;
+    if (opt_.excludeWorst < 0)
+      return Status(ErrorCode::kInvalidArgument, "the number of layers to exclude must be >= 0");
+    if (opt_.excludeBelowCosine > 1)
+      return Status(ErrorCode::kInvalidArgument, "the cosine threshold must be at most 1");
+
+    EI_ASSIGN_OR_RETURN(std::string bytes, readFileBytes(onnxPath));
+    auto g = builder::importAndOptimize(bytes, opt_.builder, dirOf(onnxPath));
+    if (!g.ok()) return g.status().withContext("'" + onnxPath + "'");
+    graph_ = std::move(g).value();
+    layers_ = quant::findQuantizableLayers(graph_);
+    if (layers_.empty())
+      return Status(ErrorCode::kUnsupported,
+                    "'" + onnxPath +
+                        "' has no quantizable layers (Conv, Gemm, MatMul with float inputs) after "
+                        "optimisation: INT8 would change nothing, so no calibration cache is "
+                        "written; build it in FP16 or FP32");
+    collectTensors();
+    engine_ = std::make_unique<runtime::GraphEngine>(makeEngine(graph_));
+    int64_t batch = opt_.batchSize;
+    if (batch <= 0) {
+      const auto& in = engine_->inputs();
+      batch = !in.empty() && in[0].shape.rank() > 0 && in[0].shape[0] > 0 ? in[0].shape[0] : 1;
+    }
+    Batcher batcher(data_, engine_->inputs(), batch);
+
+    const bool needHistograms =
+        opt_.calibrator.method != CalibrationMethod::kMinMax || opt_.compareCalibrators;
+    const int passes = (needHistograms ? 2 : 1) + (report ? 1 : 0);
+    Progress progress(opt_.progress, passes);
+    const int64_t expected = data_.expectedSamples();
+    const int64_t expectedBatches = expected > 0 ? (expected + batch - 1) / batch : -1;
+    if (expectedBatches > 0) progress.setPlan(expectedBatches * (needHistograms ? 2 : 1));
+
+    // Pass 1: the largest magnitude of every observed tensor.
+    amax_.assign(tensors_.size(), 0.0);
+    nonFinite_.assign(tensors_.size(), 0);
+    EI_RETURN_IF_ERROR(pass(batcher, 1, "ranges", progress, expected, true));
+    const int64_t samples = batcher.samples();
+    if (samples == 0)
+      return Status(ErrorCode::kInvalidArgument,
+                    "no calibration sample could be read from " + data_.describe() +
+                        (data_.skipped() ? " (" + std::to_string(data_.skipped()) +
+                                               " file(s) skipped: see the warnings)"
+                                         : ""));
+    if (data_.skipped())
+      log(Severity::kWarning, "calibration: " + std::to_string(data_.skipped()) + " of " +
+                                  data_.describe() + " could not be read and were skipped");
+    for (size_t t = 0; t < tensors_.size(); ++t)
+      if (nonFinite_[t])
+        log(Severity::kWarning, "calibration: tensor '" + tensors_[t] + "' had " +
+                                    std::to_string(nonFinite_[t]) +
+                                    " NaN/Inf values; they are left out of its range");
+
+    // Pass 2: histograms of |x| over [0, amax].
+    if (needHistograms) {
+      hists_.clear();
+      for (double a : amax_) hists_.emplace_back(a, opt_.histogramBins);
+      EI_RETURN_IF_ERROR(pass(batcher, 2, "histograms", progress, samples, false));
+    }
+
+    CalibrationResult result;
+    result.samples = samples;
+    EI_ASSIGN_OR_RETURN(result.cache.tensorAmax, thresholds(opt_.calibrator));
+    result.cache.sdkVersion = sdkVersion();
+    result.cache.modelHash = modelHashOf(bytes.data(), bytes.size());
+    result.cache.preprocessHash = data_.preprocessKey();
+    result.cache.calibrator = opt_.calibrator;
+    result.cache.histogramBins = opt_.histogramBins;
+    result.cache.images = samples;
+    for (const QuantLayer& l : layers_) result.cache.layerPrecision[l.name] = Precision::kInt8;
+
+    if (report) {
+      const int64_t runs =
+          std::min<int64_t>(opt_.reportBatches, static_cast<int64_t>(kept_.size()));
+      const int64_t variants =
+          static_cast<int64_t>(layers_.size()) + 2 + (opt_.compareCalibrators ? 4 : 0);
+      progress.addRuns(runs * (variants + 1));
+      EI_ASSIGN_OR_RETURN(result.report, sensitivity(result.cache.tensorAmax, progress, passes,
+                                                     batcher.batchSize()));
+      result.hasReport = true;
+      for (const LayerSensitivity& l : result.report.layers)
+        result.cache.layerPrecision[l.layer] = l.policy;
+    }
+    result.seconds = secondsSince(t0);
+    return result;
+  }
+
+ private:
+  /// The activation tensors to calibrate, and at which node each is observed (its first
+  /// quantizable reader).
+  void collectTensors() {
+    std::map<std::string, size_t> index;
+    for (const QuantLayer& l : layers_)
+      for (size_t slot : l.activationSlots) {
+        const std::string& name = graph_.nodes[l.node].inputs[slot];
+        if (index.count(name)) continue;
+        index[name] = tensors_.size();
+        tensors_.push_back(name);
+        observe_[l.node].push_back({slot, tensors_.size() - 1});
+      }
+  }
+
+  Status pass(Batcher& batcher, int passNo, const char* what, Progress& progress, int64_t total,
+              bool keep) {
+    EI_RETURN_IF_ERROR(batcher.rewind());
+    runtime::NodeObserver obs = [this, passNo](size_t i, const graph::Node&,
+                                               const std::vector<const Tensor*>& in,
+                                               const std::vector<Tensor>&) -> Status {
+      auto it = observe_.find(i);
+      if (it == observe_.end()) return Status::Ok();
+      for (const auto& [slot, t] : it->second) {
+        const Tensor& x = *in[slot];
+        const float* p = x.data<float>();
+        if (passNo == 1) {
+          double m = amax_[t];
+          for (int64_t k = 0; k < x.numel(); ++k) {
+            if (!std::isfinite(p[k])) {
+              ++nonFinite_[t];
+              continue;
+            }
+            m = std::max(m, static_cast<double>(std::fabs(p[k])));
+          }
+          amax_[t] = m;
+        } else {
+          hists_[t].add(p, x.numel());
+        }
+      }
+      return Status::Ok();
+    };
+    EI_ASSIGN_OR_RETURN(auto ctx, cpuContext(*engine_, obs));
+    if (keep) kept_.clear();
+    while (true) {
+      int64_t images = 0;
+      EI_ASSIGN_OR_RETURN(Batch b, batcher.next(&images));
+      if (b.empty()) break;
+      const Status s = runBatch(*ctx, b);
+      if (!s.ok())
+        return s.withContext("calibration batch ending at sample " +
+                             std::to_string(batcher.samples()));
+      if (keep && static_cast<int>(kept_.size()) < opt_.reportBatches)
+        kept_.push_back({std::move(b), images});
+      progress.report(passNo, what, batcher.samples(), total);
+    }
+    return Status::Ok();
+  }
+
+  Expected<std::map<std::string, float>> thresholds(const CalibratorParams& p) const {
+    std::map<std::string, float> out;
+    for (size_t t = 0; t < tensors_.size(); ++t) {
+      double a = amax_[t];
+      if (p.method != CalibrationMethod::kMinMax) {
+        EI_ASSIGN_OR_RETURN(a, computeAmax(hists_[t], p));
+      }
+      out[tensors_[t]] = static_cast<float>(a);
+    }
+    return out;
+  }
+
+  /// Runs every kept batch through `g` and accumulates its outputs' error against FP32.
+  Expected<QuantError> modelError(const graph::Graph& g, Progress& progress, int passes) {
+    runtime::GraphEngine e = makeEngine(g);
+    EI_ASSIGN_OR_RETURN(auto ctx, cpuContext(e));
+    ErrorAccumulator acc;
+    for (size_t b = 0; b < kept_.size(); ++b) {
+      EI_RETURN_IF_ERROR(runBatch(*ctx, kept_[b].inputs));
+      for (const auto& [name, ref] : baseline_[b]) {
+        EI_ASSIGN_OR_RETURN(Tensor out, ctx->getOutput(name));
+        acc.add(name, ref, out);
+      }
+      progress.report(passes, "report", ++reportRuns_, reportTotal_);
+    }
+    return acc.result();
+  }
+
+  Expected<SensitivityReport> sensitivity(const std::map<std::string, float>& amax,
+                                          Progress& progress, int passes, int64_t batch) {
+    SensitivityReport rep;
+    rep.calibrator = opt_.calibrator;
+    while (static_cast<int>(kept_.size()) > opt_.reportBatches) kept_.pop_back();
+    for (const auto& k : kept_) rep.samples += k.images;
+    const size_t variants = layers_.size() + 2 + (opt_.compareCalibrators ? 4 : 0);
+    reportTotal_ = static_cast<int64_t>(kept_.size() * (variants + 1));
+    (void)batch;
+
+    // FP32 baseline; on the way, each layer quantized alone on its FP32 inputs.
+    std::vector<Tensor> fqWeights(layers_.size());
+    std::map<size_t, size_t> layerAt;  // node -> layer
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      layerAt[layers_[l].node] = l;
+      if (layers_[l].weightSlot >= 0) {
+        const Tensor* w = graph_.constant(
+            graph_.nodes[layers_[l].node].inputs[static_cast<size_t>(layers_[l].weightSlot)]);
+        EI_ASSIGN_OR_RETURN(fqWeights[l], quant::fakeQuantizeWeights(*w, layers_[l].weightAxis));
+      }
+    }
+    std::vector<ErrorAccumulator> layerAcc(layers_.size());
+    runtime::NodeObserver obs = [&](size_t i, const graph::Node& n,
+                                    const std::vector<const Tensor*>& in,
+                                    const std::vector<Tensor>& out) -> Status {
+      auto it = layerAt.find(i);
+      if (it == layerAt.end()) return Status::Ok();
+      const QuantLayer& l = layers_[it->second];
+      std::vector<Tensor> owned(in.size());
+      std::vector<const Tensor*> qin = in;
+      for (size_t slot : l.activationSlots) {
+        const float scale = quant::activationScale(amax.at(n.inputs[slot]));
+        owned[slot] = in[slot]->clone();
+        float* p = owned[slot].data<float>();
+        for (int64_t k = 0; k < owned[slot].numel(); ++k) p[k] = quant::fakeQuantize(p[k], scale);
+        qin[slot] = &owned[slot];
+      }
+      if (l.weightSlot >= 0) qin[static_cast<size_t>(l.weightSlot)] = &fqWeights[it->second];
+      std::vector<Tensor> qout;
+      EI_RETURN_IF_ERROR(ref::runNode(n, qin, qout));
+      layerAcc[it->second].add(n.outputs[0], out[0], qout[0]);
+      return Status::Ok();
+    };
+    {
+      EI_ASSIGN_OR_RETURN(auto ctx, cpuContext(*engine_, obs));
+      baseline_.clear();
+      for (const auto& k : kept_) {
+        EI_RETURN_IF_ERROR(runBatch(*ctx, k.inputs));
+        std::map<std::string, Tensor> outs;
+        for (const auto& d : engine_->outputs()) {
+          EI_ASSIGN_OR_RETURN(Tensor t, ctx->getOutput(d.name));
+          outs.emplace(d.name, t.clone());
+        }
+        baseline_.push_back(std::move(outs));
+        progress.report(passes, "report", ++reportRuns_, reportTotal_);
+      }
+    }
+
+    // Each layer alone in INT8, the model outputs against FP32.
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      LayerSensitivity s;
+      s.layer = layers_[l].name;
+      s.opType = layers_[l].opType;
+      for (size_t slot : layers_[l].activationSlots)
+        s.inputs.push_back(graph_.nodes[layers_[l].node].inputs[slot]);
+      s.layerError = layerAcc[l].result();
+      EI_ASSIGN_OR_RETURN(graph::Graph q, quant::quantizeGraph(graph_, layers_, {l}, amax));
+      EI_ASSIGN_OR_RETURN(s.modelError, modelError(q, progress, passes));
+      rep.layers.push_back(std::move(s));
+    }
+    std::stable_sort(rep.layers.begin(), rep.layers.end(),
+                     [](const LayerSensitivity& a, const LayerSensitivity& b) {
+                       if (a.modelError.cosine != b.modelError.cosine)
+                         return a.modelError.cosine < b.modelError.cosine;
+                       return a.layerError.cosine < b.layerError.cosine;
+                     });
+    std::set<size_t> all, kept;
+    for (size_t l = 0; l < layers_.size(); ++l) all.insert(l);
+    for (size_t r = 0; r < rep.layers.size(); ++r) {
+      LayerSensitivity& s = rep.layers[r];
+      if (static_cast<int>(r) < opt_.excludeWorst ||
+          (opt_.excludeBelowCosine > 0 && s.modelError.cosine < opt_.excludeBelowCosine))
+        s.policy = Precision::kFp16;
+    }
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      bool excluded = false;
+      for (const auto& s : rep.layers)
+        excluded = excluded || (s.layer == layers_[l].name && s.policy != Precision::kInt8);
+      if (!excluded) kept.insert(l);
+    }
+    EI_ASSIGN_OR_RETURN(graph::Graph q, quant::quantizeGraph(graph_, layers_, all, amax));
+    EI_ASSIGN_OR_RETURN(rep.allInt8, modelError(q, progress, passes));
+    EI_ASSIGN_OR_RETURN(graph::Graph qp, quant::quantizeGraph(graph_, layers_, kept, amax));
+    EI_ASSIGN_OR_RETURN(rep.withPolicy, modelError(qp, progress, passes));
+
+    if (opt_.compareCalibrators) {
+      CalibratorParams pct;
+      pct.method = CalibrationMethod::kPercentile;
+      pct.percentile = opt_.calibrator.method == CalibrationMethod::kPercentile
+                           ? opt_.calibrator.percentile
+                           : 99.99;
+      for (CalibratorParams p : {CalibratorParams{CalibrationMethod::kEntropy, 99.99},
+                                 CalibratorParams{CalibrationMethod::kMinMax, 99.99}, pct,
+                                 CalibratorParams{CalibrationMethod::kMse, 99.99}}) {
+        EI_ASSIGN_OR_RETURN(auto a, thresholds(p));
+        EI_ASSIGN_OR_RETURN(graph::Graph qc, quant::quantizeGraph(graph_, layers_, all, a));
+        CalibratorComparison c;
+        c.calibrator = p;
+        EI_ASSIGN_OR_RETURN(c.modelError, modelError(qc, progress, passes));
+        rep.calibrators.push_back(c);
+      }
+    }
+    return rep;
+  }
+
+  struct Kept {
+    Batch inputs;
+    int64_t images = 0;
+  };
+
+  CalibrationSource& data_;
+  const CalibrationOptions& opt_;
+  graph::Graph graph_;
+  std::vector<QuantLayer> layers_;
+  std::vector<std::string> tensors_;
+  std::map<size_t, std::vector<std::pair<size_t, size_t>>> observe_;  // node -> (slot, tensor)
+  std::unique_ptr<runtime::GraphEngine> engine_;
+  std::vector<double> amax_;
+  std::vector<int64_t> nonFinite_;
+  std::vector<AbsHistogram> hists_;
+  std::vector<Kept> kept_;
+  std::vector<std::map<std::string, Tensor>> baseline_;
+  int64_t reportRuns_ = 0, reportTotal_ = 0;
+};
+
+}  // namespace
+
+Expected<CalibrationResult> calibrate(const std::string& onnxPath, CalibrationSource& data,
+                                      const CalibrationOptions& options) {
+  Calibration c(data, options);
+  return c.run(onnxPath);
+}
+
+}  // namespace edgeinfer

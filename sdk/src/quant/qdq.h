@@ -1,0 +1,60 @@
+// Which layers of an optimised graph INT8 applies to, and the explicitly quantized (Q/DQ)
+// graph that simulates INT8 on the CPU reference: for each chosen layer, every activation
+// input goes through QuantizeLinear -> DequantizeLinear (per tensor, int8, zero point 0, scale
+// amax / 127) and the weights are replaced by their per-channel fake-quantized values
+// (quantize -> dequantize folded into a new constant). The rest of the graph is untouched, so
+// the result runs in the ordinary CPU engine and differs from FP32 only by the quantization.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "edgeinfer/status.h"
+#include "edgeinfer/tensor.h"
+#include "graph/graph.h"
+
+namespace edgeinfer::quant {
+
+struct QuantLayer {
+  size_t node = 0;  ///< index in the graph's node list
+  std::string name;
+  std::string opType;
+  std::vector<size_t> activationSlots;  ///< inputs quantized per tensor
+  int weightSlot = -1;                  ///< constant weight input, quantized per channel
+  int weightAxis = 0;                   ///< its output-channel axis
+};
+
+/// Conv / FusedConv (weights [M, C/group, k...], per channel on axis 0), Gemm / FusedGemm
+/// (B constant: axis 0 with transB, else 1) and MatMul / FusedMatMul (B constant: its last
+/// axis; B computed: quantized per tensor like A), with float32 activation inputs.
+std::vector<QuantLayer> findQuantizableLayers(const graph::Graph& g);
+
+/// Symmetric per-tensor int8 fake quantization as QuantizeLinear/DequantizeLinear compute it:
+/// clamp(round_half_even(x / s), -128, 127) * s.
+float fakeQuantize(float x, float scale);
+/// The activation scale for a calibrated amax (amax / 127, never 0: a tensor of zeros gets a
+/// tiny scale so that quantizing it is still defined and yields zeros).
+float activationScale(double amax);
+/// Weights quantized per channel along `axis` to [-127, 127] and dequantized again.
+Expected<Tensor> fakeQuantizeWeights(const Tensor& weights, int axis);
+
+/// The graph with the layers whose indices (into `layers`) are in `which` in INT8 as
+/// described at the top. Every activation input of those layers must have an amax in `amax`.
+Expected<graph::Graph> quantizeGraph(const graph::Graph& g, const std::vector<QuantLayer>& layers,
+                                     const std::set<size_t>& which,
+                                     const std::map<std::string, float>& amax);
+
+}  // namespace edgeinfer::quant
+
+namespace edgeinfer::quant {
+
+/// Loads the calibration cache at `path` and checks it fits the optimised graph `g` of the
+/// model with hash `modelHash`: the model hash, a range for every activation input of every
+/// quantizable layer, a policy entry only for layers the graph has. Errors name the cache and
+/// what does not fit.
+Status checkCalibrationCache(const std::string& path, const std::string& modelHash,
+                             const graph::Graph& g);
+
+}  // namespace edgeinfer::quant

@@ -1,0 +1,86 @@
+// The sensitivity report as text (edgeinfer calibrate --report) and JSON.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "edgeinfer/calibration.h"
+
+namespace edgeinfer {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string describeError(const QuantError& e) {
+  return "cosine " + fmt("%.6f", e.cosine) + ", max |error| " + fmt("%.4g", e.maxAbs) +
+         (e.worstOutput.empty() ? "" : " (worst output '" + e.worstOutput + "')");
+}
+
+nlohmann::json errorJson(const QuantError& e) {
+  return {{"cosine", e.cosine}, {"max_abs", e.maxAbs}, {"worst_output", e.worstOutput}};
+}
+
+}  // namespace
+
+std::string SensitivityReport::toText() const {
+  std::ostringstream s;
+  size_t excluded = 0;
+  for (const auto& l : layers) excluded += l.policy != Precision::kInt8;
+  s << "INT8 sensitivity (fake quantization on the CPU reference, against FP32), calibrator "
+    << describeCalibrator(calibrator) << ", " << samples << " sample(s), " << layers.size()
+    << " quantizable layer(s)\n";
+  s << "  every layer INT8:            " << describeError(allInt8) << "\n";
+  s << "  with the policy (" << excluded << " FP16):" << std::string(excluded < 10 ? 8 : 7, ' ')
+    << describeError(withPolicy) << "\n";
+  if (!calibrators.empty()) {
+    s << "calibrators compared (every layer INT8; pick the one with the highest cosine):\n";
+    for (const auto& c : calibrators) {
+      char line[160];
+      std::snprintf(line, sizeof line, "  %-18s cosine %.6f  max |error| %.4g\n",
+                    describeCalibrator(c.calibrator).c_str(), c.modelError.cosine,
+                    c.modelError.maxAbs);
+      s << line;
+    }
+  }
+  s << "layers, worst first (model: outputs with only this layer INT8; layer: its own output):\n";
+  char head[200];
+  std::snprintf(head, sizeof head, "  %4s  %-12s %-12s %-12s %-12s %-12s %-6s %s\n", "rank", "op",
+                "model cos", "model max|e|", "layer cos", "layer max|e|", "policy", "layer");
+  s << head;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerSensitivity& l = layers[i];
+    char line[256];
+    std::snprintf(line, sizeof line, "  %4zu  %-12s %-12.6f %-12.4g %-12.6f %-12.4g %-6s %s\n",
+                  i + 1, l.opType.c_str(), l.modelError.cosine, l.modelError.maxAbs,
+                  l.layerError.cosine, l.layerError.maxAbs, precisionName(l.policy),
+                  l.layer.c_str());
+    s << line;
+  }
+  return s.str();
+}
+
+std::string SensitivityReport::toJson() const {
+  nlohmann::json j;
+  j["calibrator"] = describeCalibrator(calibrator);
+  j["samples"] = samples;
+  j["all_int8"] = errorJson(allInt8);
+  j["with_policy"] = errorJson(withPolicy);
+  j["layers"] = nlohmann::json::array();
+  for (const auto& l : layers)
+    j["layers"].push_back({{"layer", l.layer},
+                           {"op", l.opType},
+                           {"inputs", l.inputs},
+                           {"layer_error", errorJson(l.layerError)},
+                           {"model_error", errorJson(l.modelError)},
+                           {"policy", precisionName(l.policy)}});
+  j["calibrators"] = nlohmann::json::array();
+  for (const auto& c : calibrators)
+    j["calibrators"].push_back({{"calibrator", describeCalibrator(c.calibrator)},
+                                {"model_error", errorJson(c.modelError)}});
+  return j.dump(1) + "\n";
+}
+
+}  // namespace edgeinfer
