@@ -54,5 +54,6 @@ int cmdDevice(const Args& a);
 int cmdBench(const Args& a);
 int cmdBenchVision(const Args& a);
 int cmdCache(const Args& a);
+int cmdCalibrate(const Args& a);
 
 }  // namespace edgeinfer::cli

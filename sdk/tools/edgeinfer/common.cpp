@@ -52,6 +52,8 @@ const char* kBuilderOptionsHelp = R"(builder options:
   --no-batchnorm-folding        keep BatchNormalization nodes
   --dynamic-dim N               value for every dynamic input dimension at build time
   --allow-non-finite-weights    accept NaN/Inf in weights
+  --calibration-cache FILE      check an INT8 calibration cache (edgeinfer calibrate) against the
+                                model; no backend runs INT8 kernels yet
   --verbose                     log every pass and decision (GPU: each layer's timing table)
 GPU builder options:
   --device N                    CUDA device to build for (default 0)
@@ -86,6 +88,7 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
   if (a.has("no-constant-folding")) c.passes.constantFolding = false;
   if (a.has("no-batchnorm-folding")) c.passes.foldBatchNorm = false;
   if (a.has("allow-non-finite-weights")) c.allowNonFiniteWeights = true;
+  if (a.has("calibration-cache")) c.calibrationCachePath = a.get("calibration-cache");
   if (a.has("device")) c.deviceId = std::atoi(a.get("device").c_str());
   if (a.has("timing-cache")) c.timingCachePath = a.get("timing-cache");
   if (a.has("no-timing-cache")) c.useTimingCache = false;

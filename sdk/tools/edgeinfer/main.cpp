@@ -20,6 +20,8 @@ commands:
   bench-vision preprocess|nms   GPU frame preprocessing and NMS benchmarks
   device                        print the GPU, its device key and whether this binary has SASS for it
   cache   list|merge|export     list, merge or export the per-device timing caches
+  calibrate MODEL --data PATH   INT8 calibration from real data: a calibration cache and a
+                                per-layer sensitivity report (--report); no INT8 kernels yet
   version                       print the SDK version
 
 Run `edgeinfer <command> --help` for the options of a command.
@@ -50,22 +52,48 @@ int main(int argc, char** argv) {
                                           "cache-miss-error",
                                           "no-cpu-fallback",
                                           "device-inputs",
-                                          "no-cuda-graphs"};
+                                          "no-cuda-graphs",
+                                          "report",
+                                          "compare-calibrators"};
   // Options that take a value (any command); anything else is a typo, reported, not ignored.
-  const std::vector<std::string> valued = {"backend",      "batch",
-                                           "boxes",        "build-report",
-                                           "device",       "dim",
-                                           "dir",          "dynamic-dim",
-                                           "format",       "frame",
-                                           "index",        "input",
-                                           "inputs",       "iterations",
-                                           "json",         "layer-precision",
-                                           "layout",       "objects",
-                                           "output",       "outputs",
-                                           "seed",         "size",
-                                           "tactic",       "tactics",
-                                           "timing-cache", "timing-iterations",
-                                           "warmup"};
+  const std::vector<std::string> valued = {"backend",
+                                           "batch",
+                                           "boxes",
+                                           "build-report",
+                                           "device",
+                                           "dim",
+                                           "dir",
+                                           "dynamic-dim",
+                                           "format",
+                                           "frame",
+                                           "index",
+                                           "input",
+                                           "inputs",
+                                           "iterations",
+                                           "json",
+                                           "layer-precision",
+                                           "layout",
+                                           "objects",
+                                           "output",
+                                           "outputs",
+                                           "seed",
+                                           "size",
+                                           "tactic",
+                                           "tactics",
+                                           "timing-cache",
+                                           "timing-iterations",
+                                           "warmup",
+                                           "config",
+                                           "data",
+                                           "method",
+                                           "percentile",
+                                           "max-images",
+                                           "bins",
+                                           "report-json",
+                                           "report-images",
+                                           "exclude-worst",
+                                           "exclude-threshold",
+                                           "calibration-cache"};
   auto args = parseArgs(argc, argv, 2, flags, valued);
   if (!args.ok()) return fail(args.status());
   if (args->has("verbose")) edgeinfer::setLogLevel(edgeinfer::Severity::kVerbose);
@@ -76,6 +104,7 @@ int main(int argc, char** argv) {
   if (cmd == "bench") return cmdBench(*args);
   if (cmd == "bench-vision") return cmdBenchVision(*args);
   if (cmd == "cache") return cmdCache(*args);
+  if (cmd == "calibrate") return cmdCalibrate(*args);
   std::cerr << "error: unknown command '" << cmd << "'\n\n" << kUsage;
   return 2;
 }
