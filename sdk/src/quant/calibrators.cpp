@@ -14,32 +14,42 @@ namespace {
 /// non-negative levels), and the first candidate threshold (in histogram bins).
 constexpr int kEntropyLevels = 128;
 
-/// KL(P || Q) of two unnormalised distributions of equal length; +inf when Q is 0 where P
-/// is not.
+/// TensorRT/MXNet's smoothing: every empty bin gets `eps`, taken evenly from the others, so
+/// that KL(P || Q) stays finite where Q has no mass and P has. False if `d` is all zeros.
+bool smooth(std::vector<double>& d, double eps = 1e-4) {
+  size_t zeros = 0;
+  for (double v : d) zeros += v <= 0;
+  if (zeros == d.size()) return false;
+  const double take = eps * static_cast<double>(zeros) / static_cast<double>(d.size() - zeros);
+  for (double& v : d) v = v <= 0 ? eps : std::max(v - take, eps * 1e-3);
+  return true;
+}
+
+/// KL(P || Q) of two unnormalised distributions of equal length, Q > 0 everywhere.
 double klDivergence(const std::vector<double>& p, const std::vector<double>& q) {
   double sp = 0, sq = 0;
   for (size_t i = 0; i < p.size(); ++i) {
     sp += p[i];
     sq += q[i];
   }
-  if (sp <= 0 || sq <= 0) return std::numeric_limits<double>::infinity();
   double kl = 0;
   for (size_t i = 0; i < p.size(); ++i) {
     if (p[i] <= 0) continue;
-    if (q[i] <= 0) return std::numeric_limits<double>::infinity();
     const double pi = p[i] / sp, qi = q[i] / sq;
     kl += pi * std::log(pi / qi);
   }
   return kl;
 }
 
-/// TensorRT's entropy calibration (as NVIDIA's "8-bit Inference with TensorRT" and
-/// pytorch-quantization's _compute_amax_entropy describe it). For each candidate threshold of
-/// i bins (128 .. all): P = the first i bins with every count beyond folded into bin i - 1;
-/// Q = those i bins merged into 128 levels, each level's count spread evenly over its non-empty
-/// bins. The threshold is the upper edge of the candidate with the least KL(P || Q) (the last
-/// one on ties). Bin 0 is given bin 1's count first, so a spike of exact zeros (ReLU) does not
-/// dominate.
+/// TensorRT's entropy calibration, as NVIDIA's "8-bit Inference with TensorRT" (GTC 2017)
+/// describes it and MXNet's _get_optimal_threshold implements it. For each candidate threshold
+/// of i bins (128 .. all): P = the first i bins with the count of every bin beyond folded into
+/// bin i - 1 (the clipped values); Q = the first i bins (without the clipped values) merged
+/// into 128 levels of i / 128 bins (the last level takes the rest), each level's count spread
+/// evenly over the bins where P is not empty; both smoothed; the candidate with the least
+/// KL(P || Q) wins (the last one on ties) and its upper edge is the threshold. As in
+/// pytorch-quantization, bin 0 first takes bin 1's count, so a spike of exact zeros (ReLU)
+/// does not dominate.
 double entropyAmax(const AbsHistogram& h) {
   std::vector<double> bins = h.counts();
   const int n = static_cast<int>(bins.size());
@@ -52,32 +62,32 @@ double entropyAmax(const AbsHistogram& h) {
   int bestI = n;
   std::vector<double> p, q;
   for (int i = kEntropyLevels; i <= n; ++i) {
+    const auto ui = static_cast<size_t>(i);
     p.assign(bins.begin(), bins.begin() + i);
-    p[static_cast<size_t>(i) - 1] += tailFrom[static_cast<size_t>(i)];
-    q.assign(static_cast<size_t>(i), 0.0);
-    // Bin j of the candidate falls into level floor(j * 128 / i).
-    int start = 0;
+    p[ui - 1] += tailFrom[ui];
+    q.assign(ui, 0.0);
+    const int merged = i / kEntropyLevels;
     for (int level = 0; level < kEntropyLevels; ++level) {
-      int end = static_cast<int>((static_cast<int64_t>(level) + 1) * i / kEntropyLevels);
-      if (level == kEntropyLevels - 1) end = i;
+      const int start = level * merged;
+      const int stop = level == kEntropyLevels - 1 ? i : start + merged;
       double sum = 0;
       int nonEmpty = 0;
-      for (int j = start; j < end; ++j) {
+      for (int j = start; j < stop; ++j) {
         sum += bins[static_cast<size_t>(j)];
-        if (bins[static_cast<size_t>(j)] > 0) ++nonEmpty;
+        if (p[static_cast<size_t>(j)] > 0) ++nonEmpty;
       }
       if (nonEmpty > 0)
-        for (int j = start; j < end; ++j)
-          if (bins[static_cast<size_t>(j)] > 0) q[static_cast<size_t>(j)] = sum / nonEmpty;
-      start = end;
+        for (int j = start; j < stop; ++j)
+          if (p[static_cast<size_t>(j)] > 0) q[static_cast<size_t>(j)] = sum / nonEmpty;
     }
+    if (!smooth(p) || !smooth(q)) continue;
     const double kl = klDivergence(p, q);
     if (kl <= best) {
       best = kl;
       bestI = i;
     }
   }
-  if (!std::isfinite(best)) return h.maxAbs();  // nothing finite to compare: keep everything
+  if (!std::isfinite(best)) return h.maxAbs();  // nothing to compare: keep everything
   return std::min(h.maxAbs(), bestI * h.binWidth());
 }
 

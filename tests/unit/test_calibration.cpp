@@ -1,0 +1,896 @@
+// INT8 calibration (issue 6): the calibrators on distributions whose answer is known, per-channel
+// weight scales, Q/DQ fake quantization against the reference op, the calibration cache (round
+// trip and every way it can be wrong), the data sources and their bad inputs, calibration and
+// the sensitivity report on generated models, the builder's cache check, and BlazeFace on real
+// photos.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/npy.h"
+#include "edgeinfer/builder.h"
+#include "edgeinfer/calibration.h"
+#include "edgeinfer/logger.h"
+#include "edgeinfer/vision/model_config.h"
+#include "kernels/ref/ref_kernels.h"
+#include "quant/qdq.h"
+#include "test_model.h"
+
+namespace edgeinfer {
+namespace {
+
+using test::TempDir;
+using test::TestModel;
+
+CalibratorParams method(CalibrationMethod m, double pct = 99.99) {
+  CalibratorParams p;
+  p.method = m;
+  p.percentile = pct;
+  return p;
+}
+
+double amaxOf(const AbsHistogram& h, CalibrationMethod m, double pct = 99.99) {
+  auto a = computeAmax(h, method(m, pct));
+  EXPECT_TRUE(a.ok()) << a.status().toString();
+  return a.ok() ? *a : -1.0;
+}
+
+/// Values of a standard normal distribution (fixed seed) plus `outliers` values of `at`.
+std::vector<float> normalWithOutliers(int n, int outliers, float at, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = d(rng);
+  for (int i = 0; i < outliers; ++i) v[static_cast<size_t>(i) * 997 % v.size()] = i % 2 ? at : -at;
+  return v;
+}
+
+AbsHistogram histogramOf(const std::vector<float>& v, int bins = AbsHistogram::kDefaultBins) {
+  float m = 0;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  AbsHistogram h(m, bins);
+  h.add(v.data(), static_cast<int64_t>(v.size()));
+  return h;
+}
+
+// ---- Calibrators ---------------------------------------------------------------------------
+
+TEST(Calibrators, MinMaxOfUniformDataIsItsLargestMagnitude) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-2.5f, 2.5f);
+  std::vector<float> v(100000);
+  float m = 0;
+  for (auto& x : v) {
+    x = u(rng);
+    m = std::max(m, std::fabs(x));
+  }
+  const AbsHistogram h = histogramOf(v);
+  EXPECT_EQ(amaxOf(h, CalibrationMethod::kMinMax), static_cast<double>(m));
+  EXPECT_EQ(h.total(), 100000);
+  // Uniform data has no outliers: entropy and MSE keep (nearly) the whole range.
+  EXPECT_GT(amaxOf(h, CalibrationMethod::kEntropy), 0.9 * m);
+  EXPECT_GT(amaxOf(h, CalibrationMethod::kMse), 0.9 * m);
+}
+
+TEST(Calibrators, PercentileOfAKnownHistogram) {
+  // 10,000 values 0.0005, 0.0015, ..., 9.9995: the p-th percentile of |x| is p / 10.
+  AbsHistogram h(10.0, 2000);
+  for (int i = 0; i < 10000; ++i) h.addRepeated(i * 0.001 + 0.0005, 1);
+  for (double p : {50.0, 90.0, 99.0, 99.99}) {
+    EXPECT_NEAR(amaxOf(h, CalibrationMethod::kPercentile, p), p / 10.0, h.binWidth()) << p;
+  }
+  EXPECT_NEAR(amaxOf(h, CalibrationMethod::kPercentile, 100.0), h.maxAbs(), 1e-12);
+}
+
+TEST(Calibrators, EntropyClipsRareOutliersAndMinMaxDoesNot) {
+  const std::vector<float> v = normalWithOutliers(400000, 8, 60.f, 11);
+  const AbsHistogram h = histogramOf(v);
+  const double minmax = amaxOf(h, CalibrationMethod::kMinMax);
+  const double entropy = amaxOf(h, CalibrationMethod::kEntropy);
+  EXPECT_EQ(minmax, 60.0);
+  // The threshold lands in the body of the normal distribution (|x| up to ~5), not at 60.
+  EXPECT_LT(entropy, 10.0);
+  EXPECT_GT(entropy, 2.0);
+}
+
+TEST(Calibrators, MseLiesBetweenTheBodyAndTheMaximum) {
+  const std::vector<float> v = normalWithOutliers(400000, 8, 60.f, 12);
+  const AbsHistogram h = histogramOf(v);
+  const double median = amaxOf(h, CalibrationMethod::kPercentile, 50.0);
+  const double mse = amaxOf(h, CalibrationMethod::kMse);
+  EXPECT_GT(mse, median);
+  EXPECT_LT(mse, h.maxAbs());
+  // MSE is what it minimises: its threshold's error is no larger than min-max's or the
+  // 99.99th percentile's, measured on the data itself.
+  auto err = [&v](double t) {
+    double e = 0;
+    const float s = quant::activationScale(t);
+    for (float x : v) e += std::pow(static_cast<double>(x) - quant::fakeQuantize(x, s), 2);
+    return e;
+  };
+  EXPECT_LE(err(mse), err(h.maxAbs()));
+}
+
+TEST(Calibrators, AllZerosGiveZeroAndNonFiniteValuesAreCountedApart) {
+  std::vector<float> z(100, 0.f);
+  z[3] = std::nanf("");
+  z[4] = INFINITY;
+  AbsHistogram h(0.0, 2048);
+  h.add(z.data(), static_cast<int64_t>(z.size()));
+  EXPECT_EQ(h.nonFinite(), 2);
+  EXPECT_EQ(h.total(), 98);
+  for (auto m : {CalibrationMethod::kEntropy, CalibrationMethod::kMinMax,
+                 CalibrationMethod::kPercentile, CalibrationMethod::kMse})
+    EXPECT_EQ(amaxOf(h, m), 0.0);
+}
+
+TEST(Calibrators, BadParameters_n) {
+  AbsHistogram h(1.0, 2048);
+  h.addRepeated(0.5, 10);
+  EXPECT_EQ(computeAmax(h, method(CalibrationMethod::kPercentile, 0.0)).status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(computeAmax(h, method(CalibrationMethod::kPercentile, 100.5)).status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(computeAmax(h, method(CalibrationMethod::kPercentile, NAN)).status().code(),
+            ErrorCode::kInvalidArgument);
+  AbsHistogram small(1.0, 64);
+  small.addRepeated(0.5, 10);
+  EXPECT_EQ(computeAmax(small, method(CalibrationMethod::kEntropy)).status().code(),
+            ErrorCode::kInvalidArgument);
+}
+
+TEST(Calibrators, MethodNames) {
+  for (auto m : {CalibrationMethod::kEntropy, CalibrationMethod::kMinMax,
+                 CalibrationMethod::kPercentile, CalibrationMethod::kMse}) {
+    auto p = parseCalibrationMethod(calibrationMethodName(m));
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(*p, m);
+  }
+}
+
+TEST(Calibrators, UnknownMethodName_n) {
+  auto p = parseCalibrationMethod("kl");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("entropy, minmax, percentile or mse"), std::string::npos);
+}
+
+TEST(Calibrators, PerChannelWeightScales) {
+  // [2, 3]: rows are output channels on axis 0, columns on axis 1.
+  Tensor w = Tensor::zeros(DataType::kFloat32, Shape{2, 3});
+  const float vals[] = {1.f, -4.f, 2.f, 0.5f, 0.25f, -0.75f};
+  std::copy(vals, vals + 6, w.data<float>());
+  auto s0 = perChannelWeightScales(w, 0);
+  ASSERT_TRUE(s0.ok());
+  EXPECT_FLOAT_EQ((*s0)[0], 4.f / 127.f);
+  EXPECT_FLOAT_EQ((*s0)[1], 0.75f / 127.f);
+  auto s1 = perChannelWeightScales(w, 1);
+  ASSERT_TRUE(s1.ok());
+  ASSERT_EQ(s1->size(), 3u);
+  EXPECT_FLOAT_EQ((*s1)[0], 1.f / 127.f);
+  EXPECT_FLOAT_EQ((*s1)[1], 4.f / 127.f);
+  EXPECT_FLOAT_EQ((*s1)[2], 2.f / 127.f);
+  // The channel's largest weight is exactly representable after fake quantization.
+  auto fq = quant::fakeQuantizeWeights(w, 0);
+  ASSERT_TRUE(fq.ok());
+  EXPECT_FLOAT_EQ(fq->data<float>()[1], -4.f);
+  EXPECT_EQ(perChannelWeightScales(w, 2).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(perChannelWeightScales(Tensor::zeros(DataType::kInt32, Shape{2}), 0).status().code(),
+            ErrorCode::kInvalidArgument);
+}
+
+// ---- Models for calibration ----------------------------------------------------------------
+
+/// x[1,3,8,8] -> ConvA(4) -> Relu -> + outlier (one element of 1000) -> ConvB(4) -> y.
+/// The activation feeding ConvB has one huge value among small ones.
+std::string outlierModel() {
+  TestModel m;
+  m.input("x", {1, 3, 8, 8}).output("y");
+  m.randomInitializer("wa", {4, 3, 3, 3}, 1, -0.5f, 0.5f);
+  m.randomInitializer("wb", {4, 4, 3, 3}, 2, -0.5f, 0.5f);
+  std::vector<float> o(4 * 8 * 8, 0.f);
+  o[77] = 1000.f;
+  m.initializer("o", {1, 4, 8, 8}, o);
+  auto& ca = m.node("Conv", {"x", "wa"}, {"a"}, "convA");
+  TestModel::attrInts(ca, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"a"}, {"r"}, "relu");
+  m.node("Add", {"r", "o"}, {"b"}, "addOutlier");
+  auto& cb = m.node("Conv", {"b", "wb"}, {"y"}, "convB");
+  TestModel::attrInts(cb, "pads", {1, 1, 1, 1});
+  return m.bytes();
+}
+
+/// Only elementwise ops: nothing to quantize.
+std::string noQuantizableModel() {
+  TestModel m;
+  m.input("x", {1, 3, 8, 8}).output("y");
+  m.node("Relu", {"x"}, {"r"});
+  m.node("Sigmoid", {"r"}, {"y"});
+  return m.bytes();
+}
+
+/// Writes `n` random normal [1,3,8,8] samples as .npy files; returns the largest |x|.
+float writeSamples(const TempDir& dir, const std::string& sub, int n, uint32_t seed) {
+  mkdir(dir.file(sub).c_str(), 0755);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  float m = 0;
+  for (int i = 0; i < n; ++i) {
+    Tensor t = Tensor::zeros(DataType::kFloat32, Shape{1, 3, 8, 8});
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      t.data<float>()[k] = d(rng);
+      m = std::max(m, std::fabs(t.data<float>()[k]));
+    }
+    EXPECT_TRUE(writeNpy(dir.file(sub + "/s" + std::to_string(i) + ".npy"), t).ok());
+  }
+  return m;
+}
+
+std::unique_ptr<CalibrationSource> tensorSource(const std::string& dir) {
+  auto s = openCalibrationData(dir, CalibrationDataOptions{});
+  EXPECT_TRUE(s.ok()) << s.status().toString();
+  return s.ok() ? std::move(s).value() : nullptr;
+}
+
+// ---- Q/DQ ------------------------------------------------------------------------------------
+
+TEST(QuantizeGraph, QdqLayerEqualsTheOpOnFakeQuantizedInputs) {
+  TempDir dir;
+  // A one-layer model, quantized by calibration, against the Conv kernel run on inputs and
+  // weights fake-quantized by hand.
+  TestModel m;
+  m.input("x", {1, 2, 5, 7}).output("y");
+  m.randomInitializer("w", {3, 2, 3, 3}, 5);
+  auto& c = m.node("Conv", {"x", "w"}, {"y"}, "conv");
+  TestModel::attrInts(c, "pads", {1, 1, 1, 1});
+  const std::string one = dir.write("one.onnx", m.bytes());
+  mkdir(dir.file("d").c_str(), 0755);
+  Tensor x = Tensor::zeros(DataType::kFloat32, Shape{1, 2, 5, 7});
+  std::mt19937 rng(9);
+  std::normal_distribution<float> d(0.f, 2.f);
+  for (int64_t k = 0; k < x.numel(); ++k) x.data<float>()[k] = d(rng);
+  ASSERT_TRUE(writeNpy(dir.file("d/x.npy"), x).ok());
+  auto src = tensorSource(dir.file("d"));
+  ASSERT_TRUE(src);
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kMinMax;
+  opt.report = true;
+  auto r = calibrate(one, *src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  ASSERT_EQ(r->report.layers.size(), 1u);
+  const float amax = r->cache.tensorAmax.at("x");
+
+  // By hand: fake-quantize x per tensor and w per channel, run the reference Conv.
+  Tensor xq = x.clone();
+  for (int64_t k = 0; k < xq.numel(); ++k)
+    xq.data<float>()[k] = quant::fakeQuantize(xq.data<float>()[k], quant::activationScale(amax));
+  std::mt19937 wr(5);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  Tensor w = Tensor::zeros(DataType::kFloat32, Shape{3, 2, 3, 3});
+  for (int64_t k = 0; k < w.numel(); ++k) w.data<float>()[k] = u(wr);
+  auto wq = quant::fakeQuantizeWeights(w, 0);
+  ASSERT_TRUE(wq.ok());
+  graph::Node conv;
+  conv.opType = "Conv";
+  conv.name = "conv";
+  conv.inputs = {"x", "w"};
+  conv.outputs = {"y"};
+  conv.attrs.set("pads", graph::Attribute::Ints({1, 1, 1, 1}));
+  std::vector<Tensor> fp, q;
+  ASSERT_TRUE(ref::runNode(conv, {&x, &w}, fp).ok());
+  ASSERT_TRUE(ref::runNode(conv, {&xq, &*wq}, q).ok());
+  double dot = 0, aa = 0, bb = 0, maxAbs = 0;
+  for (int64_t k = 0; k < fp[0].numel(); ++k) {
+    const double a = fp[0].data<float>()[k], b = q[0].data<float>()[k];
+    dot += a * b;
+    aa += a * a;
+    bb += b * b;
+    maxAbs = std::max(maxAbs, std::fabs(a - b));
+  }
+  const LayerSensitivity& l = r->report.layers[0];
+  EXPECT_NEAR(l.layerError.cosine, dot / std::sqrt(aa * bb), 1e-9);
+  EXPECT_NEAR(l.layerError.maxAbs, maxAbs, 1e-5);
+  // The model is that one layer, so the Q/DQ graph's output error is the same.
+  EXPECT_NEAR(l.modelError.cosine, l.layerError.cosine, 1e-9);
+  EXPECT_NEAR(l.modelError.maxAbs, l.layerError.maxAbs, 1e-5);
+  EXPECT_GT(maxAbs, 0.0) << "quantization changed nothing: the test would prove nothing";
+}
+
+// ---- Calibration on generated models ---------------------------------------------------------
+
+TEST(Calibrate, MinMaxRangeOfTheGraphInputIsTheDataMaximum) {
+  TempDir dir;
+  const std::string model = dir.write("m.onnx", outlierModel());
+  const float m = writeSamples(dir, "data", 5, 21);
+  auto src = tensorSource(dir.file("data"));
+  ASSERT_TRUE(src);
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kMinMax;
+  std::vector<CalibrationProgress> seen;
+  opt.progress = [&seen](const CalibrationProgress& p) { seen.push_back(p); };
+  auto r = calibrate(model, *src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->samples, 5);
+  EXPECT_FLOAT_EQ(r->cache.tensorAmax.at("x"), m);
+  // ConvB's input (after the fusion pass: the Add's output) holds the outlier.
+  EXPECT_EQ(r->cache.tensorAmax.size(), 2u);
+  float other = 0;
+  for (const auto& [name, a] : r->cache.tensorAmax)
+    if (name != "x") other = a;
+  EXPECT_GE(other, 1000.f);
+  EXPECT_EQ(r->cache.preprocessHash, "raw");
+  std::string bytes = outlierModel();
+  EXPECT_EQ(r->cache.modelHash, modelHashOf(bytes.data(), bytes.size()));
+  ASSERT_EQ(seen.size(), 5u) << "one progress report per sample (min-max: one pass)";
+  EXPECT_EQ(seen.back().done, 5);
+  EXPECT_EQ(seen.back().total, 5);
+  EXPECT_EQ(r->cache.layerPrecision.size(), 2u);
+}
+
+TEST(Calibrate, EntropyClipsTheOutlierTensorBelowMinMax) {
+  TempDir dir;
+  const std::string model = dir.write("m.onnx", outlierModel());
+  writeSamples(dir, "data", 6, 22);
+  CalibrationOptions opt;
+  auto mm = [&] {
+    auto s = tensorSource(dir.file("data"));
+    opt.calibrator.method = CalibrationMethod::kMinMax;
+    return calibrate(model, *s, opt);
+  }();
+  auto ent = [&] {
+    auto s = tensorSource(dir.file("data"));
+    opt.calibrator.method = CalibrationMethod::kEntropy;
+    return calibrate(model, *s, opt);
+  }();
+  ASSERT_TRUE(mm.ok() && ent.ok());
+  for (const auto& [name, a] : mm->cache.tensorAmax) {
+    EXPECT_LE(ent->cache.tensorAmax.at(name), a) << name;
+    if (name != "x") {
+      EXPECT_LT(ent->cache.tensorAmax.at(name), 0.2f * a) << name;  // candidates start at 1/16
+    }
+  }
+}
+
+TEST(Calibrate, ReportRanksTheOutlierLayerWorstAndExcludesIt) {
+  TempDir dir;
+  const std::string model = dir.write("m.onnx", outlierModel());
+  writeSamples(dir, "data", 4, 23);
+  auto src = tensorSource(dir.file("data"));
+  ASSERT_TRUE(src);
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kMinMax;  // keeps the outlier: the worst case
+  opt.excludeWorst = 1;
+  opt.compareCalibrators = true;
+  auto r = calibrate(model, *src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  ASSERT_TRUE(r->hasReport);
+  const SensitivityReport& rep = r->report;
+  ASSERT_EQ(rep.layers.size(), 2u);
+  EXPECT_EQ(rep.layers[0].layer, "convB");
+  EXPECT_LT(rep.layers[0].modelError.cosine, rep.layers[1].modelError.cosine);
+  EXPECT_LT(rep.layers[0].layerError.cosine, rep.layers[1].layerError.cosine);
+  EXPECT_EQ(rep.layers[0].policy, Precision::kFp16);
+  EXPECT_EQ(rep.layers[1].policy, Precision::kInt8);
+  EXPECT_EQ(r->cache.layerPrecision.at("convB"), Precision::kFp16);
+  EXPECT_EQ(r->cache.excludedLayers(), std::vector<std::string>{"convB"});
+  // Keeping the worst layer out of INT8 helps; every layer in INT8 is no better than the
+  // worst layer alone.
+  EXPECT_GT(rep.withPolicy.cosine, rep.allInt8.cosine);
+  EXPECT_LE(rep.allInt8.cosine, rep.layers[0].modelError.cosine + 1e-9);
+  EXPECT_EQ(rep.samples, 4);
+  // Compared calibrators: all four, from the same histograms; min-max's is the run above.
+  ASSERT_EQ(rep.calibrators.size(), 4u);
+  std::set<CalibrationMethod> methods;
+  for (const auto& c : rep.calibrators) {
+    methods.insert(c.calibrator.method);
+    if (c.calibrator.method == CalibrationMethod::kMinMax) {
+      EXPECT_EQ(c.modelError.cosine, rep.allInt8.cosine);
+    }
+  }
+  EXPECT_EQ(methods.size(), 4u);
+  const std::string text = rep.toText();
+  EXPECT_NE(text.find("convB"), std::string::npos);
+  EXPECT_NE(text.find("calibrators compared"), std::string::npos);
+  EXPECT_NE(rep.toJson().find("\"policy\": \"fp16\""), std::string::npos);
+}
+
+TEST(Calibrate, ExcludeThresholdKeepsLayersBelowTheCosine) {
+  TempDir dir;
+  const std::string model = dir.write("m.onnx", outlierModel());
+  writeSamples(dir, "data", 3, 24);
+  auto src = tensorSource(dir.file("data"));
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kMinMax;
+  opt.excludeBelowCosine = 1.0;  // every layer that changes the output at all
+  auto r = calibrate(model, *src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  for (const auto& l : r->report.layers)
+    EXPECT_EQ(l.policy, l.modelError.cosine < 1.0 ? Precision::kFp16 : Precision::kInt8);
+  EXPECT_EQ(r->report.withPolicy.cosine, 1.0) << "nothing in INT8: FP32 exactly";
+}
+
+TEST(Calibrate, ModelWithoutQuantizableLayers_n) {
+  TempDir dir;
+  const std::string model = dir.write("m.onnx", noQuantizableModel());
+  writeSamples(dir, "data", 2, 25);
+  auto src = tensorSource(dir.file("data"));
+  auto r = calibrate(model, *src, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(r.status().message().find("no quantizable layers"), std::string::npos);
+}
+
+TEST(Calibrate, MissingModel_n) {
+  TempDir dir;
+  writeSamples(dir, "data", 1, 26);
+  auto src = tensorSource(dir.file("data"));
+  auto r = calibrate(dir.file("none.onnx"), *src, {});
+  EXPECT_EQ(r.status().code(), ErrorCode::kNotFound);
+}
+
+TEST(Calibrate, SampleOfTheWrongShape_n) {
+  TempDir dir;
+  const std::string model = dir.write("m.onnx", outlierModel());
+  mkdir(dir.file("data").c_str(), 0755);
+  ASSERT_TRUE(
+      writeNpy(dir.file("data/bad.npy"), Tensor::zeros(DataType::kFloat32, Shape{1, 3, 9, 8}))
+          .ok());
+  auto src = tensorSource(dir.file("data"));
+  auto r = calibrate(model, *src, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.status().toString().find("shape"), std::string::npos) << r.status().toString();
+}
+
+TEST(Calibrate, BadOptions_n) {
+  TempDir dir;
+  const std::string model = dir.write("m.onnx", outlierModel());
+  writeSamples(dir, "data", 1, 27);
+  auto src = tensorSource(dir.file("data"));
+  CalibrationOptions opt;
+  opt.histogramBins = 64;
+  EXPECT_EQ(calibrate(model, *src, opt).status().code(), ErrorCode::kInvalidArgument);
+  opt = {};
+  opt.calibrator = method(CalibrationMethod::kPercentile, 0.0);
+  EXPECT_EQ(calibrate(model, *src, opt).status().code(), ErrorCode::kInvalidArgument);
+  opt = {};
+  opt.excludeWorst = -1;
+  EXPECT_EQ(calibrate(model, *src, opt).status().code(), ErrorCode::kInvalidArgument);
+}
+
+// ---- Data sources ----------------------------------------------------------------------------
+
+vision::PreprocessConfig smallPreprocess() {
+  vision::PreprocessConfig p;
+  p.outputWidth = 8;
+  p.outputHeight = 8;
+  return p;
+}
+
+void writePpm(const std::string& path, int w, int h, uint8_t seed) {
+  std::ofstream f(path, std::ios::binary);
+  f << "P6\n" << w << " " << h << "\n255\n";
+  for (int i = 0; i < w * h * 3; ++i) f.put(static_cast<char>((i * 7 + seed) & 0xff));
+}
+
+TEST(CalibrationData, ImageFolderPreprocessesEveryImage) {
+  TempDir dir;
+  mkdir(dir.file("img").c_str(), 0755);
+  writePpm(dir.file("img/a.ppm"), 20, 10, 1);
+  writePpm(dir.file("img/b.ppm"), 9, 17, 2);
+  dir.write("img/notes.txt", "not an image");
+  CalibrationDataOptions o;
+  o.preprocess = smallPreprocess();
+  auto src = openCalibrationData(dir.file("img"), o);
+  ASSERT_TRUE(src.ok()) << src.status().toString();
+  EXPECT_EQ((*src)->expectedSamples(), 2);
+  EXPECT_EQ((*src)->preprocessKey(), preprocessHash(o.preprocess));
+  int n = 0;
+  CalibrationSample s;
+  while (true) {
+    auto got = (*src)->next(s);
+    ASSERT_TRUE(got.ok());
+    if (!*got) break;
+    ++n;
+    EXPECT_EQ(s.inputs.at("").shape(), (Shape{1, 3, 8, 8}));
+  }
+  EXPECT_EQ(n, 2);
+  ASSERT_TRUE((*src)->rewind().ok());
+  auto again = (*src)->next(s);
+  ASSERT_TRUE(again.ok() && *again) << "rewind starts over";
+}
+
+TEST(CalibrationData, UnreadableImageAmongGoodOnesIsSkippedWithAWarning_n) {
+  TempDir dir;
+  const std::string model = dir.write("m.onnx", outlierModel());
+  mkdir(dir.file("img").c_str(), 0755);
+  writePpm(dir.file("img/a.ppm"), 20, 10, 1);
+  dir.write("img/broken.jpg", "this is not a JPEG");
+  dir.write("img/cut.ppm", "P6\n20 10\n255\nabc");
+  writePpm(dir.file("img/c.ppm"), 12, 12, 3);
+  CalibrationDataOptions o;
+  o.preprocess = smallPreprocess();
+  auto src = openCalibrationData(dir.file("img"), o);
+  ASSERT_TRUE(src.ok());
+  auto r = calibrate(model, **src, {});
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->samples, 2);
+  EXPECT_EQ((*src)->skipped(), 2);
+}
+
+TEST(CalibrationData, NoReadableImage_n) {
+  TempDir dir;
+  const std::string model = dir.write("m.onnx", outlierModel());
+  mkdir(dir.file("img").c_str(), 0755);
+  dir.write("img/broken.jpg", "this is not a JPEG");
+  CalibrationDataOptions o;
+  o.preprocess = smallPreprocess();
+  auto src = openCalibrationData(dir.file("img"), o);
+  ASSERT_TRUE(src.ok());
+  auto r = calibrate(model, **src, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("no calibration sample could be read"), std::string::npos);
+}
+
+TEST(CalibrationData, EmptyFolder_n) {
+  TempDir dir;
+  mkdir(dir.file("empty").c_str(), 0755);
+  CalibrationDataOptions o;
+  o.preprocess = smallPreprocess();
+  auto src = openCalibrationData(dir.file("empty"), o);
+  ASSERT_FALSE(src.ok());
+  EXPECT_EQ(src.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(src.status().message().find("no image files"), std::string::npos);
+  EXPECT_EQ(openTensorFolder(dir.file("empty"), o).status().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(CalibrationData, MissingFolder_n) {
+  CalibrationDataOptions o;
+  o.preprocess = smallPreprocess();
+  EXPECT_EQ(openCalibrationData("/nonexistent/calib", o).status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(openImageFolder("/nonexistent/calib", o).status().code(), ErrorCode::kNotFound);
+}
+
+TEST(CalibrationData, NotAVideo_n) {
+  TempDir dir;
+  const std::string f = dir.write("clip.mp4", "not a video at all");
+  CalibrationDataOptions o;
+  o.preprocess = smallPreprocess();
+  auto src = openCalibrationData(f, o);
+  EXPECT_FALSE(src.ok());
+}
+
+TEST(CalibrationData, MaxImagesLimitsEveryPass) {
+  TempDir dir;
+  const std::string model = dir.write("m.onnx", outlierModel());
+  writeSamples(dir, "data", 6, 28);
+  CalibrationDataOptions o;
+  o.maxImages = 4;
+  auto src = openCalibrationData(dir.file("data"), o);
+  ASSERT_TRUE(src.ok());
+  EXPECT_EQ((*src)->expectedSamples(), 4);
+  auto r = calibrate(model, **src, {});
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->samples, 4);
+  EXPECT_EQ(r->cache.images, 4);
+}
+
+// ---- The calibration cache ---------------------------------------------------------------------
+
+CalibrationCache sampleCache() {
+  CalibrationCache c;
+  c.sdkVersion = sdkVersion();
+  c.modelHash = "0123456789abcdef";
+  c.preprocessHash = "fedcba9876543210";
+  c.calibrator = method(CalibrationMethod::kPercentile, 99.9);
+  c.histogramBins = 2048;
+  c.images = 13;
+  c.tensorAmax["input:0"] = 1.0f;
+  c.tensorAmax["a name with spaces"] = 3.14159274f;
+  c.tensorAmax["zeros"] = 0.f;
+  c.layerPrecision["conv one"] = Precision::kInt8;
+  c.layerPrecision["conv2"] = Precision::kFp16;
+  return c;
+}
+
+TEST(CalibrationCacheFile, RoundTrip) {
+  TempDir dir;
+  const CalibrationCache c = sampleCache();
+  ASSERT_TRUE(c.save(dir.file("c.calib")).ok());
+  struct stat st {};
+  EXPECT_NE(stat(dir.file("c.calib.tmp").c_str(), &st), 0) << "temporary file left behind";
+  auto l = CalibrationCache::load(dir.file("c.calib"));
+  ASSERT_TRUE(l.ok()) << l.status().toString();
+  EXPECT_EQ(l->sdkVersion, c.sdkVersion);
+  EXPECT_EQ(l->modelHash, c.modelHash);
+  EXPECT_EQ(l->preprocessHash, c.preprocessHash);
+  EXPECT_EQ(l->calibrator.method, c.calibrator.method);
+  EXPECT_EQ(l->calibrator.percentile, c.calibrator.percentile);
+  EXPECT_EQ(l->images, c.images);
+  EXPECT_EQ(l->tensorAmax, c.tensorAmax);
+  EXPECT_EQ(l->layerPrecision, c.layerPrecision);
+  EXPECT_EQ(l->toText(), c.toText());
+  EXPECT_TRUE(l->checkModel("0123456789abcdef").ok());
+}
+
+/// The cache text with `from` replaced by `to` (which must occur).
+std::string edited(const std::string& from, const std::string& to) {
+  std::string t = sampleCache().toText();
+  const auto pos = t.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  if (pos != std::string::npos) t.replace(pos, from.size(), to);
+  return t;
+}
+
+Status parseError(const std::string& text) {
+  return CalibrationCache::parse(text, "test.calib").status();
+}
+
+TEST(CalibrationCacheFile, OtherModel_n) {
+  const Status s = sampleCache().checkModel("1111111111111111");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("0123456789abcdef"), std::string::npos);
+  EXPECT_NE(s.message().find("1111111111111111"), std::string::npos);
+}
+
+TEST(CalibrationCacheFile, Truncated_n) {
+  const std::string t = sampleCache().toText();
+  // Every prefix that cuts a record off is an error, never a smaller valid cache.
+  for (size_t cut : {t.size() / 4, t.size() / 2, t.size() - 5, t.find("tensor ") + 9}) {
+    const Status s = parseError(t.substr(0, cut));
+    EXPECT_EQ(s.code(), ErrorCode::kCorruptFile) << cut << ": " << s.toString();
+    EXPECT_NE(s.message().find("line"), std::string::npos) << s.toString();
+  }
+}
+
+TEST(CalibrationCacheFile, CorruptNumber_n) {
+  const Status s = parseError(edited("tensor 1 input:0", "tensor 1.x input:0"));
+  EXPECT_EQ(s.code(), ErrorCode::kCorruptFile);
+  EXPECT_NE(s.message().find("'1.x'"), std::string::npos) << s.toString();
+  // The line number of the bad record.
+  const std::string t = edited("tensor 1 input:0", "tensor 1.x input:0");
+  const int line = 1 + static_cast<int>(std::count(
+                           t.begin(), t.begin() + static_cast<long>(t.find("1.x")), '\n'));
+  EXPECT_NE(s.message().find("line " + std::to_string(line) + ":"), std::string::npos)
+      << s.toString();
+  EXPECT_EQ(parseError(edited("tensor 1 input:0", "tensor -1 input:0")).code(),
+            ErrorCode::kCorruptFile);
+  EXPECT_EQ(parseError(edited("tensor 1 input:0", "tensor nan input:0")).code(),
+            ErrorCode::kCorruptFile);
+  EXPECT_EQ(parseError(edited("tensor 1 input:0", "tensor 1e999 input:0")).code(),
+            ErrorCode::kCorruptFile);
+  EXPECT_EQ(parseError(edited("images 13", "images 13abc")).code(), ErrorCode::kCorruptFile);
+}
+
+TEST(CalibrationCacheFile, WrongVersion_n) {
+  const Status s = parseError(edited("EDGEINFER-CALIBRATION 1", "EDGEINFER-CALIBRATION 7"));
+  EXPECT_EQ(s.code(), ErrorCode::kVersionMismatch);
+  EXPECT_NE(s.message().find("version 7"), std::string::npos) << s.toString();
+}
+
+TEST(CalibrationCacheFile, MissingFile_n) {
+  EXPECT_EQ(CalibrationCache::load("/nonexistent/x.calib").status().code(), ErrorCode::kNotFound);
+}
+
+TEST(CalibrationCacheFile, EmptyOrForeignFile_n) {
+  EXPECT_EQ(parseError("").code(), ErrorCode::kCorruptFile);
+  EXPECT_EQ(parseError("EIENGINE\x01\x00\x00\x00 binary").code(), ErrorCode::kCorruptFile);
+  EXPECT_EQ(parseError("{\"json\": true}\n").code(), ErrorCode::kCorruptFile);
+}
+
+TEST(CalibrationCacheFile, InconsistentRecords_n) {
+  // A count that does not match the records.
+  EXPECT_EQ(parseError(edited("tensors 3", "tensors 4")).code(), ErrorCode::kCorruptFile);
+  EXPECT_EQ(parseError(edited("tensors 3", "tensors 2")).code(), ErrorCode::kCorruptFile);
+  // The same tensor twice.
+  EXPECT_EQ(parseError(edited("tensor 0 zeros", "tensor 0 input:0")).code(),
+            ErrorCode::kCorruptFile);
+  // Unknown precision, unknown calibrator, percentile out of range.
+  EXPECT_EQ(parseError(edited("layer fp16 conv2", "layer int4 conv2")).code(),
+            ErrorCode::kCorruptFile);
+  EXPECT_EQ(parseError(edited("calibrator percentile 99.9", "calibrator kl")).code(),
+            ErrorCode::kCorruptFile);
+  EXPECT_EQ(parseError(edited("calibrator percentile 99.9", "calibrator percentile 120")).code(),
+            ErrorCode::kCorruptFile);
+  // Text after the end.
+  EXPECT_EQ(parseError(sampleCache().toText() + "tensor 1 late\n").code(), ErrorCode::kCorruptFile);
+}
+
+TEST(CalibrationCacheFile, HandEditedPolicyIsAccepted) {
+  // The file is meant to be edited: comments, blank lines and a layer moved to fp16 by hand.
+  auto c = CalibrationCache::parse(
+      "# my cache\n" + edited("layer int8 conv one", "\n# too lossy\nlayer fp16 conv one"), "t");
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  EXPECT_EQ(c->layerPrecision.at("conv one"), Precision::kFp16);
+  EXPECT_EQ(c->excludedLayers().size(), 2u);
+}
+
+TEST(CalibrationCacheFile, PreprocessHashFollowsEveryField) {
+  vision::PreprocessConfig a = smallPreprocess(), b = a;
+  EXPECT_EQ(preprocessHash(a), preprocessHash(b));
+  b.mean[2] = 0.5f;
+  EXPECT_NE(preprocessHash(a), preprocessHash(b));
+  b = a;
+  b.resize = vision::ResizeMode::kLetterbox;
+  EXPECT_NE(preprocessHash(a), preprocessHash(b));
+  b = a;
+  b.layout = vision::TensorLayout::kNHWC;
+  EXPECT_NE(preprocessHash(a), preprocessHash(b));
+}
+
+// ---- The builder's cache check -----------------------------------------------------------------
+
+class BuilderCacheCheck : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = dir_.write("m.onnx", outlierModel());
+    writeSamples(dir_, "data", 2, 31);
+    auto src = tensorSource(dir_.file("data"));
+    CalibrationOptions opt;
+    opt.calibrator.method = CalibrationMethod::kMinMax;
+    auto r = calibrate(model_, *src, opt);
+    ASSERT_TRUE(r.ok()) << r.status().toString();
+    cache_ = r->cache;
+    ASSERT_TRUE(cache_.save(dir_.file("m.calib")).ok());
+  }
+  Expected<std::unique_ptr<Engine>> build(const std::string& cachePath) {
+    BuilderConfig cfg;
+    cfg.backend = Backend::kCpu;
+    cfg.calibrationCachePath = cachePath;
+    return Builder::buildFromFile(model_, cfg);
+  }
+  TempDir dir_;
+  std::string model_;
+  CalibrationCache cache_;
+};
+
+TEST_F(BuilderCacheCheck, TheModelsOwnCacheIsAccepted) {
+  auto e = build(dir_.file("m.calib"));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  EXPECT_EQ((*e)->info().precision, Precision::kFp32) << "no INT8 kernels: never labelled INT8";
+}
+
+TEST_F(BuilderCacheCheck, CacheOfAnotherModel_n) {
+  CalibrationCache other = cache_;
+  other.modelHash = "00000000deadbeef";
+  ASSERT_TRUE(other.save(dir_.file("other.calib")).ok());
+  auto e = build(dir_.file("other.calib"));
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("00000000deadbeef"), std::string::npos);
+  EXPECT_NE(e.status().message().find(cache_.modelHash), std::string::npos);
+}
+
+TEST_F(BuilderCacheCheck, CacheMissingATensor_n) {
+  CalibrationCache c = cache_;
+  c.tensorAmax.erase("x");
+  ASSERT_TRUE(c.save(dir_.file("short.calib")).ok());
+  auto e = build(dir_.file("short.calib"));
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("'x'"), std::string::npos) << e.status().toString();
+}
+
+TEST_F(BuilderCacheCheck, CachePolicyForAnUnknownLayer_n) {
+  CalibrationCache c = cache_;
+  c.layerPrecision["nowhere"] = Precision::kFp16;
+  ASSERT_TRUE(c.save(dir_.file("policy.calib")).ok());
+  auto e = build(dir_.file("policy.calib"));
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("nowhere"), std::string::npos);
+}
+
+TEST_F(BuilderCacheCheck, MissingOrCorruptCache_n) {
+  EXPECT_EQ(build(dir_.file("none.calib")).status().code(), ErrorCode::kNotFound);
+  std::string t = cache_.toText();
+  dir_.write("cut.calib", t.substr(0, t.size() / 2));
+  EXPECT_EQ(build(dir_.file("cut.calib")).status().code(), ErrorCode::kCorruptFile);
+}
+
+TEST_F(BuilderCacheCheck, ModelWithoutQuantizableLayers_n) {
+  const std::string plain = dir_.write("plain.onnx", noQuantizableModel());
+  CalibrationCache c = cache_;
+  const std::string bytes = noQuantizableModel();
+  c.modelHash = modelHashOf(bytes.data(), bytes.size());
+  ASSERT_TRUE(c.save(dir_.file("plain.calib")).ok());
+  BuilderConfig cfg;
+  cfg.backend = Backend::kCpu;
+  cfg.calibrationCachePath = dir_.file("plain.calib");
+  auto e = Builder::buildFromFile(plain, cfg);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), ErrorCode::kUnsupported);
+}
+
+// ---- BlazeFace on real photos
+// --------------------------------------------------------------------
+
+bool exists(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0;
+}
+std::string repoRoot() {
+  std::string root = EDGEINFER_TEST_DATA_DIR;  // <repo>/tests/data
+  return root.substr(0, root.size() - std::string("/tests/data").size());
+}
+std::string mediaDir() {
+  if (const char* e = std::getenv("EDGEINFER_MEDIA_DIR")) return e;
+  return EDGEINFER_TEST_MEDIA_DIR;
+}
+std::string modelsDir() {
+  if (const char* e = std::getenv("EDGEINFER_MODELS_DIR")) return e;
+  return repoRoot() + "/models";
+}
+
+TEST(CalibrateBlazeFace, RealPhotosGiveACacheTheBuilderAccepts) {
+  const std::string cfgPath = modelsDir() + "/blazeface/model.json";
+  if (!exists(modelsDir() + "/blazeface/blazeface_front_128.onnx"))
+    GTEST_SKIP() << "BlazeFace is absent: run models/fetch.sh blazeface";
+  if (!exists(mediaDir() + "/faces/2008_002506.ppm"))
+    GTEST_SKIP() << "photos absent: run scripts/fetch_media.sh";
+  auto cfg = vision::loadModelConfig(cfgPath);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
+  // The PPM copies of dlib's photos (decoded without FFmpeg).
+  TempDir dir;
+  mkdir(dir.file("photos").c_str(), 0755);
+  for (const char* p : {"2008_002506", "2009_004587", "2008_001009"}) {
+    std::ifstream in(mediaDir() + "/faces/" + p + ".ppm", std::ios::binary);
+    std::ofstream out(dir.file(std::string("photos/") + p + ".ppm"), std::ios::binary);
+    out << in.rdbuf();
+  }
+  CalibrationDataOptions d;
+  d.inputTensor = cfg->inputTensor;
+  d.preprocess = cfg->preprocess;
+  auto src = openCalibrationData(dir.file("photos"), d);
+  ASSERT_TRUE(src.ok()) << src.status().toString();
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kEntropy;
+  opt.report = true;
+  opt.reportBatches = 1;
+  auto r = calibrate(cfg->modelPath, **src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->samples, 3);
+  EXPECT_EQ(r->cache.preprocessHash, preprocessHash(cfg->preprocess));
+  // Every Conv of the optimised graph is a layer of the report and of the policy.
+  auto text = Builder::inspect(cfg->modelPath);
+  ASSERT_TRUE(text.ok());
+  const std::string after = text->substr(text->find("=== after optimisation"));
+  size_t convs = 0;
+  for (size_t p = after.find("Conv"); p != std::string::npos; p = after.find("Conv", p + 1))
+    ++convs;
+  EXPECT_EQ(r->report.layers.size(), r->cache.layerPrecision.size());
+  EXPECT_GT(r->report.layers.size(), 10u);
+  EXPECT_LE(r->report.layers.size(), convs);
+  // Min-max on the same photos: nothing clipped, so every entropy range is at most its
+  // min-max range, and no observed tensor is all zeros.
+  ASSERT_TRUE((*src)->rewind().ok());
+  CalibrationOptions mmOpt;
+  mmOpt.calibrator.method = CalibrationMethod::kMinMax;
+  auto mm = calibrate(cfg->modelPath, **src, mmOpt);
+  ASSERT_TRUE(mm.ok()) << mm.status().toString();
+  ASSERT_EQ(mm->cache.tensorAmax.size(), r->cache.tensorAmax.size());
+  for (const auto& [name, a] : mm->cache.tensorAmax) {
+    EXPECT_GT(a, 0.f) << name;
+    EXPECT_LE(r->cache.tensorAmax.at(name), a) << name;
+  }
+  for (size_t i = 1; i < r->report.layers.size(); ++i)
+    EXPECT_LE(r->report.layers[i - 1].modelError.cosine, r->report.layers[i].modelError.cosine);
+  ASSERT_TRUE(r->cache.save(dir.file("bf.calib")).ok());
+  BuilderConfig b;
+  b.backend = Backend::kCpu;
+  b.calibrationCachePath = dir.file("bf.calib");
+  auto e = Builder::buildFromFile(cfg->modelPath, b);
+  EXPECT_TRUE(e.ok()) << e.status().toString();
+  // The back-camera model is another model: its build refuses this cache.
+  auto other = Builder::buildFromFile(modelsDir() + "/blazeface/blazeface_back_256.onnx", b);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("another model"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace edgeinfer
