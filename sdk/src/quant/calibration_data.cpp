@@ -276,7 +276,6 @@ class TensorFolderSource final : public CalibrationSource {
 
 Expected<std::unique_ptr<CalibrationSource>> openImageFolder(const std::string& dir,
                                                              const CalibrationDataOptions& opt) {
-  EI_RETURN_IF_ERROR(vision::validatePreprocessConfig(opt.preprocess));
   EI_ASSIGN_OR_RETURN(std::vector<std::string> names, listFiles(dir));
   std::vector<std::string> images;
   for (const auto& n : names)
@@ -286,6 +285,7 @@ Expected<std::unique_ptr<CalibrationSource>> openImageFolder(const std::string& 
                   "calibration folder '" + dir + "' holds no image files (" +
                       std::to_string(names.size()) +
                       " other file(s); images: .jpg .jpeg .png .bmp .webp .tif .tiff .ppm .pgm)");
+  EI_RETURN_IF_ERROR(vision::validatePreprocessConfig(opt.preprocess));
   return std::unique_ptr<CalibrationSource>(new ImageFolderSource(dir, std::move(images), opt));
 }
 

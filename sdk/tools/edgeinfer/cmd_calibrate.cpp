@@ -179,6 +179,11 @@ int cmdCalibrate(const Args& a) {
     data.preprocess = cfg->preprocess;
     haveConfig = true;
   }
+  if (!haveConfig) {
+    // Only raw tensors can do without a config; this placeholder lets images and video be
+    // recognised (and refused below) instead of failing on an empty preprocessing section.
+    data.preprocess.outputWidth = data.preprocess.outputHeight = 1;
+  }
   auto source = openCalibrationData(a.get("data"), data);
   if (!source.ok()) return fail(source.status());
   if (!haveConfig && (*source)->preprocessKey() != "raw")

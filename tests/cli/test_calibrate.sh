@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# End-to-end checks of `edgeinfer calibrate` (issue 6): a generated model calibrated on .npy
+# tensors (ranges compared with numpy), the real BlazeFace model on real photos (JPEGs decoded
+# by FFmpeg) with the sensitivity report, the cache accepted by a build of its model and refused
+# by another, and the errors a user meets (bad data, damaged caches, bad options).
+#   test_calibrate.sh PATH/TO/edgeinfer
+set -uo pipefail
+cli=$1
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+models=${EDGEINFER_MODELS_DIR:-$root/models}
+media=${EDGEINFER_MEDIA_DIR:-$root/build/media}
+py=${EDGEINFER_PYTHON:-/usr/bin/python3}
+[[ -x $py ]] || py=python3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+pass=0
+check() {  # check NAME CONDITION-COMMAND...
+  local name=$1
+  shift
+  if "$@"; then
+    pass=$((pass + 1))
+  else
+    echo "FAILED: $name" >&2
+    failures=$((failures + 1))
+  fi
+}
+expect_exit() {  # expect_exit CODE PATTERN COMMAND... : exit code and a message on stderr
+  local code=$1 pattern=$2
+  shift 2
+  local err rc
+  err=$("$@" 2>&1 >/dev/null)
+  rc=$?
+  [[ $rc -eq $code && $err == *"$pattern"* ]] || {
+    echo "  exit $rc (wanted $code), stderr: $err" >&2
+    return 1
+  }
+}
+
+# A Conv -> Relu -> Conv model, eight random input samples, and a model with no Conv/Gemm/MatMul.
+"$py" - "$work" <<'PY'
+import sys, os, numpy as np, onnx
+from onnx import helper, TensorProto, numpy_helper
+w = sys.argv[1]
+rng = np.random.default_rng(1)
+k1 = (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
+k2 = (rng.standard_normal((2, 4, 3, 3)) * 0.3).astype(np.float32)
+g = helper.make_graph(
+    [helper.make_node("Conv", ["x", "k1"], ["c"], pads=[1, 1, 1, 1], name="conv1"),
+     helper.make_node("Relu", ["c"], ["r"], name="relu1"),
+     helper.make_node("Conv", ["r", "k2"], ["y"], pads=[1, 1, 1, 1], name="conv2")],
+    "calib_test",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 5])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 6, 5])],
+    [numpy_helper.from_array(k1, "k1"), numpy_helper.from_array(k2, "k2")])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{w}/m.onnx")
+os.makedirs(f"{w}/npy")
+m = 0.0
+for i in range(8):
+    x = (rng.standard_normal((1, 3, 6, 5)) * (1 + i)).astype(np.float32)
+    m = max(m, float(np.abs(x).max()))
+    np.save(f"{w}/npy/s{i}.npy", x)
+open(f"{w}/xmax.txt", "w").write(repr(m))
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "plain",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 5])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 6, 5])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{w}/plain.onnx")
+PY
+
+# ---- the generated model on raw tensors
+check "calibrate on npy tensors" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --method minmax -o "$work/m.calib"
+check "cache starts with its magic and version" bash -c "head -n1 '$work/m.calib' | grep -qx 'EDGEINFER-CALIBRATION 1'"
+check "cache says raw preprocessing" grep -qx "preprocess raw" "$work/m.calib"
+check "min-max range of x is the data maximum (numpy)" "$py" -c "
+import sys
+want = float(open('$work/xmax.txt').read())
+got = [float(l.split()[1]) for l in open('$work/m.calib') if l.startswith('tensor ') and l.split()[2] == 'x']
+sys.exit(0 if got and abs(got[0] - want) <= 1e-6 * want else 1)"
+check "build accepts the model's cache" "$cli" build "$work/m.onnx" -o "$work/m.engine" --calibration-cache "$work/m.calib"
+check "report and json" bash -c "'$cli' calibrate '$work/m.onnx' --data '$work/npy' --report-json '$work/r.json' -o '$work/r.calib' 2>/dev/null | grep -q 'conv1'"
+check "report json lists both layers" "$py" -c "
+import json; d = json.load(open('$work/r.json'))
+assert sorted(l['layer'] for l in d['layers']) == ['conv1', 'conv2'], d
+assert all(-1 <= l['model_error']['cosine'] <= 1 for l in d['layers'])"
+check "exclude-worst 1 keeps one layer in fp16" bash -c "'$cli' calibrate '$work/m.onnx' --data '$work/npy' --exclude-worst 1 -o '$work/x.calib' >/dev/null 2>&1 && [[ \$(grep -c '^layer fp16 ' '$work/x.calib') -eq 1 ]]"
+check "help lists calibrate" bash -c "'$cli' --help | grep -q 'calibrate MODEL'"
+
+# ---- errors
+mkdir -p "$work/empty" "$work/broken"
+printf 'not a jpeg' >"$work/broken/a.jpg"
+check "empty data folder_n" expect_exit 2 "no image files" "$cli" calibrate "$work/m.onnx" --data "$work/empty" -o "$work/e.calib"
+check "missing data folder_n" expect_exit 3 "calibration data" "$cli" calibrate "$work/m.onnx" --data "$work/nothere" -o "$work/e.calib"
+check "images without --config_n" expect_exit 2 "--config" "$cli" calibrate "$work/m.onnx" --data "$work/broken" -o "$work/e.calib"
+check "no quantizable layers_n" expect_exit 1 "no quantizable layers" "$cli" calibrate "$work/plain.onnx" --data "$work/npy" -o "$work/e.calib"
+check "no cache written for it_n" test ! -e "$work/e.calib"
+check "unknown method_n" expect_exit 2 "unknown calibration method" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --method kl -o "$work/e.calib"
+check "percentile out of range_n" expect_exit 2 "percentile" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --method percentile --percentile 101 -o "$work/e.calib"
+check "bad --max-images_n" expect_exit 2 "--max-images" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --max-images 0 -o "$work/e.calib"
+check "bad --exclude-threshold_n" expect_exit 2 "--exclude-threshold" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --exclude-threshold 2 -o "$work/e.calib"
+check "unwritable cache path_n" expect_exit 1 "cannot open" "$cli" calibrate "$work/m.onnx" --data "$work/npy" -o "$work/no/dir/c.calib"
+check "missing cache at build_n" expect_exit 3 "calibration cache" "$cli" build "$work/m.onnx" -o "$work/t.engine" --calibration-cache "$work/none.calib"
+head -c 200 "$work/m.calib" >"$work/trunc.calib"
+check "truncated cache_n" expect_exit 1 "line" "$cli" build "$work/m.onnx" -o "$work/t.engine" --calibration-cache "$work/trunc.calib"
+sed 's/^tensor \([^ ]*\) x$/tensor 1.2.3 x/' "$work/m.calib" >"$work/num.calib"
+check "corrupt number in cache_n" expect_exit 1 "'1.2.3' is not a finite number" "$cli" build "$work/m.onnx" -o "$work/t.engine" --calibration-cache "$work/num.calib"
+sed '1s/.*/EDGEINFER-CALIBRATION 99/' "$work/m.calib" >"$work/ver.calib"
+check "other cache version_n" expect_exit 1 "format version 99" "$cli" build "$work/m.onnx" -o "$work/t.engine" --calibration-cache "$work/ver.calib"
+sed 's/^model .*/model 0000000000000000/' "$work/m.calib" >"$work/other.calib"
+check "cache of another model_n" expect_exit 2 "another model" "$cli" build "$work/m.onnx" -o "$work/t.engine" --calibration-cache "$work/other.calib"
+
+# ---- BlazeFace on real photos (JPEGs through FFmpeg)
+if [[ -f $models/blazeface/blazeface_front_128.onnx && -f $media/faces/2008_002506.jpg ]]; then
+  mkdir -p "$work/photos"
+  cp "$media"/faces/*.jpg "$work/photos/"
+  n=$(ls "$work/photos"/*.jpg | wc -l)
+  check "blazeface calibrates on real photos" bash -c "'$cli' calibrate --config '$models/blazeface/model.json' --data '$work/photos' --method minmax --report --report-images 2 --exclude-worst 2 -o '$work/bf.calib' >'$work/bf.out' 2>'$work/bf.err'"
+  check "progress shows images and ETA" bash -c "grep -q 'ranges: $n/$n images' '$work/bf.err' && grep -q 'ETA' '$work/bf.err'"
+  check "report names blazeface layers" grep -q "StatefulPartitionedCall" "$work/bf.out"
+  check "two layers kept in fp16" bash -c "[[ \$(grep -c '^layer fp16 ' '$work/bf.calib') -eq 2 ]]"
+  check "every photo calibrated" grep -qx "images $n" "$work/bf.calib"
+  check "blazeface build accepts its cache" "$cli" build "$models/blazeface/blazeface_front_128.onnx" -o "$work/bf.engine" --calibration-cache "$work/bf.calib"
+  check "the back model refuses the front cache_n" expect_exit 2 "another model" "$cli" build "$models/blazeface/blazeface_back_256.onnx" -o "$work/bb.engine" --calibration-cache "$work/bf.calib"
+  check "only broken images_n" expect_exit 2 "no calibration sample could be read" "$cli" calibrate --config "$models/blazeface/model.json" --data "$work/broken" -o "$work/e.calib"
+else
+  echo "skipped the BlazeFace checks: run models/fetch.sh blazeface and scripts/fetch_media.sh"
+fi
+
+echo "$pass passed, $failures failed"
+[[ $failures -eq 0 ]]
