@@ -20,6 +20,7 @@
 #include "edgeinfer/calibration.h"
 #include "edgeinfer/logger.h"
 #include "edgeinfer/vision/model_config.h"
+#include "edgeinfer/vision/video.h"
 #include "kernels/ref/ref_kernels.h"
 #include "quant/qdq.h"
 #include "test_model.h"
@@ -465,6 +466,23 @@ TEST(Calibrate, BadOptions_n) {
   EXPECT_EQ(calibrate(model, *src, opt).status().code(), ErrorCode::kInvalidArgument);
 }
 
+bool exists(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0;
+}
+std::string repoRoot() {
+  std::string root = EDGEINFER_TEST_DATA_DIR;  // <repo>/tests/data
+  return root.substr(0, root.size() - std::string("/tests/data").size());
+}
+std::string mediaDir() {
+  if (const char* e = std::getenv("EDGEINFER_MEDIA_DIR")) return e;
+  return EDGEINFER_TEST_MEDIA_DIR;
+}
+std::string modelsDir() {
+  if (const char* e = std::getenv("EDGEINFER_MODELS_DIR")) return e;
+  return repoRoot() + "/models";
+}
+
 // ---- Data sources ----------------------------------------------------------------------------
 
 vision::PreprocessConfig smallPreprocess() {
@@ -581,6 +599,31 @@ TEST(CalibrationData, MaxImagesLimitsEveryPass) {
   ASSERT_TRUE(r.ok()) << r.status().toString();
   EXPECT_EQ(r->samples, 4);
   EXPECT_EQ(r->cache.images, 4);
+}
+
+TEST(CalibrationData, VideoFramesAreSamples) {
+  const std::string movie = mediaDir() + "/kphotoalbum/movie.avi";
+  if (!vision::videoIoAvailable()) GTEST_SKIP() << "this build has no FFmpeg";
+  if (!exists(movie)) GTEST_SKIP() << movie << " is absent: run scripts/fetch_media.sh";
+  CalibrationDataOptions o;
+  o.preprocess = smallPreprocess();
+  o.maxImages = 5;
+  auto src = openCalibrationData(movie, o);
+  ASSERT_TRUE(src.ok()) << src.status().toString();
+  EXPECT_EQ((*src)->expectedSamples(), 5);
+  for (int pass = 0; pass < 2; ++pass) {
+    ASSERT_TRUE((*src)->rewind().ok());
+    CalibrationSample s;
+    int n = 0;
+    while (true) {
+      auto got = (*src)->next(s);
+      ASSERT_TRUE(got.ok()) << got.status().toString();
+      if (!*got) break;
+      EXPECT_EQ(s.inputs.at("").shape(), (Shape{1, 3, 8, 8}));
+      ++n;
+    }
+    EXPECT_EQ(n, 5) << "pass " << pass;
+  }
 }
 
 // ---- The calibration cache ---------------------------------------------------------------------
@@ -809,23 +852,6 @@ TEST_F(BuilderCacheCheck, ModelWithoutQuantizableLayers_n) {
 
 // ---- BlazeFace on real photos
 // --------------------------------------------------------------------
-
-bool exists(const std::string& p) {
-  struct stat st {};
-  return stat(p.c_str(), &st) == 0;
-}
-std::string repoRoot() {
-  std::string root = EDGEINFER_TEST_DATA_DIR;  // <repo>/tests/data
-  return root.substr(0, root.size() - std::string("/tests/data").size());
-}
-std::string mediaDir() {
-  if (const char* e = std::getenv("EDGEINFER_MEDIA_DIR")) return e;
-  return EDGEINFER_TEST_MEDIA_DIR;
-}
-std::string modelsDir() {
-  if (const char* e = std::getenv("EDGEINFER_MODELS_DIR")) return e;
-  return repoRoot() + "/models";
-}
 
 TEST(CalibrateBlazeFace, RealPhotosGiveACacheTheBuilderAccepts) {
   const std::string cfgPath = modelsDir() + "/blazeface/model.json";

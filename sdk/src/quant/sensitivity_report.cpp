@@ -32,9 +32,13 @@ std::string SensitivityReport::toText() const {
   s << "INT8 sensitivity (fake quantization on the CPU reference, against FP32), calibrator "
     << describeCalibrator(calibrator) << ", " << samples << " sample(s), " << layers.size()
     << " quantizable layer(s)\n";
-  s << "  every layer INT8:            " << describeError(allInt8) << "\n";
-  s << "  with the policy (" << excluded << " FP16):" << std::string(excluded < 10 ? 8 : 7, ' ')
-    << describeError(withPolicy) << "\n";
+  char label[64];
+  std::snprintf(label, sizeof label, "with the policy (%zu FP16):", excluded);
+  char row[96];
+  std::snprintf(row, sizeof row, "  %-29s ", "every layer INT8:");
+  s << row << describeError(allInt8) << "\n";
+  std::snprintf(row, sizeof row, "  %-29s ", label);
+  s << row << describeError(withPolicy) << "\n";
   if (!calibrators.empty()) {
     s << "calibrators compared (every layer INT8; pick the one with the highest cosine):\n";
     for (const auto& c : calibrators) {
