@@ -746,7 +746,8 @@ static void gst_edge_infer_class_init(GstEdgeInferClass* klass) {
       gobject, PROP_PRECISION,
       g_param_spec_enum("precision", "Precision",
                         "Kernel precision of a GPU engine (the CPU computes in FP32). INT8 is "
-                        "not offered: the SDK has no INT8 calibration yet",
+                        "not offered: the SDK calibrates INT8 (edgeinfer calibrate) but has no "
+                        "INT8 kernels yet",
                         precisionGetType(), PRECISION_FP16, kReadyFlags));
   g_object_class_install_property(
       gobject, PROP_BATCH_SIZE,

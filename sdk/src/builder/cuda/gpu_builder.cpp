@@ -518,8 +518,8 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph g, EngineInfo inf
   EI_ASSIGN_OR_RETURN(CudaDeviceInfo dev, queryCudaDevice(cfg.deviceId));
   if (cfg.precision == Precision::kInt8)
     return Status(ErrorCode::kUnsupported,
-                  "INT8 GPU engines need calibration, which this SDK does not have yet; build "
-                  "with fp16 or fp32");
+                  "INT8 GPU engines are not available yet: calibration is (edgeinfer calibrate "
+                  "writes a calibration cache), INT8 kernels are not; build with fp16 or fp32");
   const builder::DeviceKey key = builder::DeviceKey::of(dev);
   info.deviceKey = key.toString();
 
