@@ -198,7 +198,8 @@ void AbsHistogram::add(const float* values, int64_t count) {
     }
     const double a = std::fabs(static_cast<double>(v));
     maxAbs_ = std::max(maxAbs_, a);
-    const int b = std::min(n - 1, static_cast<int>(a * scale));
+    const double pos = a * scale;  // may exceed the range: clamp before converting
+    const int b = pos >= n - 1 ? n - 1 : static_cast<int>(pos);
     counts_[static_cast<size_t>(b)] += 1;
     total_ += 1;
   }
@@ -210,7 +211,8 @@ void AbsHistogram::addRepeated(double value, double count) {
   const double a = std::fabs(value);
   maxAbs_ = std::max(maxAbs_, a);
   const double scale = range_ > 0 ? n / range_ : 0.0;
-  const int b = std::min(n - 1, static_cast<int>(a * scale));
+  const double pos = a * scale;
+  const int b = pos >= n - 1 ? n - 1 : static_cast<int>(pos);
   counts_[static_cast<size_t>(b)] += count;
   total_ += count;
 }
