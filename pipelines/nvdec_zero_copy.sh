@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Shows: the GPU path: H.264 decoded by NVDEC (nvh264dec) -> edgeinfer on the GPU -> boxes drawn -> H.264 MP4.
 #
-#   pipelines/nvdec_zero_copy.sh [INPUT.mp4 [OUTPUT.mp4 [MODEL_CONFIG]]]
+#   pipelines/nvdec_zero_copy.sh [INPUT.mp4 [OUTPUT.mp4 [MODEL_CONFIG [OUTPUT.jsonl]]]]
 #
 # Needs an NVIDIA GPU, GStreamer's nvcodec plugin (gstreamer1.0-plugins-bad; nvh264dec appears
 # only where the driver's NVDEC is usable) and a build with CUDA. Not runnable on the GPU-less
@@ -11,22 +11,29 @@
 # (GST_DEBUG=edgeinfer:4 logs, at the end, how many frames were read in place: on an H100 all
 # 41 of the default clip). edgeoverlay draws in system memory, so frames are downloaded after
 # inference (cudadownload); a CUDA overlay does not exist yet.
+# With OUTPUT.jsonl the same run also writes one JSON line of detections per frame
+# (edgemetasink, on a tee after cudadownload so that no CUDA buffer waits in a queue): this is
+# the GPU path of scripts/demo.sh. INPUT: H.264 in MP4/MOV (qtdemux). EDGEINFER_OVERLAY:
+# edgeoverlay's properties (default "thickness=6", for the 1080p default clip).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 input=${1:-/usr/share/forensics-samples/original-files/movie1/VID_20191220_170832.mp4}
 output=${2:-$repo/build/pipelines/nvdec.mp4}
 config=${3:-$models/blazeface/model_back.json}
+jsonl=${4:-}
 if ! gst-inspect-1.0 nvh264dec >/dev/null 2>&1; then
   echo "nvh264dec is not available (no NVIDIA GPU/driver, or gstreamer1.0-plugins-bad's nvcodec" \
     "is missing): this pipeline needs NVDEC" >&2
   exit 1
 fi
 mkdir -p "$(dirname "$output")"
+[ -z "$jsonl" ] || mkdir -p "$(dirname "$jsonl")"
 download=""
 gst-inspect-1.0 cudadownload >/dev/null 2>&1 && download="cudadownload !"
+read -ra overlay <<<"${EDGEINFER_OVERLAY-thickness=6}"
+encode_outputs "$output" "$jsonl" "${overlay[@]}"
 # shellcheck disable=SC2086  # $download is a launch-line fragment
 gst-launch-1.0 -e \
   filesrc location="$input" ! qtdemux ! h264parse ! nvh264dec ! \
-  edgeinfer config="$config" backend=gpu ! $download \
-  edgeoverlay thickness=6 ! videoconvert ! x264enc ! mp4mux ! filesink location="$output"
-echo "wrote $output"
+  edgeinfer config="$config" backend=gpu ! $download "${outputs[@]}"
+echo "wrote $output${jsonl:+ and $jsonl ($(wc -l <"$jsonl") frames)}"

@@ -26,10 +26,11 @@ readonly HOST_PACKAGES=(
   # video tests decode (tests/unit/test_vision_video.cpp).
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev forensics-samples-files
   # GStreamer: the plugin (plugins/gst) builds against gstreamer-1.0, -base-1.0, -check-1.0
-  # (libgstreamer1.0-dev) and gstreamer-video-1.0 (libgstreamer-plugins-base1.0-dev). Its tests
-  # and pipelines/ run gst-launch-1.0/gst-inspect-1.0 (gstreamer1.0-tools) with videotestsrc,
-  # videoconvert, videoscale, decodebin, appsrc (-plugins-base), mp4mux/qtdemux, jpegdec,
-  # avidemux, gdkpixbufoverlay, multifilesink, rtspsrc (-plugins-good), h264parse and, on GPU
+  # (libgstreamer1.0-dev) and gstreamer-video-1.0 (libgstreamer-plugins-base1.0-dev). Its tests,
+  # pipelines/ and scripts/demo.sh run gst-launch-1.0/gst-inspect-1.0/gst-typefind-1.0
+  # (gstreamer1.0-tools) with videotestsrc, videoconvert, videoscale, decodebin, appsrc
+  # (-plugins-base), mp4mux/qtdemux, jpegdec/jpegenc, avidemux/avimux, gdkpixbufoverlay,
+  # multifilesink, rtspsrc (-plugins-good), h264parse and, on GPU
   # machines, nvh264dec (-plugins-bad), x264enc (-plugins-ugly) and avdec_h264 (-libav);
   # gstreamer-cuda-1.0 (libgstreamer-plugins-bad1.0-dev) lets it read nvh264dec's CUDA memory
   # in place.
