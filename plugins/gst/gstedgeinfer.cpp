@@ -40,6 +40,24 @@
  * ObjectClassification with this element's unique-id; a detector's detections (in frame
  * pixels) go into a meta of this element's own.
  *
+ * Batches (video/x-edgeinfer-batch from edgemux, edgeinfer/gst/batch_meta.h): all frames of a
+ * batch go through the model in one VisionModel::infer call (batch-size of them per engine run,
+ * so give a dynamic-batch model batch-size = the number of streams; a model with a fixed batch
+ * of 1, like BlazeFace, runs them one after the other inside that call). Each frame's buffer
+ * in the batch gets its EdgeInferMeta (made writable first: a shared buffer is replaced by a
+ * copy that shares the pixel memory). interval counts each stream's frames and carries each
+ * stream's own last results; a secondary (infer-on-id) runs on the boxes of every frame of the
+ * batch in one call. Element messages get a field stream-id. Frame numbers in the results are
+ * per stream. Not supported: a batch whose frames come from several edgemux elements with the
+ * same stream ids (they would share one stream's state).
+ *
+ *   GST_PLUGIN_PATH=build/release/plugins/gst gst-launch-1.0 \
+ *     edgemux name=m ! edgeinfer config=models/blazeface/model.json batch-size=2 ! \
+ *       edgedemux name=d \
+ *     videotestsrc num-buffers=30 ! video/x-raw,width=320,height=240 ! m.sink_0 \
+ *     videotestsrc num-buffers=30 ! video/x-raw,width=640,height=480 ! m.sink_1 \
+ *     d.src_0 ! queue ! edgemetasink location=s0.jsonl  d.src_1 ! queue ! fakesink
+ *
  * Threads: the VisionModel is created in start() (the thread that changes the state), used
  * only from the streaming thread (transform_ip) and destroyed in stop().
  */
@@ -52,6 +70,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -60,6 +79,7 @@
 #include "caps.h"
 #include "cuda_context.h"
 #include "edgeinfer/engine.h"
+#include "edgeinfer/gst/batch_meta.h"
 #include "edgeinfer/gst/edgeinfer_meta.h"
 #include "edgeinfer/vision/vision_model.h"
 #include "input_frame.h"
@@ -144,6 +164,14 @@ struct Settings {
   std::string inferOnClass;
 };
 
+// What the element keeps per stream: the only one, or one per stream of edgemux's batches.
+struct StreamState {
+  uint64_t frames = 0;
+  int width = 0, height = 0;  // of the last frame: carried boxes must fit the frame
+  bool haveLast = false;
+  eg::Results last;  // primary with interval > 1: the last inferred frame's results
+};
+
 struct State {
   Settings settings;  // the properties, under the object lock
   std::atomic<bool> postMessages{false};
@@ -154,15 +182,30 @@ struct State {
   std::vector<int> classFilter;  // secondary: classes to run on (empty: all)
   GstVideoInfo info{};
   bool haveInfo = false;
-  uint64_t frames = 0;
-  bool haveLast = false;
-  eg::Results last;  // primary with interval > 1: the last inferred frame's results
+  bool batches = false;  // the caps are edgemux's batches (video/x-edgeinfer-batch)
+  StreamState single;    // frames, when the caps are video
+  std::map<unsigned, StreamState> streams;     // batches: by stream id
   std::atomic<bool> capsMessagePosted{false};  // queries come from any thread
 
   // CUDA memory (cuda_context.h): open from NULL->READY to READY->NULL when a GPU may be used.
   edgeinfer::gst::CudaContextShare cuda;
   uint64_t framesInPlace = 0;  // CUDA frames read in place by the GPU engine (zero copy)
   uint64_t framesCopied = 0;   // CUDA frames mapped to the host (another context, or CPU)
+  uint64_t batchCount = 0;     // batches run (one VisionModel::infer call each)
+};
+
+// One frame to process: a buffer of its own, or one frame of a batch.
+struct Job {
+  GstBuffer* buf = nullptr;            // writable
+  const GstVideoInfo* info = nullptr;  // its caps
+  StreamState* stream = nullptr;
+  uint64_t n = 0;     // its number in its stream
+  bool run = false;   // interval: run the model on it
+  int streamId = -1;  // -1: not from a batch
+  std::string name() const {
+    return (streamId >= 0 ? "stream " + std::to_string(streamId) + " " : std::string()) + "frame " +
+           std::to_string(n);
+  }
 };
 
 edgeinfer::Backend toBackend(int b) {
@@ -242,12 +285,6 @@ void postError(GstEdgeInfer* self, GQuark domain, const Status& st, const std::s
 #define EI_POST_ERROR(self, domain, st, what) \
   postError(self, domain, st, what, GST_FUNCTION, __LINE__)
 
-void postResults(GstEdgeInfer* self, const eg::Results& r, GstClockTime pts, int inferOnId) {
-  GstStructure* s = eg::resultsStructure(r, pts);
-  if (inferOnId >= 0) gst_structure_set(s, "infer-on-id", G_TYPE_INT, inferOnId, nullptr);
-  gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), s));
-}
-
 eg::Results toResults(vision::FrameResult&& fr) {
   eg::Results r;
   r.objects.reserve(fr.detections.size());
@@ -267,10 +304,9 @@ gboolean edgeInferStart(GstBaseTransform* trans) {
   s.active = s.settings;
   GST_OBJECT_UNLOCK(self);
   const Settings& cfg = s.active;
-  s.frames = 0;
-  s.framesInPlace = s.framesCopied = 0;
-  s.haveLast = false;
-  s.last = eg::Results{};
+  s.single = StreamState{};
+  s.streams.clear();
+  s.framesInPlace = s.framesCopied = s.batchCount = 0;
   s.capsMessagePosted.store(false);
   edgeinfer::gst::syncSdkLogLevel();
 
@@ -341,22 +377,34 @@ gboolean edgeInferStart(GstBaseTransform* trans) {
 
 gboolean edgeInferStop(GstBaseTransform* trans) {
   State& s = *GST_EDGE_INFER(trans)->state;
+  uint64_t frames = s.single.frames;
+  for (const auto& [id, st] : s.streams) frames += st.frames;
   GST_INFO_OBJECT(trans,
-                  "%llu frames: %llu in CUDA memory read in place by the GPU engine (zero copy), "
-                  "%llu in CUDA memory copied to the host, the rest in system memory",
-                  static_cast<unsigned long long>(s.frames),
+                  "%llu frames (%zu streams, %llu batches): %llu in CUDA memory read in place by "
+                  "the GPU engine (zero copy), %llu in CUDA memory copied to the host, the rest in "
+                  "system memory",
+                  static_cast<unsigned long long>(frames), s.streams.size(),
+                  static_cast<unsigned long long>(s.batchCount),
                   static_cast<unsigned long long>(s.framesInPlace),
                   static_cast<unsigned long long>(s.framesCopied));
   s.model.reset();
   s.haveInfo = false;
-  s.haveLast = false;
-  s.last = eg::Results{};
+  s.batches = false;
+  s.single = StreamState{};
+  s.streams.clear();
   return TRUE;
 }
 
 gboolean edgeInferSetCaps(GstBaseTransform* trans, GstCaps* incaps, GstCaps* /*outcaps*/) {
   GstEdgeInfer* self = GST_EDGE_INFER(trans);
   State& s = *self->state;
+  if (eg::isBatchCaps(incaps)) {  // each frame of a batch carries its own caps
+    s.batches = true;
+    s.haveInfo = true;
+    GST_DEBUG_OBJECT(self, "batches of frames from edgemux");
+    return TRUE;
+  }
+  s.batches = false;
   GstVideoInfo info;
   if (!gst_video_info_from_caps(&info, incaps)) {
     GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("edgeinfer: caps are not raw video"),
@@ -371,9 +419,6 @@ gboolean edgeInferSetCaps(GstBaseTransform* trans, GstCaps* incaps, GstCaps* /*o
                       ("%" GST_PTR_FORMAT, static_cast<void*>(incaps)));
     return FALSE;
   }
-  if (s.haveInfo && (GST_VIDEO_INFO_WIDTH(&s.info) != GST_VIDEO_INFO_WIDTH(&info) ||
-                     GST_VIDEO_INFO_HEIGHT(&s.info) != GST_VIDEO_INFO_HEIGHT(&info)))
-    s.haveLast = false;  // carried boxes would not fit the new frame size
   s.info = info;
   s.haveInfo = true;
   GST_DEBUG_OBJECT(self, "frames: %s %dx%d", vision::pixelFormatName(format),
@@ -439,44 +484,91 @@ bool readInPlace(GstEdgeInfer* self, GstBuffer* buf) {
   return false;
 }
 
-GstFlowReturn runPrimary(GstEdgeInfer* self, GstBuffer* buf, uint64_t n, bool run) {
-  State& s = *self->state;
-  eg::Results r;
-  if (run) {
-    edgeinfer::gst::InputFrame frame;
-    Status st = edgeinfer::gst::mapInputFrame(buf, s.info, frame, readInPlace(self, buf));
+// Posts the element message of one frame's results (stream-id for a frame of a batch).
+void postFrameResults(GstEdgeInfer* self, const Job& job, const eg::Results& r, int inferOnId) {
+  GstStructure* st = eg::resultsStructure(r, GST_BUFFER_PTS(job.buf));
+  if (inferOnId >= 0) gst_structure_set(st, "infer-on-id", G_TYPE_INT, inferOnId, nullptr);
+  if (job.streamId >= 0)
+    gst_structure_set(st, "stream-id", G_TYPE_UINT, static_cast<guint>(job.streamId), nullptr);
+  gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), st));
+}
+
+// "frame 7" or "a batch of 3 frames (stream 0 frame 7, ...)".
+std::string describeJobs(const std::vector<const Job*>& jobs) {
+  if (jobs.size() == 1) return jobs[0]->name();
+  std::string s = "a batch of " + std::to_string(jobs.size()) + " frames (";
+  for (size_t i = 0; i < jobs.size(); ++i) s += (i ? ", " : "") + jobs[i]->name();
+  return s + ")";
+}
+
+// Maps the buffers of `jobs` (all to be run) as frames; false after posting an error.
+bool mapJobs(GstEdgeInfer* self, const std::vector<const Job*>& jobs,
+             std::vector<std::unique_ptr<edgeinfer::gst::InputFrame>>& frames) {
+  for (const Job* j : jobs) {
+    frames.push_back(std::make_unique<edgeinfer::gst::InputFrame>());
+    Status st =
+        edgeinfer::gst::mapInputFrame(j->buf, *j->info, *frames.back(), readInPlace(self, j->buf));
     if (!st.ok()) {
-      EI_POST_ERROR(self, GST_STREAM_ERROR, st, "edgeinfer: frame " + std::to_string(n));
-      return GST_FLOW_ERROR;
+      EI_POST_ERROR(self, GST_STREAM_ERROR, st, "edgeinfer: " + j->name());
+      return false;
     }
-    auto out = s.model->infer({frame.view()});
+  }
+  return true;
+}
+
+// Whole frames: the frames to run go through the model in one call (a batch's frames
+// together; batch-size of them per engine run), the others carry their stream's last results.
+GstFlowReturn runPrimary(GstEdgeInfer* self, std::vector<Job>& jobs) {
+  State& s = *self->state;
+  std::vector<const Job*> toRun;
+  for (const Job& j : jobs)
+    if (j.run) toRun.push_back(&j);
+  std::vector<vision::FrameResult> found;
+  if (!toRun.empty()) {
+    std::vector<std::unique_ptr<edgeinfer::gst::InputFrame>> frames;
+    if (!mapJobs(self, toRun, frames)) return GST_FLOW_ERROR;
+    std::vector<vision::FrameView> views;
+    for (const auto& f : frames) views.push_back(f->view());
+    auto out = s.model->infer(views);
     if (!out.ok()) {
       EI_POST_ERROR(self, GST_STREAM_ERROR, out.status(),
-                    "edgeinfer: inference on frame " + std::to_string(n));
+                    "edgeinfer: inference on " + describeJobs(toRun));
       return GST_FLOW_ERROR;
     }
-    r = toResults(std::move(out->front()));
-    if (s.active.interval > 1) {
-      s.last = r;
-      s.haveLast = true;
+    found = std::move(*out);
+  }
+  size_t next = 0;
+  for (Job& j : jobs) {
+    StreamState& st = *j.stream;
+    const int w = GST_VIDEO_INFO_WIDTH(j.info), h = GST_VIDEO_INFO_HEIGHT(j.info);
+    if (w != st.width || h != st.height) st.haveLast = false;  // boxes would not fit
+    st.width = w;
+    st.height = h;
+    eg::Results r;
+    if (j.run) {
+      r = toResults(std::move(found[next++]));
+      if (s.active.interval > 1) {
+        st.last = r;
+        st.haveLast = true;
+      }
+    } else if (st.haveLast) {
+      r = st.last;
+      r.inferred = false;
+    } else {
+      r.inferred = false;
     }
-  } else if (s.haveLast) {
-    r = s.last;
-    r.inferred = false;
-  } else {
-    r.inferred = false;
+    r.uniqueId = s.active.uniqueId;
+    r.frameNumber = j.n;
+    r.width = w;
+    r.height = h;
+    EdgeInferMeta* meta = eg::addMeta(j.buf, std::move(r));
+    if (!meta) {
+      GST_ELEMENT_ERROR(self, CORE, FAILED, ("edgeinfer: cannot attach the results to the buffer"),
+                        (nullptr));
+      return GST_FLOW_ERROR;
+    }
+    if (s.postMessages.load()) postFrameResults(self, j, *meta->results, -1);
   }
-  r.uniqueId = s.active.uniqueId;
-  r.frameNumber = n;
-  r.width = GST_VIDEO_INFO_WIDTH(&s.info);
-  r.height = GST_VIDEO_INFO_HEIGHT(&s.info);
-  EdgeInferMeta* meta = eg::addMeta(buf, std::move(r));
-  if (!meta) {
-    GST_ELEMENT_ERROR(self, CORE, FAILED, ("edgeinfer: cannot attach the results to the buffer"),
-                      (nullptr));
-    return GST_FLOW_ERROR;
-  }
-  if (s.postMessages.load()) postResults(self, *meta->results, GST_BUFFER_PTS(buf), -1);
   return GST_FLOW_OK;
 }
 
@@ -487,68 +579,122 @@ bool classWanted(const State& s, int classId) {
   return false;
 }
 
-GstFlowReturn runSecondary(GstEdgeInfer* self, GstBuffer* buf, uint64_t n, bool run) {
+// Secondary: the boxes of the detector's meta (infer-on-id) of every frame to run, all in one
+// call.
+GstFlowReturn runSecondary(GstEdgeInfer* self, std::vector<Job>& jobs) {
   State& s = *self->state;
-  EdgeInferMeta* parent = eg::findMeta(buf, s.active.inferOnId);
-  if (!run || !parent) return GST_FLOW_OK;
-  const int w = GST_VIDEO_INFO_WIDTH(&s.info), h = GST_VIDEO_INFO_HEIGHT(&s.info);
-  std::vector<size_t> which;
+  struct Box {
+    size_t job;
+    size_t object;  // index in the parent meta's objects
+    size_t frame;   // index in `frames`
+  };
+  std::vector<const Job*> withBoxes;
+  std::vector<EdgeInferMeta*> parents(jobs.size(), nullptr);
+  std::vector<Box> boxes;
   std::vector<vision::PixelRect> rois;
-  for (size_t i = 0; i < parent->results->objects.size(); ++i) {
-    const vision::Detection& d = parent->results->objects[i].detection;
-    if (!classWanted(s, d.classId)) continue;
-    // The box's pixels: from floor(x1) to ceil(x2), inside the frame.
-    const int x1 = std::max(0, static_cast<int>(std::floor(d.box.x1)));
-    const int y1 = std::max(0, static_cast<int>(std::floor(d.box.y1)));
-    const int x2 = std::min(w, static_cast<int>(std::ceil(d.box.x2)));
-    const int y2 = std::min(h, static_cast<int>(std::ceil(d.box.y2)));
-    if (x2 - x1 < 1 || y2 - y1 < 1) continue;
-    which.push_back(i);
-    rois.push_back({x1, y1, x2 - x1, y2 - y1});
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    const Job& j = jobs[k];
+    EdgeInferMeta* parent = eg::findMeta(j.buf, s.active.inferOnId);
+    if (!j.run || !parent) continue;
+    parents[k] = parent;
+    const int w = GST_VIDEO_INFO_WIDTH(j.info), h = GST_VIDEO_INFO_HEIGHT(j.info);
+    bool any = false;
+    for (size_t i = 0; i < parent->results->objects.size(); ++i) {
+      const vision::Detection& d = parent->results->objects[i].detection;
+      if (!classWanted(s, d.classId)) continue;
+      // The box's pixels: from floor(x1) to ceil(x2), inside the frame.
+      const int x1 = std::max(0, static_cast<int>(std::floor(d.box.x1)));
+      const int y1 = std::max(0, static_cast<int>(std::floor(d.box.y1)));
+      const int x2 = std::min(w, static_cast<int>(std::ceil(d.box.x2)));
+      const int y2 = std::min(h, static_cast<int>(std::ceil(d.box.y2)));
+      if (x2 - x1 < 1 || y2 - y1 < 1) continue;
+      boxes.push_back({k, i, withBoxes.size()});
+      rois.push_back({x1, y1, x2 - x1, y2 - y1});
+      any = true;
+    }
+    if (any) withBoxes.push_back(&j);
   }
   if (rois.empty()) return GST_FLOW_OK;
-  edgeinfer::gst::InputFrame frame;
-  Status st = edgeinfer::gst::mapInputFrame(buf, s.info, frame, readInPlace(self, buf));
-  if (!st.ok()) {
-    EI_POST_ERROR(self, GST_STREAM_ERROR, st, "edgeinfer: frame " + std::to_string(n));
-    return GST_FLOW_ERROR;
-  }
-  const std::vector<vision::FrameView> frames(rois.size(), frame.view());
-  auto out = s.model->infer(frames, rois);
+  std::vector<std::unique_ptr<edgeinfer::gst::InputFrame>> frames;
+  if (!mapJobs(self, withBoxes, frames)) return GST_FLOW_ERROR;
+  std::vector<vision::FrameView> views;
+  for (const Box& b : boxes) views.push_back(frames[b.frame]->view());
+  auto out = s.model->infer(views, rois);
   if (!out.ok()) {
     EI_POST_ERROR(self, GST_STREAM_ERROR, out.status(),
-                  "edgeinfer: inference on " + std::to_string(rois.size()) + " boxes of frame " +
-                      std::to_string(n));
+                  "edgeinfer: inference on " + std::to_string(rois.size()) + " boxes of " +
+                      describeJobs(withBoxes));
     return GST_FLOW_ERROR;
   }
-  eg::Results own;  // detections of a secondary detector, and what this element posts
-  own.uniqueId = s.active.uniqueId;
-  own.frameNumber = n;
-  own.width = w;
-  own.height = h;
-  eg::Results posted = own;
-  for (size_t k = 0; k < which.size(); ++k) {
-    vision::FrameResult& fr = (*out)[k];
-    eg::Object& obj = parent->results->objects[which[k]];
-    if (!fr.classifications.empty())
-      obj.classifications.push_back({s.active.uniqueId, std::move(fr.classifications)});
-    for (vision::Detection& d : fr.detections) {
-      eg::Object o;
-      o.detection = std::move(d);
-      own.objects.push_back(std::move(o));
+  for (size_t f = 0; f < withBoxes.size(); ++f) {
+    const Job& j = *withBoxes[f];
+    const size_t k = static_cast<size_t>(&j - jobs.data());
+    eg::Results own;  // detections of a secondary detector, and what this element posts
+    own.uniqueId = s.active.uniqueId;
+    own.frameNumber = j.n;
+    own.width = GST_VIDEO_INFO_WIDTH(j.info);
+    own.height = GST_VIDEO_INFO_HEIGHT(j.info);
+    eg::Results posted = own;
+    for (size_t b = 0; b < boxes.size(); ++b) {
+      if (boxes[b].frame != f) continue;
+      vision::FrameResult& fr = (*out)[b];
+      eg::Object& obj = parents[k]->results->objects[boxes[b].object];
+      if (!fr.classifications.empty())
+        obj.classifications.push_back({s.active.uniqueId, std::move(fr.classifications)});
+      for (vision::Detection& d : fr.detections) {
+        eg::Object o;
+        o.detection = std::move(d);
+        own.objects.push_back(std::move(o));
+      }
+      posted.objects.push_back(obj);
     }
-    posted.objects.push_back(obj);
+    if (s.postMessages.load()) {
+      for (const eg::Object& o : own.objects) posted.objects.push_back(o);
+      postFrameResults(self, j, posted, s.active.inferOnId);
+    }
+    if (!own.objects.empty() && !eg::addMeta(j.buf, std::move(own))) {
+      GST_ELEMENT_ERROR(self, CORE, FAILED, ("edgeinfer: cannot attach the results to the buffer"),
+                        (nullptr));
+      return GST_FLOW_ERROR;
+    }
   }
-  if (s.postMessages.load()) {
-    for (const eg::Object& o : own.objects) posted.objects.push_back(o);
-    postResults(self, posted, GST_BUFFER_PTS(buf), s.active.inferOnId);
+  return GST_FLOW_OK;
+}
+
+GstFlowReturn runJobs(GstEdgeInfer* self, std::vector<Job>& jobs) {
+  State& s = *self->state;
+  for (Job& j : jobs) {
+    j.n = j.stream->frames++;
+    j.run = j.n % s.active.interval == 0;
   }
-  if (!own.objects.empty() && !eg::addMeta(buf, std::move(own))) {
-    GST_ELEMENT_ERROR(self, CORE, FAILED, ("edgeinfer: cannot attach the results to the buffer"),
+  return s.active.inferOnId < 0 ? runPrimary(self, jobs) : runSecondary(self, jobs);
+}
+
+// A batch of edgemux: every frame in one call. The frame buffers are made writable to take
+// the metas (a copy shares the pixel memory, nothing is copied).
+GstFlowReturn runBatch(GstEdgeInfer* self, GstBuffer* buf) {
+  State& s = *self->state;
+  EdgeInferBatchMeta* bm = eg::findBatchMeta(buf);
+  if (!bm) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                      ("edgeinfer: a buffer with batch caps (" EDGEINFER_BATCH_CAPS
+                       ") has no EdgeInferBatchMeta: batches come from edgemux"),
                       (nullptr));
     return GST_FLOW_ERROR;
   }
-  return GST_FLOW_OK;
+  std::vector<Job> jobs;
+  for (eg::BatchFrame& f : bm->batch->frames) {
+    if (!f.buffer) continue;
+    Job j;
+    j.buf = f.writableBuffer();
+    j.info = &f.info;
+    j.stream = &s.streams[f.streamId];
+    j.streamId = static_cast<int>(f.streamId);
+    jobs.push_back(j);
+  }
+  if (jobs.empty()) return GST_FLOW_OK;  // a batch that only says which streams ended
+  ++s.batchCount;
+  return runJobs(self, jobs);
 }
 
 GstFlowReturn edgeInferTransformIp(GstBaseTransform* trans, GstBuffer* buf) {
@@ -559,9 +705,12 @@ GstFlowReturn edgeInferTransformIp(GstBaseTransform* trans, GstBuffer* buf) {
                       (nullptr));
     return GST_FLOW_NOT_NEGOTIATED;
   }
-  const uint64_t n = s.frames++;
-  const bool run = n % s.active.interval == 0;
-  return s.active.inferOnId < 0 ? runPrimary(self, buf, n, run) : runSecondary(self, buf, n, run);
+  if (s.batches) return runBatch(self, buf);
+  std::vector<Job> jobs(1);
+  jobs[0].buf = buf;
+  jobs[0].info = &s.info;
+  jobs[0].stream = &s.single;
+  return runJobs(self, jobs);
 }
 
 void edgeInferSetProperty(GObject* object, guint id, const GValue* value, GParamSpec* pspec) {
@@ -753,9 +902,11 @@ static void gst_edge_infer_class_init(GstEdgeInferClass* klass) {
       gobject, PROP_BATCH_SIZE,
       g_param_spec_int("batch-size", "Batch size",
                        "Images per engine run, for a model whose batch dimension is dynamic "
-                       "(0: 1). Frames are run one per buffer; a secondary element runs up to "
-                       "this many boxes of a frame per engine run. A model with a fixed batch "
-                       "keeps it (a warning says so)",
+                       "(0: 1). With batches from edgemux, the frames of a batch go to the "
+                       "model in one call, this many per engine run: set it to the number of "
+                       "streams. Single frames are run one per buffer; a secondary element runs "
+                       "up to this many boxes per engine run. A model with a fixed batch keeps "
+                       "it (a warning says so)",
                        0, 1024, 0, kReadyFlags));
   g_object_class_install_property(
       gobject, PROP_INTERVAL,
@@ -805,7 +956,8 @@ static void gst_edge_infer_class_init(GstEdgeInferClass* klass) {
       "Runs an ONNX network (built into an engine for the GPU or the CPU) on video frames and "
       "attaches the detections and classifications to each buffer as EdgeInferMeta",
       "EdgeInfer developers");
-  GstCaps* caps = gst_caps_from_string(EDGEINFER_INFER_CAPS);
+  // Frames, or edgemux's batches of frames (the same on both sides: in place).
+  GstCaps* caps = gst_caps_from_string(EDGEINFER_INFER_CAPS "; " EDGEINFER_BATCH_CAPS);
   gst_element_class_add_pad_template(
       element, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
   gst_element_class_add_pad_template(
