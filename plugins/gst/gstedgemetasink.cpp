@@ -4,11 +4,17 @@
  * sees frames as they come and a crash loses at most the line being written. Frames without a
  * meta still get a line (with "results": []). Takes any video/x-raw (no pixels are read).
  * Unlike most sinks it does not sync to the clock by default (sync=false): it writes as fast
- * as frames arrive.
+ * as frames arrive. It also takes edgemux's batches (video/x-edgeinfer-batch): one line per
+ * frame of the batch, with "stream" (the stream id) and "frame" counted per stream.
  *
  *   GST_PLUGIN_PATH=build/release/plugins/gst gst-launch-1.0 \
  *     filesrc location=build/media/kphotoalbum/movie.avi ! decodebin ! videoconvert ! \
  *     edgeinfer config=models/blazeface/model.json ! edgemetasink location=faces.jsonl
+ *
+ *   GST_PLUGIN_PATH=build/release/plugins/gst gst-launch-1.0 \
+ *     edgemux name=m ! edgeinfer config=models/blazeface/model.json ! \
+ *       edgemetasink location=streams.jsonl \
+ *     videotestsrc num-buffers=10 ! m.sink_0  videotestsrc num-buffers=10 ! m.sink_1
  */
 #include "gstedgemetasink.h"
 
@@ -17,9 +23,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "edgeinfer/gst/batch_meta.h"
 #include "edgeinfer/gst/edgeinfer_meta.h"
 #include "results_json.h"
 
@@ -37,6 +45,8 @@ struct State {
   std::string openedAs;
   uint64_t frames = 0;
   int width = 0, height = 0;
+  bool batches = false;                       // the caps are edgemux's batches
+  std::map<unsigned, uint64_t> streamFrames;  // batches: frames written per stream
 };
 
 }  // namespace
@@ -63,6 +73,7 @@ gboolean metaSinkStart(GstBaseSink* sink) {
   const std::string location = s.location;
   GST_OBJECT_UNLOCK(self);
   s.frames = 0;
+  s.streamFrames.clear();
   if (location.empty() || location == "-") {
     s.out = stdout;
     s.ownsFile = false;
@@ -91,6 +102,8 @@ gboolean metaSinkStop(GstBaseSink* sink) {
 
 gboolean metaSinkSetCaps(GstBaseSink* sink, GstCaps* caps) {
   State& s = *GST_EDGE_META_SINK(sink)->state;
+  s.batches = edgeinfer::gst::isBatchCaps(caps);
+  if (s.batches) return TRUE;  // each frame of a batch has its own size
   const GstStructure* st = gst_caps_get_structure(caps, 0);
   int w = 0, h = 0;
   if (!gst_structure_get_int(st, "width", &w) || !gst_structure_get_int(st, "height", &h)) {
@@ -103,15 +116,36 @@ gboolean metaSinkSetCaps(GstBaseSink* sink, GstCaps* caps) {
   return TRUE;
 }
 
+// The JSON line of one frame (`stream` >= 0: a frame of a batch).
+std::string lineOf(uint64_t frame, GstBuffer* buf, int width, int height, int stream) {
+  std::vector<const edgeinfer::gst::Results*> results;
+  for (const EdgeInferMeta* m : edgeinfer::gst::bufferMetas(buf)) results.push_back(m->results);
+  return edgeinfer::gst::frameJson(frame, GST_BUFFER_PTS(buf), width, height, results, stream)
+             .dump() +
+         "\n";
+}
+
 GstFlowReturn metaSinkRender(GstBaseSink* sink, GstBuffer* buf) {
   GstEdgeMetaSink* self = GST_EDGE_META_SINK(sink);
   State& s = *self->state;
-  std::vector<const edgeinfer::gst::Results*> results;
-  for (const EdgeInferMeta* m : edgeinfer::gst::bufferMetas(buf)) results.push_back(m->results);
-  const std::string line =
-      edgeinfer::gst::frameJson(s.frames++, GST_BUFFER_PTS(buf), s.width, s.height, results)
-          .dump() +
-      "\n";
+  std::string line;
+  if (s.batches) {
+    const EdgeInferBatchMeta* bm = edgeinfer::gst::findBatchMeta(buf);
+    if (!bm) {
+      GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                        ("edgemetasink: a buffer with batch caps has no EdgeInferBatchMeta: "
+                         "batches come from edgemux"),
+                        (nullptr));
+      return GST_FLOW_ERROR;
+    }
+    for (const edgeinfer::gst::BatchFrame& f : bm->batch->frames)
+      if (f.buffer)
+        line += lineOf(s.streamFrames[f.streamId]++, f.buffer, GST_VIDEO_INFO_WIDTH(&f.info),
+                       GST_VIDEO_INFO_HEIGHT(&f.info), static_cast<int>(f.streamId));
+    if (line.empty()) return GST_FLOW_OK;
+  } else {
+    line = lineOf(s.frames++, buf, s.width, s.height, -1);
+  }
   if (std::fwrite(line.data(), 1, line.size(), s.out) != line.size() || std::fflush(s.out) != 0) {
     const int err = errno;
     GST_ELEMENT_ERROR(
@@ -176,10 +210,10 @@ static void gst_edge_meta_sink_class_init(GstEdgeMetaSinkClass* klass) {
 
   gst_element_class_set_static_metadata(
       element, "EdgeInfer JSON sink", "Sink/Analyzer/Video",
-      "Writes one JSON line per frame with the detections and classifications of its "
-      "EdgeInferMeta",
+      "Writes one JSON line per frame (of a stream, or of each stream of edgemux's batches) with "
+      "the detections and classifications of its EdgeInferMeta",
       "EdgeInfer developers");
-  GstCaps* caps = gst_caps_from_string("video/x-raw(ANY)");
+  GstCaps* caps = gst_caps_from_string("video/x-raw(ANY); " EDGEINFER_BATCH_CAPS);
   gst_element_class_add_pad_template(
       element, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
   gst_caps_unref(caps);

@@ -27,8 +27,9 @@ nlohmann::json objectJson(const Object& o) {
 }  // namespace
 
 nlohmann::json frameJson(uint64_t frame, GstClockTime pts, int width, int height,
-                         const std::vector<const Results*>& results) {
+                         const std::vector<const Results*>& results, int stream) {
   nlohmann::json line = {{"frame", frame}};
+  if (stream >= 0) line["stream"] = stream;
   line["pts"] = GST_CLOCK_TIME_IS_VALID(pts) ? nlohmann::json(static_cast<uint64_t>(pts))
                                              : nlohmann::json(nullptr);
   line["width"] = width;

@@ -8,8 +8,9 @@
 //                                     [{"class": 3, "score": 0.8, "label": "..."}]}]}],
 //                 "classifications": [{"class": 7, "score": 0.6, "label": "..."}]}]}
 //
-// "frame" counts the buffers the sink received, from 0; "pts" is in nanoseconds (null when the
-// buffer has none); "results" has one entry per EdgeInferMeta, in the order they were added.
+// "frame" counts the buffers the sink received, from 0 (for batches from edgemux: each stream's
+// frames, and the line has a field "stream" with the stream id); "pts" is in nanoseconds (null when
+// the buffer has none); "results" has one entry per EdgeInferMeta, in the order they were added.
 // Floats are written exactly (the shortest text of the float's double), so they read back as the
 // same float.
 #pragma once
@@ -23,7 +24,8 @@
 
 namespace edgeinfer::gst {
 
+/// `stream` >= 0: a frame of that stream of a batch (the line gets "stream").
 nlohmann::json frameJson(uint64_t frame, GstClockTime pts, int width, int height,
-                         const std::vector<const Results*>& results);
+                         const std::vector<const Results*>& results, int stream = -1);
 
 }  // namespace edgeinfer::gst
