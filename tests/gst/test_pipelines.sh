@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gst-launch-1.0 pipelines through the plugin, end to end (ctest: gst_pipelines):
-#   1. gst-inspect-1.0 finds the three elements and shows their properties;
+#   1. gst-inspect-1.0 finds the five elements and shows their properties;
 #   2. videotestsrc (30 frames, a real portrait laid over it with gdkpixbufoverlay) and
 #   3. real video (kphotoalbum's webcam footage, 68 frames; and the 1080p phone clip of
 #      forensics-samples-files when it is installed) each go through
@@ -10,6 +10,9 @@
 #      went in, faces found in (most) frames, and around every detection the decoded frame
 #      differs from the input frame in the box's colour while a region away from the boxes
 #      only carries the encoder's noise.
+#   4. pipelines/multi_stream.sh (edgemux ! edgeinfer ! edgedemux) on three streams (the webcam
+#      footage twice and the phone clip when installed): each stream's MP4 decodes to all its
+#      frames, and the webcam streams' results equal those of the single-stream run of 3.
 #
 #   test_pipelines.sh BUILD_DIR [SANITIZERS]
 #
@@ -61,7 +64,7 @@ gst() {
 }
 
 # ---- 1. gst-inspect-1.0 -------------------------------------------------------------------
-for element in edgeinfer edgeoverlay edgemetasink; do
+for element in edgeinfer edgeoverlay edgemetasink edgemux edgedemux; do
   if out=$(gst gst-inspect-1.0 "$element" 2>&1); then
     pass "gst-inspect-1.0 $element"
   else
@@ -73,6 +76,13 @@ for prop in config model engine-cache-dir precision batch-size interval device-i
   unique-id infer-on-id infer-on-class post-messages; do
   grep -q "^  $prop " <<<"$out" || fail "gst-inspect-1.0 edgeinfer does not show property $prop"
 done
+out=$(gst gst-inspect-1.0 edgemux 2>&1)
+for prop in batch-size timeout start-timeout; do
+  grep -q "^  $prop " <<<"$out" || fail "gst-inspect-1.0 edgemux does not show property $prop"
+done
+grep -q "SINK template: 'sink_%u'" <<<"$out" || fail "gst-inspect-1.0 edgemux: no sink_%u pads"
+grep -q "SRC template: 'src_%u'" <<<"$(gst gst-inspect-1.0 edgedemux 2>&1)" ||
+  fail "gst-inspect-1.0 edgedemux: no src_%u pads"
 
 if [ ! -f "$models/blazeface/blazeface_front_128.onnx" ] || [ ! -f "$media/kphotoalbum/movie.avi" ]; then
   echo "SKIP: the pipelines need the BlazeFace model (models/fetch.sh) and the test media" \
@@ -222,6 +232,61 @@ if [ -f "$clip" ]; then
   fi
 else
   echo "SKIP: $clip is absent (Debian's forensics-samples-files)"
+fi
+
+# ---- 4. Several streams batched: pipelines/multi_stream.sh ------------------------------------
+# The single-stream webcam run above wrote $work/webcam.jsonl with the same model and input.
+if [ -f "$work/webcam.jsonl" ]; then
+  inputs=("$media/kphotoalbum/movie.avi")
+  [ -f "$clip" ] && inputs+=("$clip")
+  inputs+=("$media/kphotoalbum/movie.avi")
+  if EDGEINFER_BUILD_DIR=$build EDGEINFER_BACKEND=cpu \
+    gst bash "$repo/pipelines/multi_stream.sh" "$work/multi" "${inputs[@]}" >"$work/multi.log" 2>&1; then
+    pass "multi_stream.sh: ${#inputs[@]} streams ran to EOS"
+    ok=1
+    for i in "${!inputs[@]}"; do
+      frames=$(gst gst-launch-1.0 -q filesrc location="$work/multi/stream$i.mp4" ! qtdemux ! \
+        h264parse ! avdec_h264 ! edgemetasink 2>/dev/null | grep -c '^{"frame":')
+      want=$(gst gst-launch-1.0 -q filesrc location="${inputs[$i]}" ! decodebin ! videoconvert ! \
+        edgemetasink 2>/dev/null | grep -c '^{"frame":')
+      if [ "$frames" != "$want" ]; then
+        fail "multi_stream.sh: stream$i.mp4 has $frames frames, the input $want"
+        ok=0
+      fi
+    done
+    python3 - "$work/multi/results.jsonl" "$work/webcam.jsonl" "${#inputs[@]}" <<'EOF' || ok=0
+import json, sys
+multi, single, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+streams = {}
+for l in open(multi):
+    j = json.loads(l)
+    streams.setdefault(j["stream"], []).append(j)
+alone = [json.loads(l) for l in open(single)]
+bad = []
+if sorted(streams) != list(range(n)): bad.append(f"streams in results.jsonl: {sorted(streams)}")
+for s in (0, n - 1):  # the webcam footage: the same frames as the single-stream run
+    got = streams.get(s, [])
+    if [j["frame"] for j in got] != list(range(len(alone))):
+        bad.append(f"stream {s}: {len(got)} frames, the single-stream run {len(alone)}")
+        continue
+    for a, b in zip(got, alone):
+        if a["results"][0]["detections"] != b["results"][0]["detections"] or a["pts"] != b["pts"]:
+            bad.append(f"stream {s} frame {a['frame']}: results differ from the single-stream run")
+            break
+faces = sum(bool(j["results"][0]["detections"]) for j in streams.get(0, []))
+print(f"multi_stream: frames per stream {[len(streams[s]) for s in sorted(streams)]}, "
+      f"faces in {faces} frames of stream 0")
+for b in bad: print(f"  {b}")
+sys.exit(1 if bad else 0)
+EOF
+    if [ $ok = 1 ]; then
+      pass "multi_stream.sh: every stream's MP4 whole, results equal the single-stream run"
+    else
+      fail "multi_stream.sh: see above"
+    fi
+  else
+    fail "multi_stream.sh failed: $(tail -5 "$work/multi.log")"
+  fi
 fi
 
 echo "$failures failure(s)"
