@@ -12,6 +12,9 @@
  *     d.src_0 ! queue ! edgemetasink location=s0.jsonl \
  *     d.src_1 ! queue ! edgemetasink location=s1.jsonl
  *
+ * Put a queue after each src pad, as after any demuxer: edgedemux pushes every stream from one
+ * thread, and a sink prerolling (or blocked) on one stream would hold up the others.
+ *
  * Frames of a stream without a src pad are dropped (logged once per stream). Each pad gets
  * stream-start, then the stream's caps and segment (again whenever they change), its frames in
  * order, and EOS as soon as edgemux says the stream ended (or when the batches end). The frame

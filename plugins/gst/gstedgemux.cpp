@@ -14,7 +14,8 @@
  *     d.src_0 ! queue ! edgeoverlay ! videoconvert ! x264enc ! mp4mux ! filesink location=a-out.mp4
  * \ d.src_1 ! queue ! edgeoverlay ! videoconvert ! x264enc ! mp4mux ! filesink location=b-out.mp4
  *
- * (pipelines/multi_stream.sh is a ready one.)
+ * (pipelines/multi_stream.sh is a ready one; the queue after each edgedemux pad is needed, as
+ * after any demuxer.)
  *
  * Frames: video/x-raw in the formats edgeinfer takes (NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB,
  * BGR, GRAY8), in system memory or, in a build with GStreamer's CUDA library, CUDA memory (the
