@@ -13,6 +13,7 @@
 #include "test_model.h"
 
 #ifdef EDGEINFER_HAVE_CUDA
+#include "builder/engine_format.h"
 #include "builder/timing_cache.h"
 #include "runtime/cuda/cuda_plan.h"
 #include "tactic_test_util.h"
@@ -166,6 +167,7 @@ struct PlanFixture {
     s0.node = 0;
     s0.tactic = "cuda.eltwise.fp16.linear";
     s0.precision = Precision::kFp16;
+    s0.state = "{\"opaque\": \"plan \\u00e9\"}";  // stored as a JSON string, verbatim
     s0.inputs = {0};
     s0.outputs = {1};
     runtime::cuda::PlanStep s1;
@@ -201,6 +203,8 @@ TEST(CudaPlan, RoundTrip) {
   EXPECT_EQ(p->tensors[1].format.dtype, DataType::kFloat16);
   EXPECT_EQ(p->tensors[3].aliasOf, 2);
   EXPECT_EQ(p->steps[0].tactic, "cuda.eltwise.fp16.linear");
+  EXPECT_EQ(p->steps[0].state, "{\"opaque\": \"plan \\u00e9\"}");
+  EXPECT_TRUE(p->steps[1].state.empty());
   EXPECT_EQ(runtime::cuda::planToJson(*p, f.g), f.json);  // canonical
 }
 
@@ -221,6 +225,8 @@ TEST(CudaPlan, DamagedPlansAreRefusedWithTheReason_n) {
       {f.edited("\"value\":\"r\"", "\"value\":\"nope\""), "unknown value"},
       {f.edited("\"inputs\":{\"x\":0}", "\"inputs\":{}"), "graph input 'x'"},
       {f.edited("\"node\":1", "\"node\":7"), "node index"},
+      {f.edited("\"state\":\"", "\"state\":[\""), "not a JSON"},  // unbalanced: bad JSON
+      {f.edited("\"state\":\"", "\"state\":7,\"x\":\""), "not a string"},
   };
   for (const auto& c : cases) {
     const Status s = f.parse(c.text);
@@ -294,6 +300,18 @@ TEST(CudaEngine, SerialisedEngineLoadsAndRunsTheSame) {
   auto again = (*loaded)->serialize();
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, *bytes) << "a loaded engine serialises to the same bytes";
+  // Every cuDNN step carries its execution plan's JSON, which the load restored.
+  auto parts = builder::decodeEngine(bytes->data(), bytes->size());
+  ASSERT_TRUE(parts.ok()) << parts.status().toString();
+  auto plan = runtime::cuda::planFromJson(parts->plan, parts->graph);
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  int cudnnSteps = 0;
+  for (const auto& st : plan->steps) {
+    if (st.tactic.rfind("cudnn.", 0) != 0) continue;
+    ++cudnnSteps;
+    EXPECT_FALSE(st.state.empty()) << st.tactic << " has no serialized plan";
+  }
+  EXPECT_GT(cudnnSteps, 0) << "the small CNN's convolutions ran on no cuDNN tactic";
 }
 
 TEST(CudaEngine, CachedRebuildIsBitIdenticalAndMissIsErrorHolds) {

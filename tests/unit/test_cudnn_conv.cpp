@@ -426,6 +426,67 @@ TEST(CudnnConv, EnqueueBeforeInitialize_n) {
   EXPECT_FALSE(s2.ok());
 }
 
+// ---- Plan serialization (engine loads restore plans from their JSON) ----------------------
+
+/// Every candidate of a depthwise FusedConv (the layers whose runtime-fused plans cost most to
+/// finalize): each one that serializes must restore from its JSON to a tactic with the same
+/// id, workspace and output, bit for bit.
+TEST(CudnnConv, SerializedPlanRestores) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.op = "FusedConv";
+  c.C = c.K = c.group = 24, c.H = c.W = 17, c.bias = true, c.act = "Relu";
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer));
+  CudnnConvProvider provider;
+  auto cands = provider.candidates(layer, Precision::kFp16);
+  ASSERT_FALSE(cands.empty()) << provider.lastReason();
+  int serialized = 0;
+  for (auto& t : cands) {
+    if (!t->initialize(layer).ok()) continue;
+    auto before = test::runTactic(*t, layer, c.inputs());  // as the builder: timed, then saved
+    ASSERT_TRUE(before.ok()) << t->id() << ": " << before.status().message();
+    const std::string state = t->serializedState();
+    if (state.empty()) continue;
+    ++serialized;
+    CudnnConvProvider fresh;  // as a load: another provider, another handle
+    auto r = fresh.restore(layer, Precision::kFp16, t->id(), state);
+    ASSERT_NE(r, nullptr) << t->id();
+    EXPECT_EQ(r->id(), t->id());
+    ASSERT_TRUE(r->initialize(layer).ok()) << t->id();
+    EXPECT_EQ(r->workspaceBytes(), t->workspaceBytes()) << t->id();
+    EXPECT_EQ(r->serializedState().empty(), false) << t->id();
+    auto after = test::runTactic(*r, layer, c.inputs());
+    ASSERT_TRUE(after.ok()) << t->id() << ": " << after.status().message();
+    EXPECT_EQ(test::relL2(after.value()[0], before.value()[0]), 0.0) << t->id();
+  }
+  std::printf("  %d of %zu candidates serialized their plan\n", serialized, cands.size());
+  EXPECT_GT(serialized, 0) << "no cuDNN engine serialized its plan";
+}
+
+/// A state cuDNN cannot read (a damaged engine, another cuDNN) is not an error: the plan is
+/// found again through the heuristics.
+TEST(CudnnConv, UnreadablePlanStateFallsBackToHeuristics_n) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer));
+  CudnnConvProvider provider;
+  auto cands = provider.candidates(layer, Precision::kFp32);
+  ASSERT_FALSE(cands.empty()) << provider.lastReason();
+  const std::string id = cands[0]->id();
+  for (const std::string& bad :
+       {std::string("{not json"), std::string("{}"), std::string(100, '\xff')}) {
+    CudnnConvProvider fresh;
+    auto r = fresh.restore(layer, Precision::kFp32, id, bad);
+    ASSERT_NE(r, nullptr) << id;
+    EXPECT_EQ(r->id(), id);
+    EXPECT_TRUE(r->initialize(layer).ok());
+  }
+  CudnnConvProvider fresh;  // an id no heuristic offers, with a state: not found
+  EXPECT_EQ(fresh.restore(layer, Precision::kFp32, "cudnn.conv.fp32.nchw.e99999.k", "{}"), nullptr);
+}
+
 // ---- Performance (printing only) ---------------------------------------------------------
 
 void timeAllCandidates(int64_t N, int64_t C, int64_t K, int64_t HW, int64_t R) {

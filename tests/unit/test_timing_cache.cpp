@@ -153,6 +153,32 @@ TEST(TimingCache, RoundTripSaveLoad) {
   EXPECT_EQ(b.find("sigB")->table.back().error, "Unsupported: no fp16");
 }
 
+TEST(TimingCache, TacticStatesRoundTripAndBelongToTimedTactics) {
+  test::TempDir dir;
+  const std::string path = dir.file("timing.cache");
+  TimingCache a(kKey);
+  TimingEntry e = entry({{"t1", 1.5}, {"t2", 0.75}});
+  e.table.push_back({"broken", 0, 0, true, "no"});
+  a.insert("sig", e);
+  EXPECT_TRUE(a.setState("sig", "t2", "{\"plan\": \"\\u0000 binary-ish \xc3\xa9\"}"));
+  EXPECT_FALSE(a.setState("sig", "broken", "x")) << "a failed tactic has no state";
+  EXPECT_FALSE(a.setState("sig", "t9", "x")) << "not in the table";
+  EXPECT_FALSE(a.setState("other", "t2", "x")) << "no such entry";
+  EXPECT_FALSE(a.setState("sig", "t1", "")) << "an empty state is no state";
+  ASSERT_TRUE(a.save(path).ok());
+  TimingCache b(kKey);
+  ASSERT_TRUE(b.load(path).ok());
+  EXPECT_EQ(b.entries(), a.entries());
+  ASSERT_EQ(b.find("sig")->states.size(), 1u);
+  EXPECT_EQ(b.find("sig")->states.at("t2"), a.find("sig")->states.at("t2"));
+  // Saving again without changes writes the same bytes.
+  auto first = readTimingCacheFile(path);
+  ASSERT_TRUE(b.save(path).ok());
+  auto second = readTimingCacheFile(path);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(encodeTimingCache(*first).value(), encodeTimingCache(*second).value());
+}
+
 void saveManyDisjoint(const std::string& path, const std::string& worker, int n, bool* ok) {
   *ok = true;
   for (int i = 0; i < n; ++i) {
@@ -559,6 +585,20 @@ TEST(TimingCache, BadJsonWithValidChecksum_n) {
       R"({"device_key": "k", "sdk_version": "x", "entries": [{"signature": "s", "chosen": "a",
          "tactics": [{"id": "a", "workspace_bytes": "big", "failed": false, "median_ms": 1}]}]})",
       "{\"device_key\": \"\xff\xfe\", \"sdk_version\": \"x\", \"entries\": []}",
+      // States: not an object, for a tactic not in the table, for a failed one, not a string.
+      R"({"device_key": "k", "sdk_version": "x", "entries": [{"signature": "s", "chosen": "a",
+         "tactics": [{"id": "a", "workspace_bytes": 0, "failed": false, "median_ms": 1}],
+         "states": ["plan"]}]})",
+      R"({"device_key": "k", "sdk_version": "x", "entries": [{"signature": "s", "chosen": "a",
+         "tactics": [{"id": "a", "workspace_bytes": 0, "failed": false, "median_ms": 1}],
+         "states": {"zz": "plan"}}]})",
+      R"({"device_key": "k", "sdk_version": "x", "entries": [{"signature": "s", "chosen": "a",
+         "tactics": [{"id": "a", "workspace_bytes": 0, "failed": false, "median_ms": 1},
+                     {"id": "b", "workspace_bytes": 0, "failed": true, "error": "e"}],
+         "states": {"b": "plan"}}]})",
+      R"({"device_key": "k", "sdk_version": "x", "entries": [{"signature": "s", "chosen": "a",
+         "tactics": [{"id": "a", "workspace_bytes": 0, "failed": false, "median_ms": 1}],
+         "states": {"a": 5}}]})",
   };
   for (const auto& body : bodies) {
     const auto b = frame(body);

@@ -76,6 +76,11 @@ class Tactic {
   /// Build/load time: prepares weights (layout, precision) on the device and any plans for
   /// the layer's shapes. Called once per engine, never per inference.
   virtual Status initialize(const LayerContext& layer) = 0;
+  /// After initialize(): what lets a later load skip costly preparation, opaque to everyone
+  /// but the provider (a cuDNN execution plan as JSON, its runtime-compiled kernel included);
+  /// empty when the tactic has nothing worth keeping. Stored in the engine plan and handed
+  /// back through TacticProvider::restore().
+  virtual std::string serializedState() const { return {}; }
   /// Enqueues the layer on args.stream; must not synchronise, allocate or copy to the host
   /// (so it can be captured into a CUDA Graph).
   virtual Status enqueue(const LaunchArgs& args) = 0;
@@ -96,6 +101,14 @@ class TacticProvider {
     for (auto& t : candidates(layer, precision))
       if (t->id() == id) return std::move(t);
     return nullptr;
+  }
+  /// Like find(), with the state the tactic serialized when the engine was built (may be
+  /// empty). A provider that can rebuild the tactic from it does so; a state it cannot use
+  /// (another library version) falls back to find(). The default ignores the state.
+  virtual std::unique_ptr<Tactic> restore(const LayerContext& layer, Precision precision,
+                                          const std::string& id, const std::string& state) {
+    (void)state;
+    return find(layer, precision, id);
   }
 };
 

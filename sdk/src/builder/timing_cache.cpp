@@ -78,6 +78,7 @@ json entryToJson(const std::string& signature, const TimingEntry& e) {
   j["signature"] = signature;
   j["chosen"] = e.chosen;
   j["tactics"] = std::move(tactics);
+  if (!e.states.empty()) j["states"] = e.states;
   return j;
 }
 
@@ -133,6 +134,18 @@ Expected<TimingEntry> entryFromJson(const json& j, std::string* signature) {
   // file was edited or damaged in a way the checksum did not catch.
   if (e.chosen.empty() || e.chosen != fastestTactic(e.table))
     return corrupt("chosen tactic '" + e.chosen + "' is not the fastest in its table" + where);
+  if (auto states = j.find("states"); states != j.end()) {
+    if (!states->is_object()) return corrupt("'states' is not an object" + where);
+    for (const auto& [id, state] : states->items()) {
+      const auto row = std::find_if(e.table.begin(), e.table.end(),
+                                    [&](const TacticTiming& t) { return t.tacticId == id; });
+      if (row == e.table.end() || row->failed)
+        return corrupt("a state for tactic '" + id + "', which is not a timed tactic" + where);
+      if (!state.is_string() || state.get<std::string>().empty())
+        return corrupt("the state of tactic '" + id + "' is not a string" + where);
+      e.states[id] = state.get<std::string>();
+    }
+  }
   return e;
 }
 
@@ -301,7 +314,7 @@ bool TacticTiming::operator==(const TacticTiming& o) const {
 }
 
 bool TimingEntry::operator==(const TimingEntry& o) const {
-  return table == o.table && chosen == o.chosen;
+  return table == o.table && chosen == o.chosen && states == o.states;
 }
 
 void sortTimingTable(std::vector<TacticTiming>& table) {
@@ -514,6 +527,19 @@ void TimingCache::insert(const std::string& signature, TimingEntry entry) {
   entry.chosen = fastestTactic(entry.table);
   std::lock_guard<std::mutex> lock(mu_);
   entries_[signature] = std::move(entry);
+}
+
+bool TimingCache::setState(const std::string& signature, const std::string& tacticId,
+                           std::string state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(signature);
+  if (it == entries_.end() || state.empty()) return false;
+  const auto& table = it->second.table;
+  const auto row = std::find_if(table.begin(), table.end(),
+                                [&](const TacticTiming& t) { return t.tacticId == tacticId; });
+  if (row == table.end() || row->failed) return false;
+  it->second.states[tacticId] = std::move(state);
+  return true;
 }
 
 size_t TimingCache::size() const {

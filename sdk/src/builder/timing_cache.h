@@ -73,6 +73,11 @@ struct TimingEntry {
   /// Sorted: successful tactics by (time, id), then failed ones by id.
   std::vector<TacticTiming> table;
   std::string chosen;  ///< the fastest successful tactic
+  /// Tactic id -> Tactic::serializedState() of a tactic an engine was built with (a cuDNN
+  /// execution plan's JSON). A rebuild restores the tactic from it instead of preparing it
+  /// again: faster (no kernel compilation) and bit-identical (cuDNN's JSON of a freshly
+  /// finalized plan differs from build to build). Only ids of successful table rows.
+  std::map<std::string, std::string> states;
 
   bool operator==(const TimingEntry& o) const;
 };
@@ -160,6 +165,9 @@ class TimingCache {
   std::optional<TimingEntry> find(const std::string& signature) const;
   /// Adds or replaces an entry; the table is sorted and `chosen` recomputed if empty.
   void insert(const std::string& signature, TimingEntry entry);
+  /// Records the serialized state of a tactic of an existing entry (see TimingEntry::states);
+  /// false when there is no such entry or the tactic is not a successful row of its table.
+  bool setState(const std::string& signature, const std::string& tacticId, std::string state);
   size_t size() const;
   /// A snapshot of every entry, by signature.
   std::map<std::string, TimingEntry> entries() const;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <set>
 
@@ -186,15 +187,18 @@ class GpuBuilder {
     return Status::Ok();
   }
 
-  ExecutionPlan takePlan() { return std::move(plan_); }
-  std::vector<std::unique_ptr<Tactic>> takeTactics() {
+  /// The plan and, per step, the initialised tactic the builder chose (null for other steps),
+  /// taken together: the engine reuses these tactics instead of recreating them by id.
+  std::pair<ExecutionPlan, std::vector<std::unique_ptr<Tactic>>> takePlanAndTactics() {
     tactics_.resize(plan_.steps.size());
-    return std::move(tactics_);
+    return {std::move(plan_), std::move(tactics_)};
   }
   std::vector<std::unique_ptr<builder::TacticProvider>> takeProviders() {
     return std::move(providers_);
   }
   int timedLayers() const { return timed_; }
+  /// Tactic states (cuDNN plans) recorded in the timing cache by this build.
+  int statesAdded() const { return statesAdded_; }
   int cachedLayers() const { return cached_; }
 
  private:
@@ -443,17 +447,28 @@ class GpuBuilder {
                 " ms with input reformats)");
     }
 
-    // Materialise: inputs in the chosen tactic's formats, then the step.
+    // Materialise: inputs in the chosen tactic's formats, then the step. A tactic whose
+    // state the cache kept (a cuDNN plan's JSON) is restored from it: no kernel compilation,
+    // and the engine is bit-identical to the one built when the state was recorded.
     std::unique_ptr<Tactic> chosen;
+    std::string cachedState;
+    if (const auto st = entry.states.find(best); !forced && st != entry.states.end())
+      cachedState = st->second;
+    if (!cachedState.empty() && !initialized.count(best)) {
+      auto restored = edgeinfer::cuda::findTactic(providers_, layer, precision, best, cachedState);
+      if (restored.ok()) chosen = std::move(*restored);
+    }
     for (auto& c : cands)
-      if (c && c->id() == best) {
-        chosen = std::move(c);
-        break;
-      }
+      if (!chosen && c && c->id() == best) chosen = std::move(c);
     cands.clear();  // frees the other candidates' weights
     if (!initialized.count(best))
       EI_RETURN_IF_ERROR(
           chosen->initialize(layer).withContext("layer '" + n.name + "' tactic " + best));
+    if (!forced) {
+      std::string state = chosen->serializedState();
+      if (!state.empty() && state != cachedState && cache_.setState(sig, best, std::move(state)))
+        ++statesAdded_;
+    }
     PlanStep s;
     s.kind = StepKind::kTactic;
     s.node = static_cast<int>(i);
@@ -507,7 +522,7 @@ class GpuBuilder {
   std::vector<std::unique_ptr<Tactic>> tactics_;      // per step
   std::map<std::string, std::vector<int>> versions_;  // value -> plan tensors
   std::map<std::string, int> constants_;              // value|format -> plan tensor
-  int timed_ = 0, cached_ = 0;
+  int timed_ = 0, cached_ = 0, statesAdded_ = 0;
 };
 
 }  // namespace
@@ -569,12 +584,11 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph g, EngineInfo inf
 
   GpuBuilder b(g, cfg, cache, overrides);
   EI_RETURN_IF_ERROR(b.run());
-  if (!cachePath.empty() && b.timedLayers() > 0) {
+  if (!cachePath.empty() && (b.timedLayers() > 0 || b.statesAdded() > 0)) {
     const Status s = cache.save(cachePath);
     if (!s.ok()) log(Severity::kWarning, "the timing cache was not saved: " + s.toString());
   }
-  ExecutionPlan plan = b.takePlan();
-  auto tactics = b.takeTactics();
+  auto [plan, tactics] = b.takePlanAndTactics();
   auto providers = b.takeProviders();
   const int timed = b.timedLayers(), cached = b.cachedLayers();
   if (getLogLevel() >= Severity::kVerbose)
@@ -594,13 +608,26 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph g, EngineInfo inf
 
 Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph g, EngineInfo info,
                                                  const std::string& planJson) {
+  const auto t0 = std::chrono::steady_clock::now();
   std::string why;
   if (!cudaBackendUsable(0, &why))
     return Status(ErrorCode::kUnsupported, "this is a GPU engine and no GPU is usable: " + why);
+  const auto t1 = std::chrono::steady_clock::now();
   EI_ASSIGN_OR_RETURN(ExecutionPlan plan, cuda::planFromJson(planJson, g));
+  auto providers = edgeinfer::cuda::makeCudaProviders();
+  const auto t2 = std::chrono::steady_clock::now();
   EI_ASSIGN_OR_RETURN(auto engine,
                       CudaEngine::create(std::move(g), std::move(info), std::move(plan), {},
-                                         edgeinfer::cuda::makeCudaProviders(), 0));
+                                         std::move(providers), 0));
+  if (getLogLevel() >= Severity::kVerbose) {
+    using Ms = std::chrono::duration<double, std::milli>;
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "GPU engine load: device check %.1f ms, plan + providers %.1f ms, engine %.1f ms",
+                  Ms(t1 - t0).count(), Ms(t2 - t1).count(),
+                  Ms(std::chrono::steady_clock::now() - t2).count());
+    log(Severity::kVerbose, buf);
+  }
   return std::unique_ptr<Engine>(std::move(engine));
 }
 

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/half.h"
+#include "edgeinfer/logger.h"
 #include "graph/ops/conv_geometry.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cudnn_check.h"
@@ -467,6 +468,40 @@ Status finalizePlan(cudnnHandle_t handle, const Desc& cfg, Desc* plan, int64_t* 
   return Status::Ok();
 }
 
+/// An execution plan rebuilt from its JSON (what serializedState() kept at build time):
+/// cuDNN skips the heuristics and the compilation of runtime-fused kernels.
+Status planFromJson(cudnnHandle_t handle, const std::string& json, Desc* plan, int64_t* workspace) {
+  EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, plan));
+  EI_SET(*plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+  EI_SET(*plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+         static_cast<int64_t>(json.size()), json.data());
+  EI_CUDNN_CHECK(cudnnBackendFinalize(plan->get()));
+  int64_t n = 0;
+  EI_CUDNN_CHECK(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                          CUDNN_TYPE_INT64, 1, &n, workspace));
+  return Status::Ok();
+}
+
+/// The plan's JSON, or "" (logged at verbose level) when cuDNN cannot serialize it.
+std::string planToJson(const Desc& plan, const std::string& id) {
+  int64_t count = 0;
+  cudnnStatus_t st =
+      cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
+                               CUDNN_TYPE_CHAR, 0, &count, nullptr);
+  std::string json(static_cast<size_t>(std::max<int64_t>(count, 0)), '\0');
+  if (st == CUDNN_STATUS_SUCCESS && count > 0)
+    st = cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
+                                  CUDNN_TYPE_CHAR, count, &count, json.data());
+  if (st != CUDNN_STATUS_SUCCESS || count <= 0) {
+    log(Severity::kVerbose, "cudnn: the plan of " + id + " does not serialize (" +
+                                cudnnGetErrorString(st) + ", " + std::to_string(count) + " bytes)");
+    return {};
+  }
+  json.resize(std::min(json.size(), static_cast<size_t>(std::max<int64_t>(count, 0))));
+  while (!json.empty() && json.back() == '\0') json.pop_back();
+  return json;
+}
+
 std::string formatTag(TensorFormat f) {
   return std::string(f.dtype == DataType::kFloat16 ? "fp16" : "fp32") + "." +
          (f.layout == Layout::kNHWC ? "nhwc" : "nchw");
@@ -485,6 +520,16 @@ class CudnnConvTactic : public builder::Tactic {
         handle_(std::move(handle)),
         graph_(std::move(graph)),
         cfg_(std::move(cfg)) {}
+  /// A tactic whose plan was restored from JSON (an engine load): no op graph or config.
+  CudnnConvTactic(std::string id, const ConvSpec& spec, TensorFormat fmt,
+                  std::shared_ptr<Holder> handle, Desc plan, int64_t workspace, std::string json)
+      : id_(std::move(id)),
+        spec_(spec),
+        fmt_(fmt),
+        handle_(std::move(handle)),
+        plan_(std::move(plan)),
+        workspace_(static_cast<size_t>(std::max<int64_t>(workspace, 0))),
+        state_(std::move(json)) {}
   ~CudnnConvTactic() override {
     variantPack_.reset();
     if (dW_) cudaFree(dW_);
@@ -499,6 +544,7 @@ class CudnnConvTactic : public builder::Tactic {
   TensorFormat outputFormat(size_t) const override { return fmt_; }
   size_t workspaceBytes() const override { return workspace_; }
   bool consumesInput(size_t index) const override { return index == 1 || index == 2; }
+  std::string serializedState() const override { return state_; }
 
   Status initialize(const builder::LayerContext& layer) override {
     const Tensor* w = layer.constantInput(1);
@@ -512,6 +558,10 @@ class CudnnConvTactic : public builder::Tactic {
                              .withContext(id_ + ": the execution plan did not finalize"));
       plan_ = std::move(plan);
       workspace_ = static_cast<size_t>(std::max<int64_t>(workspace, 0));
+    }
+    if (state_.empty()) {  // read once, right after finalizing, before any execution
+      std::lock_guard<std::mutex> lock(handle_->mu);
+      state_ = planToJson(plan_, id_);
     }
     const size_t es = dataTypeSize(fmt_.dtype);
     // Weights [K, Cg, R, S] -> KCRS (NCHW) or KRSC (NHWC), in the tactic's element type.
@@ -599,6 +649,7 @@ class CudnnConvTactic : public builder::Tactic {
   Desc cfg_;
   Desc plan_;             // finalized in initialize()
   size_t workspace_ = 0;  // known once the plan is finalized
+  std::string state_;     // the plan's JSON (serializedState), read in initialize()
   void* dW_ = nullptr;
   void* dB_ = nullptr;
   Desc variantPack_;
@@ -614,6 +665,62 @@ CudnnConvProvider::~CudnnConvProvider() = default;
 std::vector<std::unique_ptr<builder::Tactic>> CudnnConvProvider::candidates(
     const builder::LayerContext& layer, Precision precision) {
   return enumerate(layer, precision, nullptr);
+}
+
+std::unique_ptr<builder::Tactic> CudnnConvProvider::restore(const builder::LayerContext& layer,
+                                                            Precision precision,
+                                                            const std::string& id,
+                                                            const std::string& state) {
+  if (state.empty() || precision == Precision::kInt8) return find(layer, precision, id);
+  ConvSpec spec;
+  std::string why;
+  std::shared_ptr<Holder> h;
+  TensorFormat fmt;
+  bool known = false;
+  for (TensorFormat f : {TensorFormat{DataType::kFloat16, Layout::kNHWC},
+                         TensorFormat{DataType::kFloat32, Layout::kNHWC},
+                         TensorFormat{DataType::kFloat32, Layout::kNCHW}}) {
+    const std::string prefix = "cudnn.conv." + formatTag(f) + ".";
+    if (id.compare(0, prefix.size(), prefix) == 0) fmt = f, known = true;
+  }
+  if (!known || !parseLayer(layer, &spec, &why) || !(h = handleForCurrentDevice(&why)))
+    return find(layer, precision, id);
+  Desc plan;
+  int64_t workspace = 0;
+  Status s;
+  {
+    std::lock_guard<std::mutex> lock(h->mu);
+    s = planFromJson(h->handle, state, &plan, &workspace);
+  }
+  if (!s.ok()) {  // another cuDNN, a plan it no longer reads: the heuristics find it again
+    log(Severity::kVerbose,
+        "cudnn: the saved plan of " + id + " did not load (" + s.message() + "); rebuilding it");
+    return find(layer, precision, id);
+  }
+  return std::make_unique<CudnnConvTactic>(id, spec, fmt, h, std::move(plan), workspace, state);
+}
+
+std::shared_ptr<CudnnConvProvider::HandleHolder> CudnnConvProvider::handleForCurrentDevice(
+    std::string* why) {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    *why = "no CUDA device";
+    return nullptr;
+  }
+  std::shared_ptr<Holder>& holder = handles_[device];
+  if (!holder) {
+    auto h = std::make_shared<Holder>();
+    const Status s = cudnnStatus(cudnnCreate(&h->handle), "cudnnCreate", __FILE__, __LINE__);
+    if (!s.ok()) {
+      h->handle = nullptr;
+      handles_.erase(device);
+      *why = s.message();
+      return nullptr;
+    }
+    holder = h;
+  }
+  return holder;
 }
 
 std::unique_ptr<builder::Tactic> CudnnConvProvider::find(const builder::LayerContext& layer,
@@ -633,25 +740,8 @@ std::vector<std::unique_ptr<builder::Tactic>> CudnnConvProvider::enumerate(
   }
   if (!parseLayer(layer, &spec, &lastReason_)) return out;
 
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    cudaGetLastError();
-    lastReason_ = "no CUDA device";
-    return out;
-  }
-  std::shared_ptr<Holder>& holder = handles_[device];
-  if (!holder) {
-    auto h = std::make_shared<Holder>();
-    const Status s = cudnnStatus(cudnnCreate(&h->handle), "cudnnCreate", __FILE__, __LINE__);
-    if (!s.ok()) {
-      h->handle = nullptr;
-      handles_.erase(device);
-      lastReason_ = s.message();
-      return out;
-    }
-    holder = h;
-  }
-  std::shared_ptr<Holder> h = holder;
+  std::shared_ptr<Holder> h = handleForCurrentDevice(&lastReason_);
+  if (!h) return out;
   std::lock_guard<std::mutex> lock(h->mu);
 
   std::vector<TensorFormat> formats;

@@ -19,6 +19,12 @@
 // modes do not compute exactly (HardSigmoid, HardSwish, Selu, Softplus; Clip with an
 // infinite lower bound), Precision::kInt8.
 //
+// Execution plans are finalized in initialize() and serialize as cuDNN's JSON
+// (Tactic::serializedState, stored in the engine plan); an engine load rebuilds them from it
+// with restore(), which skips the heuristics and the run-time compilation of fused kernels
+// (about 0.25 s per depthwise layer on an H100), and falls back to find() when the JSON no
+// longer loads (another cuDNN).
+//
 // Inputs 1 (W) and 2 (B) are consumed in initialize() and ignored at enqueue; their declared
 // format is the logical one (float32, kLinear). One cudnnHandle_t per device is shared by the
 // tactics of a provider; enqueue serialises cudnnSetStream + cudnnBackendExecute on it.
@@ -44,6 +50,11 @@ class CudnnConvProvider : public builder::TacticProvider {
   /// result with that id (an engine load: not every format and heuristic mode per layer).
   std::unique_ptr<builder::Tactic> find(const builder::LayerContext& layer, Precision precision,
                                         const std::string& id) override;
+  /// Rebuilds the execution plan from the JSON the tactic serialized at build time (no
+  /// heuristics, no kernel compilation); falls back to find() when cuDNN cannot read it.
+  std::unique_ptr<builder::Tactic> restore(const builder::LayerContext& layer, Precision precision,
+                                           const std::string& id,
+                                           const std::string& state) override;
   /// Why the last candidates() call returned what it did: the reason a layer is not
   /// supported, or per format how many engine configurations were offered, filtered and
   /// failed to finalize. For logs and tests.
@@ -56,6 +67,9 @@ class CudnnConvProvider : public builder::TacticProvider {
   std::vector<std::unique_ptr<builder::Tactic>> enumerate(const builder::LayerContext& layer,
                                                           Precision precision,
                                                           const std::string* wanted);
+  /// The shared handle of the current CUDA device, created on first use; null (with `why`)
+  /// when there is no device or cudnnCreate fails.
+  std::shared_ptr<HandleHolder> handleForCurrentDevice(std::string* why);
   std::map<int, std::shared_ptr<HandleHolder>> handles_;  // per CUDA device
   std::string lastReason_;
 };

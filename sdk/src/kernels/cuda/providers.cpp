@@ -31,11 +31,12 @@ std::vector<std::unique_ptr<builder::Tactic>> allCandidates(
 
 Expected<std::unique_ptr<builder::Tactic>> findTactic(
     const std::vector<std::unique_ptr<builder::TacticProvider>>& providers,
-    const builder::LayerContext& layer, Precision precision, const std::string& tacticId) {
+    const builder::LayerContext& layer, Precision precision, const std::string& tacticId,
+    const std::string& state) {
   for (const auto& p : providers) {
     const std::string prefix = p->name() + ".";
     if (tacticId.compare(0, prefix.size(), prefix) != 0) continue;  // ids start with the provider
-    if (auto t = p->find(layer, precision, tacticId)) return t;
+    if (auto t = p->restore(layer, precision, tacticId, state)) return t;
   }
   return Status(ErrorCode::kNotFound,
                 "tactic '" + tacticId + "' of layer '" + layer.node->name +

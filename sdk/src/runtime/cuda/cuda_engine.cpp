@@ -3,6 +3,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "builder/engine_format.h"
@@ -20,6 +22,52 @@ using builder::TensorFormat;
 namespace {
 
 constexpr int64_t kArenaAlignment = 256;
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+/// Where an engine load spent its time, per step (find = recreating the tactic by id,
+/// init = initialize(): plans, weights to the device). Logged at verbose level.
+struct LoadProfile {
+  struct Entry {
+    size_t step;
+    double findMs, initMs;
+  };
+  std::vector<Entry> entries;
+  double findMs = 0, initMs = 0;
+
+  void add(size_t step, double f, double i) {
+    entries.push_back({step, f, i});
+    findMs += f;
+    initMs += i;
+  }
+  void log(const ExecutionPlan& plan, const std::vector<builder::LayerContext>& layers,
+           double constantsMs, double totalMs) {
+    if (getLogLevel() < Severity::kVerbose) return;
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+      return a.findMs + a.initMs > b.findMs + b.initMs;
+    });
+    char buf[256];
+    size_t states = 0, stateBytes = 0;
+    for (const PlanStep& s : plan.steps)
+      if (!s.state.empty()) ++states, stateBytes += s.state.size();
+    std::snprintf(buf, sizeof buf,
+                  "engine load: %.1f ms (%zu tactics, %zu restored from %zu bytes of state: "
+                  "find %.1f ms, initialize %.1f ms; constants %.1f ms); slowest steps:",
+                  totalMs, entries.size(), states, stateBytes, findMs, initMs, constantsMs);
+    std::string text = buf;
+    for (size_t k = 0; k < entries.size() && k < 12; ++k) {
+      const Entry& e = entries[k];
+      std::snprintf(buf, sizeof buf, "\n  %8.1f ms find %8.1f ms init  %s  ", e.findMs, e.initMs,
+                    layers[e.step].node ? layers[e.step].node->name.c_str() : "?");
+      text += buf + plan.steps[e.step].tactic;
+    }
+    edgeinfer::log(Severity::kVerbose, text);
+  }
+};
 
 }  // namespace
 
@@ -109,6 +157,8 @@ const Shape& CudaEngine::tensorShape(int tensor) const {
 
 Status CudaEngine::materialize(std::vector<std::unique_ptr<builder::Tactic>> tactics) {
   const graph::Graph& g = *graph_;
+  const Clock::time_point t0 = Clock::now();
+  LoadProfile profile;
   EI_CUDA_CHECK(cudaSetDevice(deviceId_));
   size_t freeBefore = 0, total = 0;
   EI_CUDA_CHECK(cudaMemGetInfo(&freeBefore, &total));
@@ -143,21 +193,26 @@ Status CudaEngine::materialize(std::vector<std::unique_ptr<builder::Tactic>> tac
     if (s.node >= 0) layers_[i] = makeLayerContext(g, static_cast<size_t>(s.node));
     if (s.kind == StepKind::kCpu) ++cpuSteps_;
     if (s.kind != StepKind::kTactic) continue;
-    if (tactics[i]) {
+    if (tactics[i]) {  // from the builder, initialised: keep its state for serialize()
       tactics_[i] = std::move(tactics[i]);
+      plan_.steps[i].state = tactics_[i]->serializedState();
       continue;
     }
-    EI_ASSIGN_OR_RETURN(tactics_[i],
-                        edgeinfer::cuda::findTactic(providers_, layers_[i], s.precision, s.tactic));
+    const Clock::time_point tf = Clock::now();
+    EI_ASSIGN_OR_RETURN(tactics_[i], edgeinfer::cuda::findTactic(providers_, layers_[i],
+                                                                 s.precision, s.tactic, s.state));
+    const Clock::time_point ti = Clock::now();
     EI_RETURN_IF_ERROR(
         tactics_[i]
             ->initialize(layers_[i])
             .withContext("layer '" + layers_[i].node->name + "' tactic " + s.tactic));
+    profile.add(i, std::chrono::duration<double, std::milli>(ti - tf).count(), msSince(ti));
   }
   for (size_t i = 0; i < numSteps; ++i)
     if (tactics_[i]) workspace_ = std::max(workspace_, tactics_[i]->workspaceBytes());
 
   // Constants the tactics read as inputs, uploaded once in the format they want.
+  const Clock::time_point tc = Clock::now();
   constants_.assign(numTensors, nullptr);
   for (size_t t = 0; t < numTensors; ++t) {
     const PlanTensor& pt = plan_.tensors[t];
@@ -168,6 +223,7 @@ Status CudaEngine::materialize(std::vector<std::unique_ptr<builder::Tactic>> tac
     EI_CUDA_CHECK(cudaMalloc(&constants_[t], std::max<size_t>(host.size(), 1)));
     EI_CUDA_CHECK(cudaMemcpy(constants_[t], host.data(), host.size(), cudaMemcpyHostToDevice));
   }
+  const double constantsMs = msSince(tc);
 
   // Activation memory: one arena per context, offsets by liveness. A root lives from the step
   // that writes it (graph inputs: before the first) to the last step reading it or any of its
@@ -208,6 +264,7 @@ Status CudaEngine::materialize(std::vector<std::unique_ptr<builder::Tactic>> tac
   size_t freeAfter = 0;
   EI_CUDA_CHECK(cudaMemGetInfo(&freeAfter, &total));
   weightBytes_ = freeBefore > freeAfter ? static_cast<int64_t>(freeBefore - freeAfter) : 0;
+  profile.log(plan_, layers_, constantsMs, msSince(t0));
   return Status::Ok();
 }
 

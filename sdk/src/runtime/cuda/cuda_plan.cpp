@@ -84,6 +84,7 @@ std::string planToJson(const ExecutionPlan& plan, const graph::Graph& g) {
     if (s.kind == StepKind::kTactic) {
       e["tactic"] = s.tactic;
       e["precision"] = precisionName(s.precision);
+      if (!s.state.empty()) e["state"] = s.state;
     }
     steps.push_back(std::move(e));
   }
@@ -174,6 +175,10 @@ Expected<ExecutionPlan> planFromJson(const std::string& text, const graph::Graph
       s.tactic = str(e, "tactic");
       const std::string p = str(e, "precision");
       if (s.tactic.empty()) return corrupt("a tactic step without a tactic id");
+      if (e.contains("state")) {
+        if (!e["state"].is_string()) return corrupt("a tactic state that is not a string");
+        s.state = e["state"].get<std::string>();
+      }
       if (p == "fp32")
         s.precision = Precision::kFp32;
       else if (p == "fp16")

@@ -41,9 +41,10 @@ struct PlanStep {
   int node = -1;                           ///< index in graph.nodes (not for kReformat)
   std::string tactic;                      ///< kTactic: the tactic id
   Precision precision = Precision::kFp32;  ///< kTactic: the precision it was chosen at
-  double timeMs = 0.0;                     ///< measured time (build report; 0 when unknown)
-  std::vector<int> inputs;                 ///< plan tensor per node input; -1: absent or consumed
-  std::vector<int> outputs;                ///< plan tensor per node output
+  std::string state;         ///< kTactic: Tactic::serializedState() (a cuDNN plan's JSON), or empty
+  double timeMs = 0.0;       ///< measured time (build report; 0 when unknown)
+  std::vector<int> inputs;   ///< plan tensor per node input; -1: absent or consumed
+  std::vector<int> outputs;  ///< plan tensor per node output
 };
 
 struct ExecutionPlan {
