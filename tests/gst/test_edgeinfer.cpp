@@ -6,9 +6,12 @@
 // and every way starting or streaming can fail (the _n tests): each posts an error naming the
 // problem and the pipeline stops, under a timeout.
 #include <gst/base/gstbasesink.h>
+#include <gst/base/gstbasetransform.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -410,7 +413,7 @@ TEST(EdgeInfer, NoMessagesByDefault) {
 
 // ---- The meta through copies and scaling ----------------------------------------------------
 
-TEST(EdgeInfer, MetaIsCopiedAndScaledWithTheFrame) {
+TEST(EdgeInfer, MetaIsCopiedThroughScalingWithItsFrameSize) {
   EI_SKIP_WITHOUT_MODEL_AND_MEDIA();
   const Frame frame = makeFrame(photo("kphotoalbum/anne_helene.ppm"), GST_VIDEO_FORMAT_RGBA, false);
   auto want = sdkModel(blazeFace("model.json")).infer({frame.view()});
@@ -426,15 +429,11 @@ TEST(EdgeInfer, MetaIsCopiedAndScaledWithTheFrame) {
   ASSERT_NE(out, nullptr);
   const EdgeInferMeta* m = eg::findMeta(out, 1);
   ASSERT_NE(m, nullptr) << "videoscale dropped the meta";
-  EXPECT_EQ(m->results->width, 200);
-  EXPECT_EQ(m->results->height, 150);
-  const float sx = 200.f / 400.f, sy = 150.f / 600.f;
-  std::vector<vision::Detection> scaled = (*want)[0].detections;
-  for (vision::Detection& d : scaled) {
-    d.box.x1 *= sx, d.box.x2 *= sx, d.box.y1 *= sy, d.box.y2 *= sy;
-    for (vision::Keypoint& k : d.keypoints) k.x *= sx, k.y *= sy;
-  }
-  expectSameDetections(m->results->objects, scaled, "scaled");
+  // The results still describe the 400x600 frame they were found in (consumers scale them).
+  EXPECT_EQ(m->results->width, 400);
+  EXPECT_EQ(m->results->height, 600);
+  const std::vector<vision::Detection>& scaled = (*want)[0].detections;
+  expectSameDetections(m->results->objects, scaled, "through videoscale");
 
   // A copy of the buffer has its own copy of the results.
   GstBuffer* copy = gst_buffer_copy(out);
@@ -445,6 +444,67 @@ TEST(EdgeInfer, MetaIsCopiedAndScaledWithTheFrame) {
   mc->results->objects.clear();
   EXPECT_EQ(m->results->objects.size(), scaled.size());
   gst_buffer_unref(copy);
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+}
+
+// An element that copies each frame into a new buffer with GstBaseTransform's default meta
+// policy (copy the metas without tags), as cudadownload does after `nvh264dec ! edgeinfer`.
+struct CopyTransform {
+  GstBaseTransform parent;
+};
+struct CopyTransformClass {
+  GstBaseTransformClass parent;
+};
+G_DEFINE_TYPE(CopyTransform, copy_transform, GST_TYPE_BASE_TRANSFORM)
+GstFlowReturn copyTransformFrame(GstBaseTransform*, GstBuffer* in, GstBuffer* out) {
+  GstMapInfo a, b;
+  if (!gst_buffer_map(in, &a, GST_MAP_READ)) return GST_FLOW_ERROR;
+  if (!gst_buffer_map(out, &b, GST_MAP_WRITE)) {
+    gst_buffer_unmap(in, &a);
+    return GST_FLOW_ERROR;
+  }
+  memcpy(b.data, a.data, std::min(a.size, b.size));
+  gst_buffer_unmap(out, &b);
+  gst_buffer_unmap(in, &a);
+  return GST_FLOW_OK;
+}
+gboolean copyTransformSize(GstBaseTransform*, GstPadDirection, GstCaps*, gsize size, GstCaps*,
+                           gsize* othersize) {
+  *othersize = size;
+  return TRUE;
+}
+void copy_transform_class_init(CopyTransformClass* klass) {
+  auto* element = GST_ELEMENT_CLASS(klass);
+  static GstStaticPadTemplate sink =
+      GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+  static GstStaticPadTemplate src =
+      GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+  gst_element_class_add_static_pad_template(element, &sink);
+  gst_element_class_add_static_pad_template(element, &src);
+  gst_element_class_set_static_metadata(element, "copy", "Filter", "copies frames", "tests");
+  auto* bt = GST_BASE_TRANSFORM_CLASS(klass);
+  bt->transform = copyTransformFrame;
+  bt->transform_size = copyTransformSize;  // transform_meta: GstBaseTransform's default
+}
+void copy_transform_init(CopyTransform*) {}
+
+TEST(EdgeInfer, MetaSurvivesAFrameCopyWithTheDefaultMetaPolicy) {
+  EI_SKIP_WITHOUT_MODEL_AND_MEDIA();
+  gst_element_register(nullptr, "edgeinfertestcopy", GST_RANK_NONE, copy_transform_get_type());
+  const Frame frame = makeFrame(photo("kphotoalbum/anne_helene.ppm"), GST_VIDEO_FORMAT_NV12, false);
+  auto want = sdkModel(blazeFace("model.json")).infer({frame.view()});
+  ASSERT_TRUE(want.ok());
+  ASSERT_FALSE((*want)[0].detections.empty());
+  GstHarness* h = gst_harness_new_parse(
+      ("edgeinfer " + props(blazeFace("model.json")) + " ! edgeinfertestcopy").c_str());
+  gst_harness_set_src_caps(h, frame.caps());
+  GstBuffer* out = pushPull(h, frame);
+  ASSERT_NE(out, nullptr);
+  const EdgeInferMeta* m = eg::findMeta(out, 1);
+  ASSERT_NE(m, nullptr) << "a frame copy with GstBaseTransform's default policy dropped the meta "
+                           "(as cudadownload would)";
+  expectSameDetections(m->results->objects, (*want)[0].detections, "after the copy");
   gst_buffer_unref(out);
   gst_harness_teardown(h);
 }

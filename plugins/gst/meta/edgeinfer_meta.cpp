@@ -59,7 +59,12 @@ gboolean metaTransform(GstBuffer* dest, GstMeta* meta, GstBuffer* /*src*/, GQuar
 
 GType edgeinfer_meta_api_get_type(void) {
   static GType type = 0;
-  static const gchar* tags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_SIZE_STR, nullptr};
+  // No tags: GstBaseTransform's default (cudadownload, and most elements that copy frames
+  // without looking at metas) copies only metas without tags, and the results must survive
+  // the download from CUDA memory. The results record the frame size they refer to, so a
+  // consumer of a scaled frame fits them (edgeoverlay does); an element that asks for the
+  // scale transform still gets the results scaled (metaTransform).
+  static const gchar* tags[] = {nullptr};
   if (g_once_init_enter(&type)) {
     GType t = gst_meta_api_type_register("EdgeInferMetaAPI", tags);
     g_once_init_leave(&type, t);

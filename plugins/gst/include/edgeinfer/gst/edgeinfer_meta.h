@@ -12,10 +12,12 @@
 // element's `unique-id` property). A secondary classifier (`edgeinfer infer-on-id=<detector's
 // unique-id>`) adds no meta of its own for classifications: it appends an ObjectClassification
 // to each object of the detector's meta it classified. Coordinates are in pixels of the buffer
-// the meta is attached to: when a buffer is copied the meta is copied, and when videoscale /
-// videoconvertscale scales a frame the meta's boxes and keypoints are scaled with it (the meta
-// API carries the "video" and "size" tags for that); elements that change the frame in other
-// ways drop it.
+// of the frame whose size Results::width/height record: when a buffer is copied the meta is
+// copied, including by elements that copy frames without knowing the meta (cudadownload:
+// the meta API has no tags, since GstBaseTransform's default drops tagged metas). An element
+// that scales the frame (videoscale) copies the results unscaled, still recording the size
+// they refer to: consumers scale them to the frame they get (edgeoverlay does). A
+// transformation that asks for the scale transform gets them scaled.
 //
 // The meta lives in its own small shared library (libedgeinfer-gstmeta.so) so that the plugin
 // and applications share one registration of the meta type.
