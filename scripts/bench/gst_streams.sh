@@ -22,10 +22,13 @@
 #
 #   scripts/bench/gst_streams.sh [-n STREAMS] [-m MODES] [CLIP.mp4]
 #
-# CLIP: an H.264 MP4 (default: the 1080p phone clip of Debian's forensics-samples-files when
+# CLIP: an H.264 MP4 or Annex B elementary stream (.h264/.264: several copies of one `cat`
+# together make a long clip without re-encoding) (default: the 1080p phone clip of Debian's forensics-samples-files when
 # installed, else kphotoalbum's webcam footage from scripts/fetch_media.sh transcoded to H.264
 # into build/bench/). EDGEINFER_BUILD_DIR (default build/release), EDGEINFER_CONFIG (default
-# models/blazeface/model.json), EDGEINFER_BACKEND (default auto), REALTIME_FPS (default 30).
+# models/blazeface/model.json), EDGEINFER_BACKEND (default auto), EDGEINFER_BATCH (the engine's
+# batch, default STREAMS: one engine call per batch; smaller, one engine serves every N),
+# REALTIME_FPS (default 30).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../pipelines/common.sh"
 
@@ -42,6 +45,7 @@ shift $((OPTIND - 1))
 config=${EDGEINFER_CONFIG:-$models/blazeface/model.json}
 backend=${EDGEINFER_BACKEND:-auto}
 realtime=${REALTIME_FPS:-30}
+batch=${EDGEINFER_BATCH:-$streams}  # the engine's batch; a batch of more frames runs in passes
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -72,12 +76,13 @@ else
   decoder="decodebin ! videoconvert"
 fi
 parse="qtdemux ! h264parse !"
+case $clip in *.h264 | *.264) parse="h264parse !" ;; esac  # an Annex B elementary stream
 [ "$decoder" = "decodebin ! videoconvert" ] && parse=""
 sink="edgemetasink sync=false async=false"
 
 gpu="none"
 command -v nvidia-smi >/dev/null && gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 || true)
-echo "clip $clip, $streams streams, decoder $decoder, model $config (backend $backend)"
+echo "clip $clip, $streams streams, decoder $decoder, model $config (backend $backend, engine batch $batch)"
 echo "machine: $(nproc) CPU cores, GPU: ${gpu:-none}; build $build"
 
 # run MODE: the pipeline of MODE; prints one table row.
@@ -94,7 +99,7 @@ run() {
   done
   case $mode in
     mux) desc+=(edgemux name=m ! edgedemux name=d) ;;
-    infer) desc+=(edgemux name=m ! edgeinfer config="$config" backend="$backend" batch-size="$streams" !
+    infer) desc+=(edgemux name=m ! edgeinfer config="$config" backend="$backend" batch-size="$batch" !
       edgedemux name=d) ;;
   esac
   local t0 t1 out

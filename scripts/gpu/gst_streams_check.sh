@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (device tool, carry [".devcarry-gst"]): the main job and the
+# streams-per-GPU benchmark through GStreamer. .devcarry-gst holds bundle.tar.xz
+# (bundle-runtime.sh of the plugin, the meta library, gst-launch/inspect/typefind and the Debian
+# plugins the pipelines use), models/ (BlazeFace), the 1080p phone clip as an H.264 MP4 and as
+# an Annex B stream (phone.h264), and, when an earlier run left one, cache/ (a timing cache of
+# this kind of GPU, so the engines build from it). STEPS (default "demo streams"):
+#   demo     scripts/demo.sh's GPU path (BACKEND=gpu: nvh264dec -> edgeinfer in CUDA memory)
+#            on the phone clip, setup/build/fetch skipped (the bundle is the build)
+#   streams  scripts/bench/gst_streams.sh for each N in STREAMS (default "1 16 64"), on
+#            COPIES concatenated copies of the clip (default 8: 328 frames a stream),
+#            modes MODES (default decode,mux,infer), engine batch EDGEINFER_BATCH (default 16)
+# The timing cache and the engine cache are copied back to $OUT.
+set -uo pipefail
+out=${OUT:-/tmp/out}
+repo=$PWD  # (env.sh sets $here)
+mkdir -p "$out" /tmp/eg
+tar -xJf .devcarry-gst/bundle.tar.xz -C /tmp/eg
+# shellcheck source=/dev/null
+source /tmp/eg/.bundle-gst/env.sh
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib:$LD_LIBRARY_PATH
+export GST_REGISTRY=/tmp/eg/registry.bin XDG_CACHE_HOME=/tmp/eg/xdg
+# A build folder as the scripts expect it, made of the bundle's files.
+build=/tmp/eg/build
+mkdir -p "$build/plugins/gst" "$build/lib" "$XDG_CACHE_HOME"
+ln -sf /tmp/eg/.bundle-gst/gst/libgstedgeinfer.so "$build/plugins/gst/"
+ln -sf /tmp/eg/.bundle-gst/lib/libedgeinfer-gstmeta.so "$build/lib/"
+[ -x /tmp/eg/.bundle-gst/bin/edgeinfer ] && ln -sf /tmp/eg/.bundle-gst/bin/edgeinfer "$build/"
+[ -d .devcarry-gst/cache ] && cp -r .devcarry-gst/cache/. "$XDG_CACHE_HOME/"
+config=$repo/.devcarry-gst/models/blazeface/model_back.json
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+for step in ${STEPS:-demo streams}; do
+  case $step in
+    demo)
+      echo "== demo (GPU path)"
+      SKIP_SETUP=1 SKIP_BUILD=1 SKIP_FETCH=1 BUILD_DIR=$build OUT_DIR=$out/demo BACKEND=gpu \
+        VIDEO=$repo/.devcarry-gst/VID_20191220_170832.mp4 MODEL=$config \
+        timeout -k 5 "${DEMO_TIMEOUT_S:-300}" scripts/demo.sh >"$out/demo.log" 2>&1
+      echo "demo rc=$?"
+      grep -vE "^(Setting|Pipeline|Prerolling|Redistribute|New clock|Got EOS|Execution|Freeing|Waiting|Got context|Progress)" \
+        "$out/demo.log" | tail -n 16
+      ;;
+    streams)
+      clip=/tmp/eg/long.h264
+      for _ in $(seq "${COPIES:-8}"); do cat .devcarry-gst/phone.h264; done >"$clip"
+      for n in ${STREAMS:-1 16 64}; do
+        echo "== $n streams"
+        nvidia-smi --query-gpu=utilization.gpu,utilization.decoder --format=csv,noheader,nounits \
+          -lms 250 >"$out/util_$n.csv" 2>/dev/null &
+        sampler=$!
+        EDGEINFER_BUILD_DIR=$build EDGEINFER_CONFIG=$config EDGEINFER_BACKEND=gpu \
+          EDGEINFER_BATCH=${EDGEINFER_BATCH:-16} timeout -k 5 "${STREAM_TIMEOUT_S:-400}" \
+          scripts/bench/gst_streams.sh -n "$n" -m "${MODES:-decode,mux,infer}" "$clip" 2>&1 |
+          tee "$out/streams_$n.txt" | tail -n 6
+        kill "$sampler" 2>/dev/null
+        # Busiest quarter-seconds of the whole run (both modes): GPU (SM) and NVDEC utilisation.
+        sort -t, -k2 -n -r "$out/util_$n.csv" | head -n 1 | sed 's/^/   peak GPU %, NVDEC %: /'
+      done
+      ;;
+  esac
+done
+nvidia-smi --query-gpu=utilization.gpu,utilization.decoder,memory.used --format=csv
+mkdir -p "$out/cache" && cp -r "$XDG_CACHE_HOME"/. "$out/cache/" 2>/dev/null
+du -sh "$out/cache"
