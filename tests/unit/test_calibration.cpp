@@ -24,6 +24,7 @@
 #include "kernels/ref/ref_kernels.h"
 #include "quant/qdq.h"
 #include "test_model.h"
+#include "test_paths.h"
 
 namespace edgeinfer {
 namespace {
@@ -466,22 +467,10 @@ TEST(Calibrate, BadOptions_n) {
   EXPECT_EQ(calibrate(model, *src, opt).status().code(), ErrorCode::kInvalidArgument);
 }
 
-bool exists(const std::string& p) {
-  struct stat st {};
-  return stat(p.c_str(), &st) == 0;
-}
-std::string repoRoot() {
-  std::string root = EDGEINFER_TEST_DATA_DIR;  // <repo>/tests/data
-  return root.substr(0, root.size() - std::string("/tests/data").size());
-}
-std::string mediaDir() {
-  if (const char* e = std::getenv("EDGEINFER_MEDIA_DIR")) return e;
-  return EDGEINFER_TEST_MEDIA_DIR;
-}
-std::string modelsDir() {
-  if (const char* e = std::getenv("EDGEINFER_MODELS_DIR")) return e;
-  return repoRoot() + "/models";
-}
+using test::exists;
+using test::mediaDir;
+using test::modelsDir;
+using test::repoRoot;
 
 // ---- Data sources ----------------------------------------------------------------------------
 

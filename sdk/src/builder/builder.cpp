@@ -163,26 +163,12 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
   return std::unique_ptr<Engine>(new runtime::GraphEngine(std::move(g), std::move(info)));
 }
 
-Expected<std::string> readFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status(ErrorCode::kNotFound, "cannot open model file '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return Status(ErrorCode::kIoError, "reading '" + path + "' failed");
-  return ss.str();
-}
-
-std::string dirOf(const std::string& path) {
-  const auto pos = path.find_last_of('/');
-  return pos == std::string::npos ? std::string(".") : path.substr(0, pos);
-}
-
 }  // namespace
 
 Expected<std::unique_ptr<Engine>> Builder::buildFromFile(const std::string& path,
                                                          const BuilderConfig& cfg) {
-  EI_ASSIGN_OR_RETURN(std::string bytes, readFile(path));
-  auto e = buildFromBytes(bytes, cfg, dirOf(path));
+  EI_ASSIGN_OR_RETURN(std::string bytes, builder::readModelFile(path));
+  auto e = buildFromBytes(bytes, cfg, builder::modelDir(path));
   if (!e.ok()) return e.status().withContext("'" + path + "'");
   return e;
 }
@@ -194,7 +180,7 @@ Expected<std::unique_ptr<Engine>> Builder::buildFromBuffer(const void* data, siz
 
 Expected<std::string> Builder::inspect(const std::string& path, const BuilderConfig& cfg) {
   onnx_import::ImportOptions io;
-  io.externalDataDir = cfg.externalDataDir.empty() ? dirOf(path) : cfg.externalDataDir;
+  io.externalDataDir = cfg.externalDataDir.empty() ? builder::modelDir(path) : cfg.externalDataDir;
   io.maxTensorBytes = cfg.maxTensorBytes;
   io.allowNonFiniteWeights = cfg.allowNonFiniteWeights;
   EI_ASSIGN_OR_RETURN(graph::Graph g, onnx_import::importFromFile(path, io));
@@ -209,6 +195,20 @@ Expected<std::string> Builder::inspect(const std::string& path, const BuilderCon
 }  // namespace edgeinfer
 
 namespace edgeinfer::builder {
+
+Expected<std::string> readModelFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status(ErrorCode::kNotFound, "cannot open model file '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) return Status(ErrorCode::kIoError, "reading '" + path + "' failed");
+  return ss.str();
+}
+
+std::string modelDir(const std::string& path) {
+  const auto pos = path.find_last_of('/');
+  return pos == std::string::npos ? std::string(".") : path.substr(0, pos);
+}
 
 Expected<graph::Graph> importAndOptimize(const std::string& bytes, const BuilderConfig& cfg,
                                          const std::string& defaultDir) {

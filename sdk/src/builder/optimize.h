@@ -15,4 +15,9 @@ namespace edgeinfer::builder {
 Expected<graph::Graph> importAndOptimize(const std::string& onnxBytes, const BuilderConfig& config,
                                          const std::string& defaultDir);
 
+/// The bytes of a model file: kNotFound when it cannot be opened, kIoError when reading fails.
+Expected<std::string> readModelFile(const std::string& path);
+/// The folder of a model file (".", for a bare name): where its external data lives.
+std::string modelDir(const std::string& path);
+
 }  // namespace edgeinfer::builder

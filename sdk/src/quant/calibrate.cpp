@@ -27,20 +27,6 @@ double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-Expected<std::string> readFileBytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status(ErrorCode::kNotFound, "cannot open model file '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return Status(ErrorCode::kIoError, "reading '" + path + "' failed");
-  return ss.str();
-}
-
-std::string dirOf(const std::string& path) {
-  const auto pos = path.find_last_of('/');
-  return pos == std::string::npos ? std::string(".") : path.substr(0, pos);
-}
-
 /// Accumulates the error of quantized tensors against FP32 ones, per output name.
 class ErrorAccumulator {
  public:
@@ -273,8 +259,8 @@ class Calibration {
     if (opt_.excludeBelowCosine > 1)
       return Status(ErrorCode::kInvalidArgument, "the cosine threshold must be at most 1");
 
-    EI_ASSIGN_OR_RETURN(std::string bytes, readFileBytes(onnxPath));
-    auto g = builder::importAndOptimize(bytes, opt_.builder, dirOf(onnxPath));
+    EI_ASSIGN_OR_RETURN(std::string bytes, builder::readModelFile(onnxPath));
+    auto g = builder::importAndOptimize(bytes, opt_.builder, builder::modelDir(onnxPath));
     if (!g.ok()) return g.status().withContext("'" + onnxPath + "'");
     graph_ = std::move(g).value();
     layers_ = quant::findQuantizableLayers(graph_);

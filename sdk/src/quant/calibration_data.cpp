@@ -126,19 +126,26 @@ Expected<Tensor> loadImage(const std::string& path, const vision::PreprocessConf
   return preprocessOne(frame.view, cfg);
 }
 
-class ImageFolderSource final : public CalibrationSource {
+/// A folder of sample files, one sample each: images through the model's preprocessing, or
+/// raw .npy tensors. A file that does not load is skipped with one warning.
+class FolderSource final : public CalibrationSource {
  public:
-  ImageFolderSource(std::string dir, std::vector<std::string> files, CalibrationDataOptions opt)
-      : dir_(std::move(dir)), files_(std::move(files)), opt_(std::move(opt)) {}
+  enum class Kind { kImages, kTensors };
+  FolderSource(Kind kind, std::string dir, std::vector<std::string> files,
+               CalibrationDataOptions opt)
+      : kind_(kind), dir_(std::move(dir)), files_(std::move(files)), opt_(std::move(opt)) {}
 
   std::string describe() const override {
-    return std::to_string(files_.size()) + " image file(s) in '" + dir_ + "'";
+    return std::to_string(files_.size()) +
+           (kind_ == Kind::kImages ? " image file(s) in '" : " .npy file(s) in '") + dir_ + "'";
   }
   int64_t expectedSamples() const override {
     const auto n = static_cast<int64_t>(files_.size());
     return opt_.maxImages >= 0 ? std::min(n, opt_.maxImages) : n;
   }
-  std::string preprocessKey() const override { return preprocessHash(opt_.preprocess); }
+  std::string preprocessKey() const override {
+    return kind_ == Kind::kImages ? preprocessHash(opt_.preprocess) : "raw";
+  }
   Status rewind() override {
     pos_ = 0;
     yielded_ = 0;
@@ -150,7 +157,7 @@ class ImageFolderSource final : public CalibrationSource {
   Expected<bool> next(CalibrationSample& sample) override {
     while (pos_ < files_.size() && (opt_.maxImages < 0 || yielded_ < opt_.maxImages)) {
       const std::string path = dir_ + "/" + files_[pos_++];
-      auto t = loadImage(path, opt_.preprocess);
+      auto t = kind_ == Kind::kImages ? loadImage(path, opt_.preprocess) : readNpy(path);
       if (!t.ok()) {
         ++skipped_;
         if (warned_.insert(path).second)
@@ -158,7 +165,8 @@ class ImageFolderSource final : public CalibrationSource {
         continue;
       }
       sample.inputs.clear();
-      sample.inputs.emplace(opt_.inputTensor, std::move(t).value());
+      sample.inputs.emplace(kind_ == Kind::kImages ? opt_.inputTensor : opt_.tensorInput,
+                            std::move(t).value());
       sample.origin = path;
       ++yielded_;
       return true;
@@ -167,6 +175,7 @@ class ImageFolderSource final : public CalibrationSource {
   }
 
  private:
+  Kind kind_;
   std::string dir_;
   std::vector<std::string> files_;
   CalibrationDataOptions opt_;
@@ -223,55 +232,6 @@ class VideoSource final : public CalibrationSource {
   int64_t yielded_ = 0;
 };
 
-class TensorFolderSource final : public CalibrationSource {
- public:
-  TensorFolderSource(std::string dir, std::vector<std::string> files, CalibrationDataOptions opt)
-      : dir_(std::move(dir)), files_(std::move(files)), opt_(std::move(opt)) {}
-
-  std::string describe() const override {
-    return std::to_string(files_.size()) + " .npy file(s) in '" + dir_ + "'";
-  }
-  int64_t expectedSamples() const override {
-    const auto n = static_cast<int64_t>(files_.size());
-    return opt_.maxImages >= 0 ? std::min(n, opt_.maxImages) : n;
-  }
-  std::string preprocessKey() const override { return "raw"; }
-  Status rewind() override {
-    pos_ = 0;
-    yielded_ = 0;
-    skipped_ = 0;
-    return Status::Ok();
-  }
-  int64_t skipped() const override { return skipped_; }
-
-  Expected<bool> next(CalibrationSample& sample) override {
-    while (pos_ < files_.size() && (opt_.maxImages < 0 || yielded_ < opt_.maxImages)) {
-      const std::string path = dir_ + "/" + files_[pos_++];
-      auto t = readNpy(path);
-      if (!t.ok()) {
-        ++skipped_;
-        if (warned_.insert(path).second)
-          log(Severity::kWarning, "calibration: skipping '" + path + "': " + t.status().toString());
-        continue;
-      }
-      sample.inputs.clear();
-      sample.inputs.emplace(opt_.tensorInput, std::move(t).value());
-      sample.origin = path;
-      ++yielded_;
-      return true;
-    }
-    return false;
-  }
-
- private:
-  std::string dir_;
-  std::vector<std::string> files_;
-  CalibrationDataOptions opt_;
-  size_t pos_ = 0;
-  int64_t yielded_ = 0, skipped_ = 0;
-  std::set<std::string> warned_;
-};
-
 }  // namespace
 
 Expected<std::unique_ptr<CalibrationSource>> openImageFolder(const std::string& dir,
@@ -286,7 +246,8 @@ Expected<std::unique_ptr<CalibrationSource>> openImageFolder(const std::string& 
                       std::to_string(names.size()) +
                       " other file(s); images: .jpg .jpeg .png .bmp .webp .tif .tiff .ppm .pgm)");
   EI_RETURN_IF_ERROR(vision::validatePreprocessConfig(opt.preprocess));
-  return std::unique_ptr<CalibrationSource>(new ImageFolderSource(dir, std::move(images), opt));
+  return std::unique_ptr<CalibrationSource>(
+      new FolderSource(FolderSource::Kind::kImages, dir, std::move(images), opt));
 }
 
 Expected<std::unique_ptr<CalibrationSource>> openVideoFile(const std::string& path,
@@ -306,7 +267,8 @@ Expected<std::unique_ptr<CalibrationSource>> openTensorFolder(const std::string&
   if (npy.empty())
     return Status(ErrorCode::kInvalidArgument,
                   "calibration folder '" + dir + "' holds no .npy files");
-  return std::unique_ptr<CalibrationSource>(new TensorFolderSource(dir, std::move(npy), opt));
+  return std::unique_ptr<CalibrationSource>(
+      new FolderSource(FolderSource::Kind::kTensors, dir, std::move(npy), opt));
 }
 
 Expected<std::unique_ptr<CalibrationSource>> openCalibrationData(
