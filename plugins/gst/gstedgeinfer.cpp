@@ -11,17 +11,20 @@
  *     edgeinfer config=models/blazeface/model.json backend=cpu post-messages=true ! fakesink
  *
  * Properties mirror VisionModelOptions / BuilderConfig (vision/vision_model.h, builder.h):
- * config, model, engine-cache-dir, no-engine-cache, precision, batch-size, device-id, backend;
+ * config, model, engine-cache-dir, no-engine-cache, engine, precision, batch-size, device-id,
+ * backend;
  * plus interval, unique-id, infer-on-id, infer-on-class and post-messages. They take effect
  * when the element starts (READY -> PAUSED); post-messages also while playing.
  *
  * Start: reads the model config and builds the engine, or loads it from the engine cache
  * (keyed by the ONNX bytes, backend, precision and device; an engine built for another device
- * or SDK is rebuilt, as VisionModel does), with progress in the log (GST_DEBUG=edgeinfer:4,
- * and edgeinfer-sdk:4 for the SDK's own messages). Every failure (no config property, a config
- * that cannot be read or is wrong, a missing or corrupt model, a config that does not fit the
- * model, backend=gpu without a usable GPU, a bad infer-on-class) posts GST_ELEMENT_ERROR with
- * the SDK's message and fails the state change, so the pipeline stops at once.
+ * or SDK is rebuilt, as VisionModel does; a file given with `engine` is never rebuilt: one
+ * from another device is an error naming both device keys), with progress in the log
+ * (GST_DEBUG=edgeinfer:4, and edgeinfer-sdk:4 for the SDK's own messages). Every failure (no config
+ * property, a config that cannot be read or is wrong, a missing or corrupt model, a config that
+ * does not fit the model, backend=gpu without a usable GPU, a bad infer-on-class) posts
+ * GST_ELEMENT_ERROR with the SDK's message and fails the state change, so the pipeline stops at
+ * once.
  *
  * Frames: video/x-raw in system memory, NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR or GRAY8,
  * any pitch (strides and plane offsets from the buffer's GstVideoMeta). Other formats fail
@@ -101,6 +104,7 @@ enum {
   PROP_CONFIG,
   PROP_MODEL,
   PROP_ENGINE_CACHE_DIR,
+  PROP_ENGINE,
   PROP_NO_ENGINE_CACHE,
   PROP_PRECISION,
   PROP_BATCH_SIZE,
@@ -153,6 +157,7 @@ struct Settings {
   std::string config;
   std::string model;
   std::string engineCacheDir;
+  std::string engine;  // a prebuilt engine file: no build, no cache
   bool noEngineCache = false;
   int precision = PRECISION_FP16;  // VisionModelOptions' default
   int batchSize = 0;
@@ -344,6 +349,7 @@ gboolean edgeInferStart(GstBaseTransform* trans) {
       cfg.precision == PRECISION_FP32 ? edgeinfer::Precision::kFp32 : edgeinfer::Precision::kFp16;
   o.deviceId = cfg.deviceId;
   o.engineCacheDir = cfg.engineCacheDir;
+  o.enginePath = cfg.engine;
   o.noEngineCache = cfg.noEngineCache;
   if (cfg.batchSize > 0) o.builder.dynamicDimDefault = cfg.batchSize;
   GST_INFO_OBJECT(self,
@@ -732,6 +738,9 @@ void edgeInferSetProperty(GObject* object, guint id, const GValue* value, GParam
     case PROP_ENGINE_CACHE_DIR:
       p.engineCacheDir = str();
       break;
+    case PROP_ENGINE:
+      p.engine = str();
+      break;
     case PROP_NO_ENGINE_CACHE:
       p.noEngineCache = g_value_get_boolean(value);
       break;
@@ -783,6 +792,9 @@ void edgeInferGetProperty(GObject* object, guint id, GValue* value, GParamSpec* 
       break;
     case PROP_ENGINE_CACHE_DIR:
       g_value_set_string(value, p.engineCacheDir.c_str());
+      break;
+    case PROP_ENGINE:
+      g_value_set_string(value, p.engine.c_str());
       break;
     case PROP_NO_ENGINE_CACHE:
       g_value_set_boolean(value, p.noEngineCache);
@@ -885,6 +897,14 @@ static void gst_edge_infer_class_init(GstEdgeInferClass* klass) {
                           "Where built engines are kept and reused, keyed by the model's bytes, "
                           "backend, precision and device (empty: $XDG_CACHE_HOME/edgeinfer/"
                           "engines or ~/.cache/edgeinfer/engines)",
+                          nullptr, kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_ENGINE,
+      g_param_spec_string("engine", "Engine file",
+                          "A prebuilt engine (edgeinfer build) to run instead of building one or "
+                          "using the engine cache; an engine built for another device or SDK, "
+                          "from another model, or damaged is an error, never rebuilt (empty: "
+                          "build or use the cache)",
                           nullptr, kReadyFlags));
   g_object_class_install_property(
       gobject, PROP_NO_ENGINE_CACHE,

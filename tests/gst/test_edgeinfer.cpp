@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "builder/engine_format.h"
 #include "edgeinfer/engine.h"
 #include "edgeinfer/vision/vision_model.h"
 #include "gst_test_util.h"
@@ -709,6 +710,68 @@ TEST(EdgeInferErrors, GpuBackendWithoutAGpu_n) {
   if (edgeinfer::gpuUsable(0, &why)) GTEST_SKIP() << "a GPU is usable here";
   expectFails(pipe("config=" + blazeFace("model.json") + " backend=gpu no-engine-cache=true"), "ei",
               {"cannot load the model", "no GPU is usable", why});
+}
+
+/// An engine file of `config` (CPU), built into `dir` through the SDK's engine cache.
+std::string engineFileOf(const std::string& config, const std::string& dir) {
+  vision::VisionModelOptions o;
+  o.backend = edgeinfer::Backend::kCpu;
+  o.engineCacheDir = dir;
+  auto m = vision::VisionModel::load(config, o);
+  EXPECT_TRUE(m.ok()) << m.status().toString();
+  if (!m.ok()) return {};
+  const std::string src = (*m)->engineSource();
+  const size_t at = src.find("saved to ");
+  return at == std::string::npos ? std::string() : src.substr(at + 9);
+}
+
+TEST(EdgeInfer, EnginePropertyRunsThatEngine) {
+  EI_SKIP_WITHOUT_MODEL_AND_MEDIA();
+  edgeinfer::test::TempDir dir;
+  const std::string engine = engineFileOf(blazeFace("model.json"), dir.path());
+  ASSERT_FALSE(engine.empty());
+  const Frame frame = makeFrame(photo("kphotoalbum/anne_helene.ppm"), GST_VIDEO_FORMAT_RGBA, false);
+  auto want = sdkModel(blazeFace("model.json")).infer({frame.view()});
+  ASSERT_TRUE(want.ok());
+  GstHarness* h = harnessFor("edgeinfer", "config=" + blazeFace("model.json") +
+                                              " engine=" + engine + " no-engine-cache=true");
+  ASSERT_NE(h, nullptr);
+  gst_harness_set_src_caps(h, frame.caps());
+  GstBuffer* out = pushPull(h, frame);
+  ASSERT_NE(out, nullptr);
+  expectSameDetections(eg::findMeta(out, 1)->results->objects, (*want)[0].detections, "engine");
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+}
+
+TEST(EdgeInferErrors, EngineOfAnotherDevice_n) {
+  if (!exists(blazeFace("model.json"))) GTEST_SKIP() << "run models/fetch.sh blazeface";
+  edgeinfer::test::TempDir dir;
+  const std::string engine = engineFileOf(blazeFace("model.json"), dir.path());
+  ASSERT_FALSE(engine.empty());
+  std::ifstream in(engine, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  auto parts = edgeinfer::builder::decodeEngine(bytes.data(), bytes.size());
+  ASSERT_TRUE(parts.ok()) << parts.status().toString();
+  edgeinfer::EngineInfo info = parts->info;
+  info.deviceKey = "NVIDIA_Jetson_AGX_Orin-sm87-16sm-0badc0de";
+  auto foreign = edgeinfer::builder::encodeEngine(parts->graph, info, parts->plan);
+  ASSERT_TRUE(foreign.ok());
+  const std::string path =
+      dir.write("foreign.engine", std::string(foreign->begin(), foreign->end()));
+  expectFails(pipe("config=" + blazeFace("model.json") + " engine=" + path), "ei",
+              {"cannot load the model", "foreign.engine", "built for device",
+               "NVIDIA_Jetson_AGX_Orin-sm87-16sm-0badc0de"});
+}
+
+TEST(EdgeInferErrors, EngineFileMissingOrDamaged_n) {
+  if (!exists(blazeFace("model.json"))) GTEST_SKIP() << "run models/fetch.sh blazeface";
+  edgeinfer::test::TempDir dir;
+  expectFails(pipe("config=" + blazeFace("model.json") + " engine=" + dir.file("none.engine")),
+              "ei", {"cannot load the model", "none.engine"});
+  const std::string cut = dir.write("cut.engine", "EIENGINE\x01\x00");
+  expectFails(pipe("config=" + blazeFace("model.json") + " engine=" + cut), "ei",
+              {"cannot load the model", "cut.engine"});
 }
 
 TEST(EdgeInferErrors, BadInferOnClass_n) {

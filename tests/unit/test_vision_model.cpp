@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -19,29 +20,16 @@
 #if EDGEINFER_HAVE_CUDA
 #include "tactic_test_util.h"
 #endif
+#include "builder/engine_format.h"
+#include "test_paths.h"
 
 namespace edgeinfer::vision {
 namespace {
 
-bool exists(const std::string& p) {
-  struct stat st {};
-  return stat(p.c_str(), &st) == 0;
-}
-
-std::string repoRoot() {
-  std::string root = EDGEINFER_TEST_DATA_DIR;  // <repo>/tests/data
-  return root.substr(0, root.size() - std::string("/tests/data").size());
-}
-
-std::string mediaDir() {
-  if (const char* e = std::getenv("EDGEINFER_MEDIA_DIR")) return e;
-  return EDGEINFER_TEST_MEDIA_DIR;
-}
-
-std::string modelsDir() {
-  if (const char* e = std::getenv("EDGEINFER_MODELS_DIR")) return e;
-  return repoRoot() + "/models";
-}
+using test::exists;
+using test::mediaDir;
+using test::modelsDir;
+using test::repoRoot;
 
 // A binary PPM (P6, maxval 255) as an RGB frame.
 struct Image {
@@ -171,6 +159,98 @@ TEST(VisionModel, EngineCacheIsReusedAndRebuiltWhenStale) {
   auto third = VisionModel::load(blazeFaceConfig("model.json"), cpuOptions(dir));
   ASSERT_TRUE(third.ok()) << third.status().toString();
   EXPECT_NE((*third)->engineSource().find("built"), std::string::npos);
+}
+
+// ---- A prebuilt engine file (VisionModelOptions::enginePath): that engine or an error ----------
+
+/// The engine file the engine cache holds after a CPU load of `config` in a fresh directory.
+std::string cachedEngineOf(const std::string& config) {
+  auto m = VisionModel::load(config, cpuOptions(tempDir("prebuilt")));
+  EXPECT_TRUE(m.ok()) << m.status().toString();
+  if (!m.ok()) return {};
+  const std::string src = (*m)->engineSource();
+  const size_t at = src.find("saved to ");
+  EXPECT_NE(at, std::string::npos) << src;
+  return at == std::string::npos ? std::string() : src.substr(at + 9);
+}
+
+TEST(VisionModel, PrebuiltEngineFileRunsAsIs) {
+  SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
+  const std::string engine = cachedEngineOf(blazeFaceConfig("model_back.json"));
+  ASSERT_FALSE(engine.empty());
+  VisionModelOptions o;
+  o.enginePath = engine;
+  o.noEngineCache = true;
+  auto model = VisionModel::load(blazeFaceConfig("model_back.json"), o);
+  ASSERT_TRUE(model.ok()) << model.status().toString();
+  EXPECT_EQ((*model)->engineSource(), "loaded from " + engine);
+  auto reference =
+      VisionModel::load(blazeFaceConfig("model_back.json"), cpuOptions(tempDir("reference")));
+  ASSERT_TRUE(reference.ok());
+  Image img;
+  ASSERT_TRUE(readPpm(mediaDir() + "/faces/2008_002506.ppm", img));
+  auto a = (*model)->infer({img.view()});
+  auto b = (*reference)->infer({img.view()});
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ((*a)[0].detections.size(), (*b)[0].detections.size());
+  ASSERT_FALSE((*a)[0].detections.empty());
+  for (size_t i = 0; i < (*a)[0].detections.size(); ++i)
+    EXPECT_EQ((*a)[0].detections[i].box.x1, (*b)[0].detections[i].box.x1);
+}
+
+TEST(VisionModel, PrebuiltEngineProblemsAreErrorsNeverRebuilds_n) {
+  SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
+  const std::string engine = cachedEngineOf(blazeFaceConfig("model_back.json"));
+  ASSERT_FALSE(engine.empty());
+  std::ifstream in(engine, std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 100u);
+  const std::string dir = tempDir("bad-engines");
+  const auto write = [&](const std::string& name, const std::vector<uint8_t>& b) {
+    std::ofstream(dir + "/" + name, std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    return dir + "/" + name;
+  };
+  // Built for another device: the header's device key rewritten, everything else intact.
+  auto parts = builder::decodeEngine(bytes.data(), bytes.size());
+  ASSERT_TRUE(parts.ok()) << parts.status().toString();
+  EngineInfo other = parts->info;
+  other.deviceKey = "Jetson_AGX_Orin-sm87-16sm-0badc0de";
+  auto foreign = builder::encodeEngine(parts->graph, other, parts->plan);
+  ASSERT_TRUE(foreign.ok());
+  const std::vector<uint8_t> truncated(bytes.begin(), bytes.begin() + bytes.size() / 2);
+  const struct {
+    std::string path, config;
+    Backend backend;
+    ErrorCode code;
+    std::string expect;
+  } cases[] = {
+      {write("foreign.engine", *foreign), "model_back.json", Backend::kAuto,
+       ErrorCode::kDeviceMismatch, "Jetson_AGX_Orin-sm87-16sm-0badc0de"},
+      {write("truncated.engine", truncated), "model_back.json", Backend::kAuto,
+       ErrorCode::kCorruptFile, "truncated.engine"},
+      {dir + "/missing.engine", "model_back.json", Backend::kAuto, ErrorCode::kNotFound,
+       "missing.engine"},
+      // The back model's engine with the front model's config: another model's bytes.
+      {engine, "model.json", Backend::kAuto, ErrorCode::kInvalidArgument, "other ONNX bytes"},
+      {engine, "model_back.json", Backend::kCuda, ErrorCode::kInvalidArgument,
+       "backend cuda was asked for"},
+  };
+  for (const auto& c : cases) {
+    VisionModelOptions o;
+    o.enginePath = c.path;
+    o.backend = c.backend;
+    o.engineCacheDir = dir;  // must stay untouched: nothing is rebuilt
+    auto m = VisionModel::load(blazeFaceConfig(c.config), o);
+    ASSERT_FALSE(m.ok()) << c.path;
+    EXPECT_EQ(m.status().code(), c.code) << m.status().toString();
+    EXPECT_NE(m.status().message().find(c.expect), std::string::npos) << m.status().toString();
+  }
+  // Nothing was built into the cache directory: only the two files this test wrote are there.
+  int entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) entries += e.exists() ? 1 : 0;
+  EXPECT_EQ(entries, 2) << "an engine was built into " << dir;
 }
 
 // ---- Regions (a secondary model on a detector's boxes) ------------------------------------

@@ -290,6 +290,34 @@ std::unique_ptr<Engine> loadCached(const std::string& path, const std::string& h
   return std::move(*e);
 }
 
+/// VisionModelOptions::enginePath: that engine or an error, never a rebuild.
+Expected<std::unique_ptr<VisionModel>> fromEngineFile(
+    const ModelConfig& config, const VisionModelOptions& options,
+    const Expected<std::vector<uint8_t>>& modelBytes) {
+  EI_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::load(options.enginePath));
+  if (options.backend != Backend::kAuto && options.backend != engine->info().backend)
+    return Status(ErrorCode::kInvalidArgument, "engine '" + options.enginePath + "' runs on the " +
+                                                   backendName(engine->info().backend) +
+                                                   " backend, but backend " +
+                                                   backendName(options.backend) + " was asked for");
+  if (modelBytes.ok()) {
+    const std::string hash = builder::fnv1aHex(modelBytes->data(), modelBytes->size());
+    if (engine->info().modelHash != hash)
+      return Status(ErrorCode::kInvalidArgument,
+                    "engine '" + options.enginePath + "' was built from other ONNX bytes (model " +
+                        "hash " + engine->info().modelHash + ") than " + config.modelPath +
+                        " (hash " + hash + "): build it from this model");
+  } else {
+    log(Severity::kInfo, config.name + ": " + config.modelPath +
+                             " is not readable; the engine's model is not checked against it");
+  }
+  const std::string source = "loaded from " + options.enginePath;
+  log(Severity::kInfo, config.name + ": engine " + source);
+  auto model = std::make_unique<VisionModelImpl>(config, std::move(engine), source);
+  EI_RETURN_IF_ERROR(model->init(options));
+  return std::unique_ptr<VisionModel>(std::move(model));
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<VisionModel>> VisionModel::load(const std::string& configPath,
@@ -307,6 +335,7 @@ Expected<std::unique_ptr<VisionModel>> VisionModel::create(const ModelConfig& co
   bc.deviceId = options.deviceId;
   if (bc.dynamicDimDefault < 0) bc.dynamicDimDefault = 1;  // e.g. a dynamic batch: 1
   auto bytes = readFile(config.modelPath);
+  if (!options.enginePath.empty()) return fromEngineFile(config, options, bytes);
   if (!bytes.ok())
     return Status(bytes.status().code(),
                   (config.sourcePath.empty() ? config.name : config.sourcePath) +

@@ -36,6 +36,12 @@ struct VisionModelOptions {
   std::string engineCacheDir;
   /// Do not read or write the engine cache.
   bool noEngineCache = false;
+  /// A prebuilt engine file (`edgeinfer build`) to run instead of building one or using the
+  /// cache. Nothing is rebuilt for it: an engine built for another device (kDeviceMismatch,
+  /// naming both device keys) or SDK, a damaged file, or an engine built from other ONNX bytes
+  /// than the config's model (kInvalidArgument, naming both hashes; checked when the model
+  /// file is there) fails the load.
+  std::string enginePath;
   /// Builder settings besides backend/precision/deviceId (timing cache, passes ...).
   BuilderConfig builder;
 };
