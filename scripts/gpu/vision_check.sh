@@ -13,6 +13,11 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/sit
 # carried with the device tool's carry [".devcarry"]; see docs/performance.md, "Vision on the GPU".
 if [ -f .devcarry/bundle.tar.xz ]; then
   mkdir -p /tmp/ei && tar -xJf .devcarry/bundle.tar.xz -C /tmp/ei
+  # Programs newer than the bundle: .devcarry/fresh/<program>.xz replace the bundle's.
+  for f in .devcarry/fresh/*.xz; do
+    [ -f "$f" ] || continue
+    xz -dc "$f" >"/tmp/ei/.bundle/bin/$(basename "$f" .xz)" && chmod +x "/tmp/ei/.bundle/bin/$(basename "$f" .xz)"
+  done
   # shellcheck source=/dev/null
   source /tmp/ei/.bundle/env.sh
   export EDGEINFER_MEDIA_DIR=$PWD/.devcarry/media EDGEINFER_MODELS_DIR=$PWD/.devcarry/models
@@ -31,6 +36,7 @@ timeout -k 5 "${UNIT_TIMEOUT_S:-200}" edgeinfer_unit_tests --gtest_brief=1 \
 unit_rc=$?
 grep -E "^\[  (PASSED|FAILED) |tests? from .* ran|^\[  FAILED  \]" "$out/unit_tests.log" | tail -n 30
 echo "skipped: $(grep -c '^\[  SKIPPED \] ' "$out/unit_tests.log")"
+[ -n "${UNIT_ONLY:-}" ] && exit "$unit_rc"
 echo "== vision benchmarks"
 {
   edgeinfer bench-vision preprocess --batch 8 --fp16
