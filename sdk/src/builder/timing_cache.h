@@ -14,6 +14,8 @@
 //   offset 8   u32 format version         (kTimingCacheFormatVersion)
 //   offset 12  u32 body length B
 //   offset 16  body: B bytes of JSON      {"device_key", "sdk_version", "entries": [...]}
+//              (an entry: "signature", "chosen", "tactics" (the table) and, optionally,
+//              "states": {tactic id: serialized state}; see TimingEntry)
 //   last 4     u32 CRC-32 (zlib) of every byte before it
 //
 // All integers little-endian. Entries are written sorted by signature and every table
