@@ -298,6 +298,36 @@ std::string describe(const Outcome& o) {
   return s;
 }
 
+void expectSameDetections(const std::vector<edgeinfer::gst::Object>& got,
+                          const std::vector<edgeinfer::vision::Detection>& want,
+                          const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const edgeinfer::vision::Detection& g = got[i].detection;
+    const edgeinfer::vision::Detection& w = want[i];
+    const std::string at = what + " detection " + std::to_string(i);
+    EXPECT_EQ(g.box.x1, w.box.x1) << at;
+    EXPECT_EQ(g.box.y1, w.box.y1) << at;
+    EXPECT_EQ(g.box.x2, w.box.x2) << at;
+    EXPECT_EQ(g.box.y2, w.box.y2) << at;
+    EXPECT_EQ(g.score, w.score) << at;
+    EXPECT_EQ(g.classId, w.classId) << at;
+    EXPECT_EQ(g.label, w.label) << at;
+    ASSERT_EQ(g.keypoints.size(), w.keypoints.size()) << at;
+    for (size_t k = 0; k < w.keypoints.size(); ++k) {
+      EXPECT_EQ(g.keypoints[k].x, w.keypoints[k].x) << at << " keypoint " << k;
+      EXPECT_EQ(g.keypoints[k].y, w.keypoints[k].y) << at << " keypoint " << k;
+      EXPECT_EQ(g.keypoints[k].score, w.keypoints[k].score) << at << " keypoint " << k;
+    }
+  }
+}
+
+Image photo(const std::string& path) {
+  Image img;
+  EXPECT_TRUE(readPpm(mediaDir() + "/" + path, img)) << path;
+  return img;
+}
+
 }  // namespace eitest
 
 // LeakSanitizer's defaults for this binary, read when a sanitizer build starts (LSAN_OPTIONS in

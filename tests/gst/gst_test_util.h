@@ -45,6 +45,12 @@ struct Image {
   std::vector<uint8_t> rgb;
 };
 bool readPpm(const std::string& path, Image& img);
+/// A test photo, `path` relative to mediaDir() (a test failure when it cannot be read).
+Image photo(const std::string& path);
+/// Every field of every detection of a meta against what the SDK returned, bit for bit.
+void expectSameDetections(const std::vector<edgeinfer::gst::Object>& got,
+                          const std::vector<edgeinfer::vision::Detection>& want,
+                          const std::string& what);
 /// The top-left width x height part of an image.
 Image cropImage(const Image& img, int width, int height);
 

@@ -53,34 +53,6 @@ vision::VisionModel& oracle(const std::string& config, int batch = 0) {
   return *m;
 }
 
-void expectSame(const std::vector<eg::Object>& got, const std::vector<vision::Detection>& want,
-                const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const vision::Detection& g = got[i].detection;
-    const vision::Detection& w = want[i];
-    const std::string at = what + " detection " + std::to_string(i);
-    EXPECT_EQ(g.box.x1, w.box.x1) << at;
-    EXPECT_EQ(g.box.y1, w.box.y1) << at;
-    EXPECT_EQ(g.box.x2, w.box.x2) << at;
-    EXPECT_EQ(g.box.y2, w.box.y2) << at;
-    EXPECT_EQ(g.score, w.score) << at;
-    EXPECT_EQ(g.classId, w.classId) << at;
-    EXPECT_EQ(g.label, w.label) << at;
-    ASSERT_EQ(g.keypoints.size(), w.keypoints.size()) << at;
-    for (size_t k = 0; k < w.keypoints.size(); ++k) {
-      EXPECT_EQ(g.keypoints[k].x, w.keypoints[k].x) << at << " keypoint " << k;
-      EXPECT_EQ(g.keypoints[k].y, w.keypoints[k].y) << at << " keypoint " << k;
-    }
-  }
-}
-
-Image photo(const std::string& path) {
-  Image img;
-  EXPECT_TRUE(readPpm(mediaDir() + "/" + path, img)) << path;
-  return img;
-}
-
 // The photo with its left `part` (0..1) blacked out: a different frame of the same stream.
 Image blackLeft(Image img, double part) {
   const int w = static_cast<int>(img.width * part);
@@ -391,8 +363,8 @@ TEST(MultiStream, EveryStreamGetsItsFramesWithTheSdksResults) {
       EXPECT_EQ(r.height, GST_VIDEO_INFO_HEIGHT(&streams[i].frames[k].info));
       auto want = oracle(config).infer({streams[i].frames[k].view()});
       ASSERT_TRUE(want.ok()) << want.status().toString();
-      expectSame(r.objects, (*want)[0].detections,
-                 "stream " + std::to_string(i) + " frame " + std::to_string(k));
+      expectSameDetections(r.objects, (*want)[0].detections,
+                           "stream " + std::to_string(i) + " frame " + std::to_string(k));
       withFaces += !r.objects.empty();
     }
   }
@@ -452,8 +424,8 @@ TEST(MultiStream, IntervalIsPerStream) {
       EXPECT_EQ(m->results->inferred, k % 2 == 0) << "stream " << i << " frame " << k;
       auto want = oracle(config).infer({streams[i].frames[k - k % 2].view()});
       ASSERT_TRUE(want.ok());
-      expectSame(m->results->objects, (*want)[0].detections,
-                 "stream " + std::to_string(i) + " frame " + std::to_string(k));
+      expectSameDetections(m->results->objects, (*want)[0].detections,
+                           "stream " + std::to_string(i) + " frame " + std::to_string(k));
     }
   }
 }
@@ -492,7 +464,7 @@ TEST(MultiStream, SecondaryClassifierRunsOnEveryStreamsBoxes) {
       ASSERT_NE(m, nullptr);
       auto faces = oracle(config).infer({f.view()});
       ASSERT_TRUE(faces.ok());
-      expectSame(m->results->objects, (*faces)[0].detections, "detector");
+      expectSameDetections(m->results->objects, (*faces)[0].detections, "detector");
       const int w = GST_VIDEO_INFO_WIDTH(&f.info), h = GST_VIDEO_INFO_HEIGHT(&f.info);
       for (size_t d = 0; d < m->results->objects.size(); ++d) {
         const eg::Object& obj = m->results->objects[d];
@@ -550,8 +522,8 @@ TEST(MultiStream, DynamicBatchModelGivesEachFrameItsOwnResults) {
       ASSERT_TRUE(want.ok());
       const EdgeInferMeta* m = eg::findMeta(gst_sample_get_buffer(c.samples[i][k]), 1);
       ASSERT_NE(m, nullptr);
-      expectSame(m->results->objects, (*want)[0].detections,
-                 "stream " + std::to_string(i) + " frame " + std::to_string(k));
+      expectSameDetections(m->results->objects, (*want)[0].detections,
+                           "stream " + std::to_string(i) + " frame " + std::to_string(k));
       boxes += m->results->objects.size();
     }
   }
