@@ -185,6 +185,17 @@ GstFlowReturn demuxChain(GstPad* /*pad*/, GstObject* parent, GstBuffer* buf) {
   return combined;
 }
 
+// Caps that are not edgemux's batches: an error saying where edgedemux belongs.
+void postNotABatch(GstEdgeDemux* self, GstCaps* caps) {
+  gchar* text = gst_caps_to_string(caps);
+  GST_ELEMENT_ERROR(self, STREAM, WRONG_TYPE,
+                    ("edgedemux takes batches (" EDGEINFER_BATCH_CAPS
+                     ") from edgemux, not %s: put edgemux (and edgeinfer) before it",
+                     text),
+                    (nullptr));
+  g_free(text);
+}
+
 gboolean demuxSinkEvent(GstPad* pad, GstObject* parent, GstEvent* event) {
   GstEdgeDemux* self = GST_EDGE_DEMUX(parent);
   DemuxState& s = *self->state;
@@ -203,13 +214,7 @@ gboolean demuxSinkEvent(GstPad* pad, GstObject* parent, GstEvent* event) {
       gst_event_parse_caps(event, &caps);
       const bool ok = eg::isBatchCaps(caps);
       if (!ok) {
-        gchar* text = gst_caps_to_string(caps);
-        GST_ELEMENT_ERROR(self, STREAM, WRONG_TYPE,
-                          ("edgedemux takes batches (" EDGEINFER_BATCH_CAPS
-                           ") from edgemux, not %s: put edgemux (and edgeinfer) before it",
-                           text),
-                          (nullptr));
-        g_free(text);
+        postNotABatch(self, caps);
       }
       gst_event_unref(event);
       return ok;
@@ -255,13 +260,7 @@ gboolean demuxSinkQuery(GstPad* pad, GstObject* parent, GstQuery* query) {
     gst_query_parse_accept_caps(query, &caps);
     const bool ok = eg::isBatchCaps(caps);
     if (!ok && gst_caps_is_fixed(caps)) {
-      gchar* text = gst_caps_to_string(caps);
-      GST_ELEMENT_ERROR(self, STREAM, WRONG_TYPE,
-                        ("edgedemux takes batches (" EDGEINFER_BATCH_CAPS
-                         ") from edgemux, not %s: put edgemux (and edgeinfer) before it",
-                         text),
-                        (nullptr));
-      g_free(text);
+      postNotABatch(self, caps);
     }
     gst_query_set_accept_caps_result(query, ok);
     return TRUE;

@@ -11,51 +11,13 @@
 
 #include "gst_test_util.h"
 #include "test_model.h"
+#include "tiny_models.h"
 
 namespace {
 
 using namespace eitest;
 namespace eg = edgeinfer::gst;
 using edgeinfer::test::TestModel;
-
-// images [1,3,16,16] -> Conv 3->6 (8x8, stride 8) -> [1,6,2,2] -> [1,6,4]: rows 0-3 a box
-// (cx, cy, w, h) around the centre (raw * 0.5 + (8, 8, 10, 10)), rows 4-5 two class scores
-// (sigmoid(raw + 1)): four candidates, one or two boxes after NMS, depending on the pixels.
-struct TinyDetector {
-  edgeinfer::test::TempDir dir;
-  std::string config;
-  TinyDetector() {
-    TestModel m;
-    m.input("images", {1, 3, 16, 16})
-        .randomInitializer("w", {6, 3, 8, 8}, 5, -0.05f, 0.05f)
-        .initializerI64("shape", {3}, {1, 6, 4})
-        .initializerI64("split", {2}, {4, 2})
-        .initializer("half", {1}, {0.5f})
-        .initializer("centre", {1, 4, 1}, {8.f, 8.f, 10.f, 10.f})
-        .initializer("one", {1}, {1.f})
-        .output("output0");
-    auto& conv = m.node("Conv", {"images", "w"}, {"c"});
-    TestModel::attrInts(conv, "kernel_shape", {8, 8});
-    TestModel::attrInts(conv, "strides", {8, 8});
-    m.node("Reshape", {"c", "shape"}, {"r"});
-    auto& split = m.node("Split", {"r", "split"}, {"box", "cls"});
-    TestModel::attr(split, "axis", 1);
-    m.node("Mul", {"box", "half"}, {"b1"});
-    m.node("Add", {"b1", "centre"}, {"boxp"});
-    m.node("Add", {"cls", "one"}, {"c1"});
-    m.node("Sigmoid", {"c1"}, {"clsp"});
-    auto& cat = m.node("Concat", {"boxp", "clsp"}, {"output0"});
-    TestModel::attr(cat, "axis", 1);
-    dir.write("tiny.onnx", m.bytes());
-    config = dir.write("tiny.json", R"({
-      "name": "tiny-detector", "model": "tiny.onnx", "labels": ["a", "b"],
-      "input": {"tensor": "images", "width": 16, "height": 16, "layout": "NCHW",
-                "resize": "stretch", "channels": "RGB", "scale": 0.00392156862745098},
-      "decoder": {"type": "yolov8", "output": "output0", "num_classes": 2,
-                  "score_threshold": 0.25, "iou_threshold": 0.45}
-    })");
-  }
-};
 
 int frameCount() {
   if (const char* e = std::getenv("EDGEINFER_GST_LEAK_FRAMES")) return std::atoi(e);
