@@ -128,16 +128,23 @@ void applyGpuStaticShapes(graph::Graph& g, const BuilderConfig& cfg) {
                                 " are set to 1 (choose with --dynamic-dim N)");
 }
 
+/// The importer's options from the builder's: external data next to the model (`defaultDir`)
+/// unless the config names a folder.
+onnx_import::ImportOptions importOptions(const BuilderConfig& cfg, const std::string& defaultDir) {
+  onnx_import::ImportOptions io;
+  io.externalDataDir = cfg.externalDataDir.empty() ? defaultDir : cfg.externalDataDir;
+  io.maxTensorBytes = cfg.maxTensorBytes;
+  io.allowNonFiniteWeights = cfg.allowNonFiniteWeights;
+  return io;
+}
+
 Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const BuilderConfig& cfg,
                                                  const std::string& defaultDir) {
   EI_ASSIGN_OR_RETURN(Backend backend, resolveBackend(cfg));
   if (cfg.precision != Precision::kFp32 && backend == Backend::kCpu)
     log(Severity::kWarning, std::string("the CPU backend computes in fp32; precision ") +
                                 precisionName(cfg.precision) + " is ignored");
-  onnx_import::ImportOptions io;
-  io.externalDataDir = cfg.externalDataDir.empty() ? defaultDir : cfg.externalDataDir;
-  io.maxTensorBytes = cfg.maxTensorBytes;
-  io.allowNonFiniteWeights = cfg.allowNonFiniteWeights;
+  const onnx_import::ImportOptions io = importOptions(cfg, defaultDir);
   EI_ASSIGN_OR_RETURN(graph::Graph g,
                       onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
   applyDynamicDefault(g, cfg.dynamicDimDefault);
@@ -179,10 +186,7 @@ Expected<std::unique_ptr<Engine>> Builder::buildFromBuffer(const void* data, siz
 }
 
 Expected<std::string> Builder::inspect(const std::string& path, const BuilderConfig& cfg) {
-  onnx_import::ImportOptions io;
-  io.externalDataDir = cfg.externalDataDir.empty() ? builder::modelDir(path) : cfg.externalDataDir;
-  io.maxTensorBytes = cfg.maxTensorBytes;
-  io.allowNonFiniteWeights = cfg.allowNonFiniteWeights;
+  const onnx_import::ImportOptions io = importOptions(cfg, builder::modelDir(path));
   EI_ASSIGN_OR_RETURN(graph::Graph g, onnx_import::importFromFile(path, io));
   applyDynamicDefault(g, cfg.dynamicDimDefault);
   EI_RETURN_IF_ERROR(graph::inferShapes(g, cfg.maxTensorBytes).withContext("'" + path + "'"));
@@ -212,10 +216,7 @@ std::string modelDir(const std::string& path) {
 
 Expected<graph::Graph> importAndOptimize(const std::string& bytes, const BuilderConfig& cfg,
                                          const std::string& defaultDir) {
-  onnx_import::ImportOptions io;
-  io.externalDataDir = cfg.externalDataDir.empty() ? defaultDir : cfg.externalDataDir;
-  io.maxTensorBytes = cfg.maxTensorBytes;
-  io.allowNonFiniteWeights = cfg.allowNonFiniteWeights;
+  const onnx_import::ImportOptions io = importOptions(cfg, defaultDir);
   EI_ASSIGN_OR_RETURN(graph::Graph g,
                       onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
   applyDynamicDefault(g, cfg.dynamicDimDefault);
