@@ -21,9 +21,16 @@ namespace edgeinfer::gst {
 #else
 #define EDGEINFER_INFER_CAPS GST_VIDEO_CAPS_MAKE(EDGEINFER_INFER_FORMATS)
 #endif
-/// edgeoverlay: the formats it draws on, in system memory.
-#define EDGEINFER_OVERLAY_CAPS \
-  GST_VIDEO_CAPS_MAKE("{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }")
+#define EDGEINFER_OVERLAY_FORMATS "{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
+/// edgeoverlay: the formats it draws on, in CUDA memory (drawn on the GPU, overlay_cuda.h) when
+/// the build has GStreamer's CUDA library, and in system memory.
+#if EDGEINFER_GST_CUDA
+#define EDGEINFER_OVERLAY_CAPS                                                      \
+  GST_VIDEO_CAPS_MAKE_WITH_FEATURES("memory:CUDAMemory", EDGEINFER_OVERLAY_FORMATS) \
+  "; " GST_VIDEO_CAPS_MAKE(EDGEINFER_OVERLAY_FORMATS)
+#else
+#define EDGEINFER_OVERLAY_CAPS GST_VIDEO_CAPS_MAKE(EDGEINFER_OVERLAY_FORMATS)
+#endif
 
 /// The SDK's format for a GStreamer one; false for formats the SDK does not know.
 bool toPixelFormat(GstVideoFormat format, vision::PixelFormat* out);

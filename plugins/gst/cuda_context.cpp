@@ -2,6 +2,7 @@
 
 #if EDGEINFER_GST_CUDA
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <gst/cuda/gstcudacontext.h>
 #include <gst/cuda/gstcudaloader.h>
 #include <gst/cuda/gstcudamemory.h>
@@ -71,6 +72,20 @@ bool CudaContextShare::owns(GstBuffer* buffer) const {
                                gst_cuda_context_get_handle(const_cast<GstCudaContext*>(mine));
 }
 
+void CudaContextShare::syncMemory(GstBuffer* buffer) {
+  using SyncFn = void (*)(GstCudaMemory*);
+  // The library this plugin was linked with is loaded already (RTLD_NOLOAD): only look in it.
+  static const SyncFn sync = [] {
+    void* lib = dlopen("libgstcuda-1.0.so.0", RTLD_NOW | RTLD_NOLOAD);
+    return lib ? reinterpret_cast<SyncFn>(dlsym(lib, "gst_cuda_memory_sync")) : nullptr;
+  }();
+  if (!sync) return;
+  for (guint i = 0; i < gst_buffer_n_memory(buffer); ++i) {
+    GstMemory* m = gst_buffer_peek_memory(buffer, i);
+    if (gst_is_cuda_memory(m)) sync(GST_CUDA_MEMORY_CAST(m));
+  }
+}
+
 #else  // without CUDA memory support
 
 bool CudaContextShare::open(GstElement*, int, std::string* why) {
@@ -87,6 +102,7 @@ bool CudaContextShare::isCudaMemory(GstBuffer*) {
 bool CudaContextShare::owns(GstBuffer*) const {
   return false;
 }
+void CudaContextShare::syncMemory(GstBuffer*) {}
 
 #endif
 

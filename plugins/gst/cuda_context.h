@@ -45,6 +45,12 @@ class CudaContextShare {
   static bool isCudaMemory(GstBuffer* buffer);
   bool owns(GstBuffer* buffer) const;
 
+  /// Waits for what the producer of `buffer`'s CUDA memory left queued on the memory's own
+  /// stream (gst_cuda_memory_sync, GStreamer >= 1.24, looked up at run time: this build's
+  /// headers may be older; with older GStreamer producers synchronise before pushing). Call
+  /// with the memory's context current, before writing the memory from another stream.
+  static void syncMemory(GstBuffer* buffer);
+
  private:
   GstObject* context_ = nullptr;  // GstCudaContext*
 };

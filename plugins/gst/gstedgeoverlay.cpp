@@ -1,13 +1,27 @@
 /* edgeoverlay: draws what edgeinfer found (the buffer's EdgeInferMeta): boxes in a colour per
  * class, labels with scores (and the best class of each secondary classifier), keypoints, and
- * whole-frame classifications. In place, on system-memory RGBA, BGRA, RGBx, BGRx, RGB, BGR,
- * NV12 or I420 frames (any pitch); frames without a meta pass untouched and unmapped. What is
- * drawn is specified exactly in overlay_draw.h.
+ * whole-frame classifications. In place, on RGBA, BGRA, RGBx, BGRx, RGB, BGR, NV12 or I420
+ * frames (any pitch), in system memory or, in a build with GStreamer's CUDA library, in
+ * video/x-raw(memory:CUDAMemory); frames without a meta pass untouched and unmapped. What is
+ * drawn is specified exactly in overlay_draw.h, and is the same pixels in either memory.
  *
  *   GST_PLUGIN_PATH=build/release/plugins/gst gst-launch-1.0 \
  *     filesrc location=build/media/kphotoalbum/movie.avi ! decodebin ! videoconvert ! \
  *     edgeinfer config=models/blazeface/model.json ! edgeoverlay thickness=3 ! \
  *     videoconvert ! x264enc ! mp4mux ! filesink location=faces.mp4
+ *
+ * CUDA memory: the frame never goes to the host. What the host drawing would write is worked
+ * out on the host from the meta alone (the colours are opaque: no pixel is read) as runs of
+ * pixels, copied to the GPU in one asynchronous copy and written by one kernel launch on the
+ * element's CUDA stream, in the CUDA context of the frame's memory; the stream is waited for
+ * before the buffer is pushed. The element passes on a CUDA context it is given (a bin's
+ * have-context, e.g. edgeinfer's) to neighbours that ask. Without a GPU the plugin loads as
+ * ever: no CUDA buffers reach it then.
+ *
+ *   GST_PLUGIN_PATH=build/release/plugins/gst gst-launch-1.0 \
+ *     filesrc location=clip.mp4 ! qtdemux ! h264parse ! nvh264dec ! \
+ *     edgeinfer config=models/blazeface/model_back.json backend=gpu ! edgeoverlay ! \
+ *     cudadownload ! videoconvert ! x264enc ! mp4mux ! filesink location=faces.mp4
  *
  * Results whose frame size differs from the frame's (an element between edgeinfer and
  * edgeoverlay scaled the frame without scaling the meta) are scaled to the frame first.
@@ -20,8 +34,17 @@
 #include <vector>
 
 #include "caps.h"
+#include "cuda_context.h"
 #include "edgeinfer/gst/edgeinfer_meta.h"
 #include "overlay_draw.h"
+
+#if EDGEINFER_GST_CUDA
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudamemory.h>
+#include <gst/cuda/gstcudautils.h>
+
+#include "overlay_cuda.h"
+#endif
 
 GST_DEBUG_CATEGORY_STATIC(gst_edge_overlay_debug);
 #define GST_CAT_DEFAULT gst_edge_overlay_debug
@@ -44,6 +67,13 @@ struct State {
   int uniqueId = -1;
   GstVideoInfo info{};
   edgeinfer::vision::PixelFormat format{};
+  uint64_t framesOnGpu = 0;   // frames in CUDA memory drawn on by the kernel
+  uint64_t framesOnHost = 0;  // frames in system memory drawn on by OpenCV
+#if EDGEINFER_GST_CUDA
+  GstCudaContext* shared = nullptr;       // given by set_context, passed on; object lock
+  GstCudaContext* drawContext = nullptr;  // the context `renderer` has its buffers in
+  eg::CudaOverlayRenderer renderer;
+#endif
 };
 
 }  // namespace
@@ -72,6 +102,61 @@ eg::Results fitted(const eg::Results& r, int width, int height) {
   out.height = height;
   return out;
 }
+
+#if EDGEINFER_GST_CUDA
+// Frees the renderer's stream and buffers in the context they were made in.
+void releaseRenderer(State& s) {
+  if (!s.drawContext) return;
+  if (gst_cuda_context_push(s.drawContext)) {
+    s.renderer.release();
+    gst_cuda_context_pop(nullptr);
+  }
+  gst_object_unref(s.drawContext);
+  s.drawContext = nullptr;
+}
+
+// Writes `runs` into `buf`, a frame in CUDA memory, on the GPU in the memory's context.
+GstFlowReturn drawInCudaMemory(GstEdgeOverlay* self, GstBuffer* buf,
+                               const std::vector<eg::OverlayRun>& runs) {
+  State& s = *self->state;
+  GstCudaContext* ctx = GST_CUDA_MEMORY_CAST(gst_buffer_peek_memory(buf, 0))->context;
+  if (ctx != s.drawContext) {  // the first frame, or upstream changed contexts
+    releaseRenderer(s);
+    s.drawContext = static_cast<GstCudaContext*>(gst_object_ref(ctx));
+  }
+  if (!gst_cuda_context_push(ctx)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED,
+                      ("edgeoverlay: cannot make the frame's CUDA context current"), (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  eg::CudaContextShare::syncMemory(buf);
+  GstVideoFrame frame;
+  if (!gst_video_frame_map(&frame, &s.info, buf,
+                           static_cast<GstMapFlags>(GST_MAP_READWRITE | GST_MAP_CUDA))) {
+    gst_cuda_context_pop(nullptr);
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("edgeoverlay: cannot map the CUDA frame for writing"),
+                      ("buffer of %" G_GSIZE_FORMAT " bytes", gst_buffer_get_size(buf)));
+    return GST_FLOW_ERROR;
+  }
+  eg::DeviceOverlayFrame f;
+  f.format = s.format;
+  f.width = GST_VIDEO_INFO_WIDTH(&s.info);
+  f.height = GST_VIDEO_INFO_HEIGHT(&s.info);
+  for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame) && p < 3; ++p) {
+    f.planes[p] = static_cast<uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p));
+    f.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p);
+  }
+  const edgeinfer::Status st = s.renderer.draw(f, runs);  // waits for the stream
+  gst_video_frame_unmap(&frame);
+  gst_cuda_context_pop(nullptr);
+  if (!st.ok()) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("%s", st.message().c_str()), (nullptr));
+    return GST_FLOW_ERROR;
+  }
+  ++s.framesOnGpu;
+  return GST_FLOW_OK;
+}
+#endif
 
 gboolean edgeOverlaySetCaps(GstBaseTransform* trans, GstCaps* incaps, GstCaps* /*outcaps*/) {
   GstEdgeOverlay* self = GST_EDGE_OVERLAY(trans);
@@ -104,6 +189,14 @@ GstFlowReturn edgeOverlayTransformIp(GstBaseTransform* trans, GstBuffer* buf) {
   std::vector<const eg::Results*> drawn;
   for (const eg::Results& r : results) drawn.push_back(&r);
 
+#if EDGEINFER_GST_CUDA
+  if (eg::CudaContextShare::isCudaMemory(buf)) {
+    const std::vector<eg::OverlayRun> runs =
+        eg::overlayRuns(s.format, w, h, eg::overlayPrimitives(s.format, drawn, style));
+    if (runs.empty()) return GST_FLOW_OK;  // everything lies outside the frame
+    return drawInCudaMemory(self, buf, runs);
+  }
+#endif
   GstVideoFrame frame;
   if (!gst_video_frame_map(&frame, &s.info, buf, GST_MAP_READWRITE)) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("edgeoverlay: cannot map the frame for writing"),
@@ -124,7 +217,45 @@ GstFlowReturn edgeOverlayTransformIp(GstBaseTransform* trans, GstBuffer* buf) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("edgeoverlay: %s", st.message().c_str()), (nullptr));
     return GST_FLOW_ERROR;
   }
+  ++s.framesOnHost;
   return GST_FLOW_OK;
+}
+
+gboolean edgeOverlayStart(GstBaseTransform* trans) {
+  State& s = *GST_EDGE_OVERLAY(trans)->state;
+  s.framesOnGpu = s.framesOnHost = 0;
+  return TRUE;
+}
+
+gboolean edgeOverlayStop(GstBaseTransform* trans) {
+  State& s = *GST_EDGE_OVERLAY(trans)->state;
+  GST_INFO_OBJECT(trans,
+                  "drawn on %llu frames in CUDA memory (on the GPU) and %llu in system "
+                  "memory",
+                  static_cast<unsigned long long>(s.framesOnGpu),
+                  static_cast<unsigned long long>(s.framesOnHost));
+#if EDGEINFER_GST_CUDA
+  releaseRenderer(s);
+#endif
+  return TRUE;
+}
+
+// Context queries of GStreamer's CUDA elements: answered with the context this element was
+// given, if any.
+gboolean edgeOverlayQuery(GstBaseTransform* trans, GstPadDirection direction, GstQuery* query) {
+#if EDGEINFER_GST_CUDA
+  if (GST_QUERY_TYPE(query) == GST_QUERY_CONTEXT) {
+    State& s = *GST_EDGE_OVERLAY(trans)->state;
+    GST_OBJECT_LOCK(trans);
+    GstCudaContext* ctx =
+        s.shared ? static_cast<GstCudaContext*>(gst_object_ref(s.shared)) : nullptr;
+    GST_OBJECT_UNLOCK(trans);
+    const bool answered = ctx && gst_cuda_handle_context_query(GST_ELEMENT(trans), query, ctx);
+    if (ctx) gst_object_unref(ctx);
+    if (answered) return TRUE;
+  }
+#endif
+  return GST_BASE_TRANSFORM_CLASS(gst_edge_overlay_parent_class)->query(trans, direction, query);
 }
 
 void edgeOverlaySetProperty(GObject* object, guint id, const GValue* value, GParamSpec* pspec) {
@@ -183,6 +314,10 @@ void edgeOverlayGetProperty(GObject* object, guint id, GValue* value, GParamSpec
 
 void edgeOverlayFinalize(GObject* object) {
   GstEdgeOverlay* self = GST_EDGE_OVERLAY(object);
+#if EDGEINFER_GST_CUDA
+  releaseRenderer(*self->state);
+  if (self->state->shared) gst_object_unref(self->state->shared);
+#endif
   delete self->state;
   self->state = nullptr;
   G_OBJECT_CLASS(gst_edge_overlay_parent_class)->finalize(object);
@@ -192,6 +327,24 @@ constexpr GParamFlags kFlags = static_cast<GParamFlags>(G_PARAM_READWRITE | G_PA
                                                         GST_PARAM_MUTABLE_PLAYING);
 
 }  // namespace
+
+// A CUDA context from the bin (an element's have-context), kept to pass on.
+static void edgeOverlaySetContext(GstElement* element, GstContext* context) {
+#if EDGEINFER_GST_CUDA
+  State& s = *GST_EDGE_OVERLAY(element)->state;
+  GstCudaContext* ctx = nullptr;
+  GST_OBJECT_LOCK(element);
+  ctx = s.shared;
+  GST_OBJECT_UNLOCK(element);
+  // gst_cuda_handle_set_context takes only a "gst.cuda.context" and keeps one already set.
+  if (gst_cuda_handle_set_context(element, context, -1, &ctx)) {
+    GST_OBJECT_LOCK(element);
+    s.shared = ctx;
+    GST_OBJECT_UNLOCK(element);
+  }
+#endif
+  GST_ELEMENT_CLASS(gst_edge_overlay_parent_class)->set_context(element, context);
+}
 
 static void gst_edge_overlay_class_init(GstEdgeOverlayClass* klass) {
   GObjectClass* gobject = G_OBJECT_CLASS(klass);
@@ -241,6 +394,10 @@ static void gst_edge_overlay_class_init(GstEdgeOverlayClass* klass) {
       element, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
   gst_caps_unref(caps);
 
+  element->set_context = GST_DEBUG_FUNCPTR(edgeOverlaySetContext);
+  trans->start = GST_DEBUG_FUNCPTR(edgeOverlayStart);
+  trans->stop = GST_DEBUG_FUNCPTR(edgeOverlayStop);
+  trans->query = GST_DEBUG_FUNCPTR(edgeOverlayQuery);
   trans->set_caps = GST_DEBUG_FUNCPTR(edgeOverlaySetCaps);
   trans->transform_ip = GST_DEBUG_FUNCPTR(edgeOverlayTransformIp);
   trans->passthrough_on_same_caps = FALSE;

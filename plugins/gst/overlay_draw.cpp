@@ -1,7 +1,10 @@
 #include "overlay_draw.h"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <opencv2/imgproc.hpp>
 
 namespace edgeinfer::gst {
@@ -55,6 +58,7 @@ std::string labelText(const Object& o) {
 namespace {
 
 constexpr int kFont = cv::FONT_HERSHEY_SIMPLEX;
+using Kind = OverlayPrimitive::Kind;
 
 bool isYuv(vision::PixelFormat f) {
   return f == vision::PixelFormat::kNV12 || f == vision::PixelFormat::kI420;
@@ -63,122 +67,287 @@ bool isYuv(vision::PixelFormat f) {
 int floorHalf(int v) {
   return v >= 0 ? v / 2 : -((-v + 1) / 2);
 }
-cv::Point half(cv::Point p) {
-  return {floorHalf(p.x), floorHalf(p.y)};
-}
 
-// The planes of a frame as OpenCV images (no copies) and how to draw on them.
-class Canvas {
+// Turns the specification's steps into primitives, one per plane drawn on.
+class PrimitiveList {
  public:
-  explicit Canvas(const OverlayFrame& f) : format_(f.format) {
-    using vision::PixelFormat;
-    switch (f.format) {
-      case PixelFormat::kRGBA:
-      case PixelFormat::kBGRA:
-      case PixelFormat::kRGBx:
-      case PixelFormat::kBGRx:
-        packed_ =
-            cv::Mat(f.height, f.width, CV_8UC4, f.planes[0], static_cast<size_t>(f.strides[0]));
-        break;
-      case PixelFormat::kRGB:
-      case PixelFormat::kBGR:
-        packed_ =
-            cv::Mat(f.height, f.width, CV_8UC3, f.planes[0], static_cast<size_t>(f.strides[0]));
-        break;
-      case PixelFormat::kNV12:
-      case PixelFormat::kI420: {
-        luma_ = cv::Mat(f.height, f.width, CV_8UC1, f.planes[0], static_cast<size_t>(f.strides[0]));
-        const int cw = (f.width + 1) / 2, ch = (f.height + 1) / 2;
-        if (f.format == PixelFormat::kNV12) {
-          uv_ = cv::Mat(ch, cw, CV_8UC2, f.planes[1], static_cast<size_t>(f.strides[1]));
-        } else {
-          u_ = cv::Mat(ch, cw, CV_8UC1, f.planes[1], static_cast<size_t>(f.strides[1]));
-          v_ = cv::Mat(ch, cw, CV_8UC1, f.planes[2], static_cast<size_t>(f.strides[2]));
-        }
-        break;
-      }
-      case PixelFormat::kGray8:
-        break;
-    }
-  }
+  explicit PrimitiveList(vision::PixelFormat format) : format_(format) {}
 
-  // A packed colour in the frame's byte order.
-  cv::Scalar packed(Rgb c) const {
-    using vision::PixelFormat;
-    const bool bgr = format_ == PixelFormat::kBGRA || format_ == PixelFormat::kBGRx ||
-                     format_ == PixelFormat::kBGR;
-    return bgr ? cv::Scalar(c.b, c.g, c.r, 255) : cv::Scalar(c.r, c.g, c.b, 255);
-  }
-
-  // cv::rectangle from p1 to p2 (thickness, or cv::FILLED).
   void rectangle(cv::Point p1, cv::Point p2, Rgb c, int thickness) {
     if (!isYuv(format_)) {
-      cv::rectangle(packed_, p1, p2, packed(c), thickness, cv::LINE_8);
+      add(Kind::kRectangle, 0, p1, p2, packed(c)).thickness = thickness;
       return;
     }
     const Yuv y = toYuv(c);
-    cv::rectangle(luma_, p1, p2, cv::Scalar(y.y), thickness, cv::LINE_8);
+    add(Kind::kRectangle, 0, p1, p2, {y.y}).thickness = thickness;
     const int ct = thickness < 0 ? thickness : std::max(1, thickness / 2);
-    eachChroma(y, [&](cv::Mat& plane, const cv::Scalar& s) {
-      cv::rectangle(plane, half(p1), half(p2), s, ct, cv::LINE_8);
+    eachChroma(y, [&](int plane, std::vector<uint8_t> v) {
+      add(Kind::kRectangle, plane, half(p1), half(p2), v).thickness = ct;
     });
   }
 
   void disc(cv::Point centre, int radius, Rgb c) {
     if (!isYuv(format_)) {
-      cv::circle(packed_, centre, radius, packed(c), cv::FILLED, cv::LINE_8);
+      add(Kind::kDisc, 0, centre, centre, packed(c)).radius = radius;
       return;
     }
     const Yuv y = toYuv(c);
-    cv::circle(luma_, centre, radius, cv::Scalar(y.y), cv::FILLED, cv::LINE_8);
-    eachChroma(y, [&](cv::Mat& plane, const cv::Scalar& s) {
-      cv::circle(plane, half(centre), std::max(1, radius / 2), s, cv::FILLED, cv::LINE_8);
+    add(Kind::kDisc, 0, centre, centre, {y.y}).radius = radius;
+    eachChroma(y, [&](int plane, std::vector<uint8_t> v) {
+      add(Kind::kDisc, plane, half(centre), half(centre), v).radius = std::max(1, radius / 2);
     });
   }
 
   void text(const std::string& s, cv::Point origin, double scale, Rgb c) {
-    if (!isYuv(format_)) {
-      cv::putText(packed_, s, origin, kFont, scale, packed(c), 1, cv::LINE_8);
-      return;
-    }
-    const uint8_t y = c.r == 0 ? 16 : 235;  // textColour(): black or white
-    cv::putText(luma_, s, origin, kFont, scale, cv::Scalar(y), 1, cv::LINE_8);
+    // NV12/I420: the Y plane only, textColour()'s black or white as Y.
+    const std::vector<uint8_t> v =
+        isYuv(format_) ? std::vector<uint8_t>{static_cast<uint8_t>(c.r == 0 ? 16 : 235)}
+                       : packed(c);
+    OverlayPrimitive& p = add(Kind::kText, 0, origin, origin, v);
+    p.text = s;
+    p.fontScale = scale;
   }
 
+  std::vector<OverlayPrimitive> take() { return std::move(list_); }
+
  private:
+  static cv::Point half(cv::Point p) { return {floorHalf(p.x), floorHalf(p.y)}; }
+
+  // A packed colour in the frame's byte order (255 in a fourth byte).
+  std::vector<uint8_t> packed(Rgb c) const {
+    using vision::PixelFormat;
+    const bool bgr = format_ == PixelFormat::kBGRA || format_ == PixelFormat::kBGRx ||
+                     format_ == PixelFormat::kBGR;
+    std::vector<uint8_t> v =
+        bgr ? std::vector<uint8_t>{c.b, c.g, c.r, 255} : std::vector<uint8_t>{c.r, c.g, c.b, 255};
+    if (format_ == PixelFormat::kRGB || format_ == PixelFormat::kBGR) v.pop_back();
+    return v;
+  }
+
   template <typename F>
   void eachChroma(const Yuv& y, F&& draw) {
     if (format_ == vision::PixelFormat::kNV12) {
-      draw(uv_, cv::Scalar(y.u, y.v));
+      draw(1, {y.u, y.v});
     } else {
-      draw(u_, cv::Scalar(y.u));
-      draw(v_, cv::Scalar(y.v));
+      draw(1, {y.u});
+      draw(2, {y.v});
     }
   }
 
+  OverlayPrimitive& add(Kind kind, int plane, cv::Point a, cv::Point b,
+                        const std::vector<uint8_t>& value) {
+    OverlayPrimitive p;
+    p.kind = kind;
+    p.plane = plane;
+    p.x1 = a.x, p.y1 = a.y, p.x2 = b.x, p.y2 = b.y;
+    for (size_t i = 0; i < value.size() && i < 4; ++i) p.value[i] = value[i];
+    list_.push_back(std::move(p));
+    return list_.back();
+  }
+
   vision::PixelFormat format_;
-  cv::Mat packed_, luma_, uv_, u_, v_;
+  std::vector<OverlayPrimitive> list_;
 };
 
 // The label bar and its text, the bar's top-left at (x, y) or above (x, anchorY).
-void label(Canvas& canvas, const std::string& text, int x, int anchorY, bool above, Rgb colour,
+void label(PrimitiveList& list, const std::string& text, int x, int anchorY, bool above, Rgb colour,
            double scale) {
   int baseline = 0;
   const cv::Size size = cv::getTextSize(text, kFont, scale, 1, &baseline);
   const int barW = size.width + 4, barH = size.height + baseline + 4;
   int top = anchorY;
   if (above && anchorY - barH >= 0) top = anchorY - barH;
-  canvas.rectangle({x, top}, {x + barW - 1, top + barH - 1}, colour, cv::FILLED);
-  canvas.text(text, {x + 2, top + 2 + size.height}, scale, textColour(colour));
+  list.rectangle({x, top}, {x + barW - 1, top + barH - 1}, colour, cv::FILLED);
+  list.text(text, {x + 2, top + 2 + size.height}, scale, textColour(colour));
+}
+
+// The one place a primitive becomes pixels: drawn on `img` (a plane, or a mask whose top-left
+// is the plane's `origin`) in `colour`.
+void drawPrimitive(cv::Mat& img, const OverlayPrimitive& p, cv::Point origin,
+                   const cv::Scalar& colour) {
+  const cv::Point a(p.x1 - origin.x, p.y1 - origin.y), b(p.x2 - origin.x, p.y2 - origin.y);
+  switch (p.kind) {
+    case Kind::kRectangle:
+      cv::rectangle(img, a, b, colour, p.thickness, cv::LINE_8);
+      break;
+    case Kind::kDisc:
+      cv::circle(img, a, p.radius, colour, cv::FILLED, cv::LINE_8);
+      break;
+    case Kind::kText:
+      cv::putText(img, p.text, a, kFont, p.fontScale, colour, 1, cv::LINE_8);
+      break;
+  }
+}
+
+// A rectangle around every pixel `p` can draw, with `margin` pixels more on every side.
+cv::Rect reach(const OverlayPrimitive& p, int margin) {
+  int x0 = std::min(p.x1, p.x2), x1 = std::max(p.x1, p.x2);
+  int y0 = std::min(p.y1, p.y2), y1 = std::max(p.y1, p.y2);
+  int extra = 0;
+  switch (p.kind) {
+    case Kind::kRectangle:
+      extra = p.thickness < 0 ? 0 : p.thickness;
+      break;
+    case Kind::kDisc:
+      extra = p.radius;
+      break;
+    case Kind::kText: {
+      int baseline = 0;
+      const cv::Size size = cv::getTextSize(p.text, kFont, p.fontScale, 1, &baseline);
+      x1 += size.width;
+      y0 -= size.height;
+      y1 += baseline;
+      extra = size.height;  // glyphs reach a little past the advance box
+      break;
+    }
+  }
+  const int64_t m = static_cast<int64_t>(extra) + margin;
+  auto clampInt = [](int64_t v) {
+    return static_cast<int>(std::max<int64_t>(INT32_MIN / 4, std::min<int64_t>(INT32_MAX / 4, v)));
+  };
+  const int left = clampInt(x0 - m), top = clampInt(y0 - m);
+  return {left, top, clampInt(x1 + m + 1) - left, clampInt(y1 + m + 1) - top};
+}
+
+// Whether a mask edge that lies inside the plane (not on the plane's own edge) was drawn on:
+// the primitive may reach past it, so the mask is too small.
+bool touchesInnerEdge(const cv::Mat& mask, const cv::Rect& box, const OverlayPlane& plane) {
+  if (box.x > 0 && cv::countNonZero(mask.col(0)) > 0) return true;
+  if (box.x + box.width < plane.width && cv::countNonZero(mask.col(mask.cols - 1)) > 0) return true;
+  if (box.y > 0 && cv::countNonZero(mask.row(0)) > 0) return true;
+  return box.y + box.height < plane.height && cv::countNonZero(mask.row(mask.rows - 1)) > 0;
+}
+
+// Appends the runs of `mask` (whose top-left is the plane's `origin`) to `out`.
+void maskRuns(const cv::Mat& mask, cv::Point origin, const OverlayPrimitive& p,
+              std::vector<OverlayRun>& out) {
+  for (int y = 0; y < mask.rows; ++y) {
+    const uint8_t* row = mask.ptr<uint8_t>(y);
+    int x = 0;
+    while (x < mask.cols) {
+      // Skip zeros eight at a time: most of a box's mask is its empty inside.
+      while (x + 8 <= mask.cols) {
+        uint64_t word;
+        std::memcpy(&word, row + x, sizeof word);
+        if (word != 0) break;
+        x += 8;
+      }
+      while (x < mask.cols && row[x] == 0) ++x;
+      if (x >= mask.cols) break;
+      const int start = x;
+      while (x < mask.cols && row[x] != 0) ++x;
+      OverlayRun r;
+      r.y = origin.y + y;
+      r.x0 = origin.x + start;
+      r.x1 = origin.x + x;
+      r.plane = static_cast<uint8_t>(p.plane);
+      std::memcpy(r.value, p.value, sizeof r.value);
+      out.push_back(r);
+    }
+  }
+}
+
+// The runs one primitive writes in `plane`, appended to `out`.
+void primitiveRuns(const OverlayPrimitive& p, const OverlayPlane& plane, cv::Mat& scratch,
+                   std::vector<OverlayRun>& out) {
+  const cv::Rect planeRect(0, 0, plane.width, plane.height);
+  for (int margin = 2;; margin *= 2) {
+    const cv::Rect box = reach(p, margin) & planeRect;
+    if (box.width <= 0 || box.height <= 0) return;  // wholly outside the plane
+    scratch.create(box.height, box.width, CV_8UC1);
+    scratch.setTo(0);
+    drawPrimitive(scratch, p, box.tl(), cv::Scalar(255));
+    // A mask as large as the plane has no inner edge: always final.
+    if (!touchesInnerEdge(scratch, box, plane) || box == planeRect) {
+      maskRuns(scratch, box.tl(), p, out);
+      return;
+    }
+  }
+}
+
+// The runs of one row of one plane, in drawing order, as non-overlapping runs with the bytes
+// of the last one covering each pixel, appended to `out` sorted by column.
+void resolveRow(const OverlayRun* first, const OverlayRun* last, std::vector<OverlayRun>& out) {
+  if (last - first == 1) {
+    out.push_back(*first);
+    return;
+  }
+  std::vector<std::pair<int, int>> covered, merged;  // sorted, disjoint [x0, x1)
+  std::vector<OverlayRun> row;
+  auto emit = [&row](const OverlayRun& r, int x0, int x1) {
+    OverlayRun part = r;
+    part.x0 = x0;
+    part.x1 = x1;
+    row.push_back(part);
+  };
+  for (const OverlayRun* r = last; r-- != first;) {  // the last drawn wins
+    int x = r->x0;
+    for (const auto& c : covered) {
+      if (c.second <= x) continue;
+      if (c.first >= r->x1) break;
+      if (c.first > x) emit(*r, x, c.first);
+      x = std::max(x, c.second);
+      if (x >= r->x1) break;
+    }
+    if (x < r->x1) emit(*r, x, r->x1);
+    // [x0, x1) joins the covered intervals.
+    merged.clear();
+    std::pair<int, int> cur(r->x0, r->x1);
+    bool placed = false;
+    for (const auto& c : covered) {
+      if (c.second < cur.first) {
+        merged.push_back(c);
+      } else if (c.first > cur.second) {
+        if (!placed) merged.push_back(cur), placed = true;
+        merged.push_back(c);
+      } else {
+        cur = {std::min(cur.first, c.first), std::max(cur.second, c.second)};
+      }
+    }
+    if (!placed) merged.push_back(cur);
+    covered.swap(merged);
+  }
+  std::sort(row.begin(), row.end(),
+            [](const OverlayRun& a, const OverlayRun& b) { return a.x0 < b.x0; });
+  out.insert(out.end(), row.begin(), row.end());
 }
 
 }  // namespace
 
-Status drawResults(const OverlayFrame& frame, const std::vector<const Results*>& results,
-                   const OverlayStyle& style) {
-  if (frame.format == vision::PixelFormat::kGray8)
-    return Status(ErrorCode::kUnsupported, "edgeoverlay does not draw on GRAY8 frames");
-  Canvas canvas(frame);
+int overlayPlanes(vision::PixelFormat format, int width, int height, OverlayPlane planes[3]) {
+  using vision::PixelFormat;
+  const int cw = (width + 1) / 2, ch = (height + 1) / 2;
+  switch (format) {
+    case PixelFormat::kRGBA:
+    case PixelFormat::kBGRA:
+    case PixelFormat::kRGBx:
+    case PixelFormat::kBGRx:
+      planes[0] = {width, height, 4};
+      return 1;
+    case PixelFormat::kRGB:
+    case PixelFormat::kBGR:
+      planes[0] = {width, height, 3};
+      return 1;
+    case PixelFormat::kNV12:
+      planes[0] = {width, height, 1};
+      planes[1] = {cw, ch, 2};
+      return 2;
+    case PixelFormat::kI420:
+      planes[0] = {width, height, 1};
+      planes[1] = {cw, ch, 1};
+      planes[2] = {cw, ch, 1};
+      return 3;
+    case PixelFormat::kGray8:
+      break;
+  }
+  return 0;
+}
+
+std::vector<OverlayPrimitive> overlayPrimitives(vision::PixelFormat format,
+                                                const std::vector<const Results*>& results,
+                                                const OverlayStyle& style) {
+  if (format == vision::PixelFormat::kGray8) return {};
+  PrimitiveList list(format);
   int baseline = 0;
   const int lineH =
       cv::getTextSize("Ag", kFont, style.fontScale, 1, &baseline).height + baseline + 4;
@@ -192,17 +361,76 @@ Status drawResults(const OverlayFrame& frame, const std::vector<const Results*>&
       const cv::Point p2(static_cast<int>(std::lround(d.box.x2)) - 1,
                          static_cast<int>(std::lround(d.box.y2)) - 1);
       if (p2.x < p1.x || p2.y < p1.y) continue;
-      canvas.rectangle(p1, p2, colour, style.thickness);
+      list.rectangle(p1, p2, colour, style.thickness);
       if (style.keypoints)
         for (const vision::Keypoint& k : d.keypoints)
-          canvas.disc({static_cast<int>(std::lround(k.x)), static_cast<int>(std::lround(k.y))},
-                      style.thickness + 1, kKeypointColour);
-      if (style.labels) label(canvas, labelText(o), p1.x, p1.y, true, colour, style.fontScale);
+          list.disc({static_cast<int>(std::lround(k.x)), static_cast<int>(std::lround(k.y))},
+                    style.thickness + 1, kKeypointColour);
+      if (style.labels) label(list, labelText(o), p1.x, p1.y, true, colour, style.fontScale);
     }
     if (style.labels)
       for (const vision::Classification& c : r->classifications)
-        label(canvas, classText(c), 0, line++ * lineH, false, classColour(c.classId),
+        label(list, classText(c), 0, line++ * lineH, false, classColour(c.classId),
               style.fontScale);
+  }
+  return list.take();
+}
+
+std::vector<OverlayRun> overlayRuns(vision::PixelFormat format, int width, int height,
+                                    const std::vector<OverlayPrimitive>& primitives) {
+  OverlayPlane planes[3];
+  const int n = overlayPlanes(format, width, height, planes);
+  std::vector<OverlayRun> drawn;  // in drawing order, overlapping
+  cv::Mat scratch;
+  for (const OverlayPrimitive& p : primitives)
+    if (p.plane >= 0 && p.plane < n) primitiveRuns(p, planes[p.plane], scratch, drawn);
+  // Group by plane and row, keeping the drawing order within a row; then resolve overlaps.
+  std::stable_sort(drawn.begin(), drawn.end(), [](const OverlayRun& a, const OverlayRun& b) {
+    return a.plane != b.plane ? a.plane < b.plane : a.y < b.y;
+  });
+  std::vector<OverlayRun> out;
+  out.reserve(drawn.size());
+  for (size_t i = 0; i < drawn.size();) {
+    size_t j = i + 1;
+    while (j < drawn.size() && drawn[j].plane == drawn[i].plane && drawn[j].y == drawn[i].y) ++j;
+    resolveRow(drawn.data() + i, drawn.data() + j, out);
+    i = j;
+  }
+  return out;
+}
+
+Status applyOverlayRuns(const OverlayFrame& frame, const std::vector<OverlayRun>& runs) {
+  OverlayPlane planes[3];
+  const int n = overlayPlanes(frame.format, frame.width, frame.height, planes);
+  for (const OverlayRun& r : runs)
+    if (r.plane >= n || r.y < 0 || r.y >= planes[r.plane].height || r.x0 < 0 || r.x0 > r.x1 ||
+        r.x1 > planes[r.plane].width)
+      return Status(ErrorCode::kInvalidArgument,
+                    "overlay run (plane " + std::to_string(r.plane) + ", row " +
+                        std::to_string(r.y) + ", columns " + std::to_string(r.x0) + ".." +
+                        std::to_string(r.x1) + ") lies outside the frame");
+  for (const OverlayRun& r : runs) {
+    const int bpp = planes[r.plane].bytesPerPixel;
+    uint8_t* row = frame.planes[r.plane] + static_cast<ptrdiff_t>(r.y) * frame.strides[r.plane];
+    for (int x = r.x0; x < r.x1; ++x)
+      std::memcpy(row + static_cast<ptrdiff_t>(x) * bpp, r.value, bpp);
+  }
+  return Status::Ok();
+}
+
+Status drawResults(const OverlayFrame& frame, const std::vector<const Results*>& results,
+                   const OverlayStyle& style) {
+  OverlayPlane planes[3];
+  const int n = overlayPlanes(frame.format, frame.width, frame.height, planes);
+  if (n == 0) return Status(ErrorCode::kUnsupported, "edgeoverlay does not draw on GRAY8 frames");
+  cv::Mat mats[3];
+  for (int p = 0; p < n; ++p)
+    mats[p] = cv::Mat(planes[p].height, planes[p].width, CV_8UC(planes[p].bytesPerPixel),
+                      frame.planes[p], static_cast<size_t>(frame.strides[p]));
+  for (const OverlayPrimitive& p : overlayPrimitives(frame.format, results, style)) {
+    cv::Scalar colour;
+    for (int i = 0; i < planes[p.plane].bytesPerPixel; ++i) colour[i] = p.value[i];
+    drawPrimitive(mats[p.plane], p, {0, 0}, colour);
   }
   return Status::Ok();
 }

@@ -1,5 +1,18 @@
 // What edgeoverlay draws, specified exactly (tests/gst compares frames pixel by pixel with a
-// drawing made from this specification). CPU drawing on host frames with OpenCV.
+// drawing made from this specification). The steps below become one list of primitives
+// (overlayPrimitives: a cv::rectangle, a filled cv::circle or a cv::putText on one plane, with
+// the bytes it writes), drawn two ways from that one list:
+//   - host frames (drawResults): each primitive drawn on its plane with OpenCV;
+//   - CUDA frames (overlayRuns, then overlay_cuda.h): each primitive drawn with the same OpenCV
+//     call, moved by an integer offset, into a one-channel mask the size of the primitive's
+//     bounding box (with a margin) clipped to the plane; the masks become horizontal runs
+//     (plane, row, first and last column, the bytes), later primitives overwriting earlier
+//     ones, and one kernel writes the runs into the frame on the GPU.
+// The drawing does not read the frame (the colours are opaque), and OpenCV's rasterisers are
+// integer code in which moving a primitive and its image by an integer offset moves its pixels
+// by that offset; a mask has the plane's edges where the plane clips the primitive and a
+// margin elsewhere (widened until the primitive leaves it empty), so the runs hold exactly the
+// pixels the host drawing writes (tests/gst/test_cuda_overlay.cpp checks both on many frames).
 //
 // Colours: class c is drawn in classColour(c) = kPalette[c mod 12] (RGB); keypoints in
 // kKeypointColour. On packed formats a colour is written in the frame's byte order, with 255 in
@@ -39,6 +52,7 @@
 #include "edgeinfer/gst/edgeinfer_meta.h"
 #include "edgeinfer/status.h"
 #include "edgeinfer/vision/preprocess.h"
+#include "overlay_runs.h"
 
 namespace edgeinfer::gst {
 
@@ -81,7 +95,41 @@ struct OverlayFrame {
   int strides[3] = {0, 0, 0};
 };
 
-/// Draws `results` on `frame` as specified above. kUnsupported for GRAY8 (nothing drawn).
+/// One step of the specification on one plane, in the plane's coordinates.
+struct OverlayPrimitive {
+  enum class Kind : uint8_t {
+    kRectangle,  // cv::rectangle((x1, y1), (x2, y2), thickness or cv::FILLED), cv::LINE_8
+    kDisc,       // cv::circle(centre (x1, y1), radius, cv::FILLED, cv::LINE_8)
+    kText,       // cv::putText(text, origin (x1, y1), Hershey simplex, fontScale, 1, LINE_8)
+  };
+  Kind kind = Kind::kRectangle;
+  int plane = 0;
+  int x1 = 0, y1 = 0, x2 = 0, y2 = 0;
+  int thickness = 1;  // kRectangle: line thickness, or -1 (filled)
+  int radius = 0;     // kDisc
+  std::string text;   // kText
+  double fontScale = 1.0;
+  uint8_t value[4] = {0, 0, 0, 0};  // the bytes written per pixel (the plane's bytesPerPixel)
+};
+
+/// The primitives of `results` on a `format` frame, in drawing order (later ones overwrite
+/// earlier ones); empty for GRAY8.
+std::vector<OverlayPrimitive> overlayPrimitives(vision::PixelFormat format,
+                                                const std::vector<const Results*>& results,
+                                                const OverlayStyle& style);
+
+/// What drawing `primitives` on a `format` frame of width x height writes, as runs: inside the
+/// planes, none overlapping another (where primitives overlap, the later one's bytes), sorted
+/// by plane, row and column. Written in any order they give the host drawing's pixels.
+std::vector<OverlayRun> overlayRuns(vision::PixelFormat format, int width, int height,
+                                    const std::vector<OverlayPrimitive>& primitives);
+
+/// Writes `runs` into a host frame (the reference of the CUDA kernel, for the tests).
+/// kInvalidArgument, nothing written, when a run lies outside its plane.
+Status applyOverlayRuns(const OverlayFrame& frame, const std::vector<OverlayRun>& runs);
+
+/// Draws `results` on a host frame as specified above: overlayPrimitives drawn with OpenCV.
+/// kUnsupported for GRAY8 (nothing drawn).
 Status drawResults(const OverlayFrame& frame, const std::vector<const Results*>& results,
                    const OverlayStyle& style);
 
