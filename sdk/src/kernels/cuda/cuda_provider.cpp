@@ -467,6 +467,7 @@ std::vector<std::unique_ptr<builder::Tactic>> CudaKernelProvider::candidates(
   const std::vector<Layout> layouts = out4d ? std::vector<Layout>{Layout::kNCHW, Layout::kNHWC}
                                             : std::vector<Layout>{Layout::kLinear};
   if (detail::dataCandidates(layer, precision, &out)) return out;
+  if (detail::normSelectCandidates(layer, precision, &out)) return out;
   EltSpec spec;
   PoolKind kind;
   if (eltSpecFor(*layer.node, &spec)) {

@@ -14,6 +14,15 @@
 //              supports; constant roi/scales/sizes (NCHW/NHWC)
 //   reduce     ReduceSum, ReduceMean, ReduceMax, ReduceMin (axes adjacent once size-1 dims
 //              are dropped)
+//   layernorm  LayerNormalization (any axis; constant Scale/B broadcast to the normalised
+//              dims; only the Y output: a layer asking for Mean/InvStdDev gets no candidate)
+//   instancenorm InstanceNormalization (constant scale/B)
+//   lrn        LRN (NCHW/NHWC on 4-D)
+//   argmax, argmin  ArgMax/ArgMin (any axis, keepdims, select_last_index; int64 output)
+//   topk       TopK with k constant (attribute or input), axis up to 16384 long, int64 indices
+//   cumsum     CumSum with a constant axis, exclusive/reverse (float, int32, int64)
+// (cuda_provider_norm.cpp: the last six families; cuda_provider_data.cpp: data movement,
+// Resize and Reduce; cuda_provider.cpp: the rest.)
 // Every (storage type, layout) variant of a kernel family is its own tactic with a stable id,
 // "cuda.<family>.<fp32|fp16|i32|i64>.<nchw|nhwc|linear>"; the layout part names the layout of
 // the layer's 4-D tensors ("linear" when the output is not 4-D). FP16 tactics store half and

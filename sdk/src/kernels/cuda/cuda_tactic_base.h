@@ -71,4 +71,9 @@ class CudaTactic : public builder::Tactic {
 bool dataCandidates(const builder::LayerContext& layer, Precision precision,
                     std::vector<std::unique_ptr<builder::Tactic>>* out);
 
+/// The normalisation (LayerNormalization, InstanceNormalization, LRN), selection (ArgMax,
+/// ArgMin, TopK) and CumSum families (cuda_provider_norm.cpp), as dataCandidates().
+bool normSelectCandidates(const builder::LayerContext& layer, Precision precision,
+                          std::vector<std::unique_ptr<builder::Tactic>>* out);
+
 }  // namespace edgeinfer::cuda::detail
