@@ -3,17 +3,19 @@
 // and long ones (a block)), InstanceNormalization (3-D to 5-D), LRN (even and odd windows,
 // windows wider than C, NCHW and NHWC), ArgMax/ArgMin (every axis, keepdims 0/1,
 // select_last_index 0/1, ties and NaN), TopK (every axis, largest/smallest, k from the input or
-// the attribute, ties, NaN, long axes) and CumSum (every axis, exclusive/reverse, float and
-// integer, long rows scanned by a block). Every output is compared, the integer ones (and
-// TopK's values, which are copies) exactly. Inputs are FP16-representable so every tactic sees
-// the reference's inputs. Negative cases (_n): layers the provider must not offer tactics for
-// (they need no GPU).
+// the attribute, ties, NaN, long axes), CumSum (every axis, exclusive/reverse, float and
+// integer, long rows scanned by a block) and ScatterElements / ScatterND (reduction none,
+// runtime and constant int32/int64 indices, negative and duplicate ones). Every output is compared,
+// the integer ones (and TopK's values, which are copies) exactly. Inputs are FP16-representable so
+// every tactic sees the reference's inputs. Negative cases (_n): layers the provider must not offer
+// tactics for (they need no GPU).
 #include <gtest/gtest.h>
 
 #ifdef EDGEINFER_HAVE_CUDA
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -384,6 +386,107 @@ TEST(CudaNormSelect, CumSumInteger) {
   }
 }
 
+// ---- ScatterElements / ScatterND -------------------------------------------------------------
+
+/// Random indices in [-dim, dim) for the dim each position addresses: dims[k % dims.size()].
+Tensor indicesFor(const Shape& s, DataType t, const std::vector<int64_t>& dims, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Tensor v = Tensor::zeros(t, s);
+  for (int64_t i = 0; i < v.numel(); ++i) {
+    const int64_t dim = dims[static_cast<size_t>(i) % dims.size()];
+    const int64_t k = std::uniform_int_distribution<int64_t>(-dim, dim - 1)(rng);
+    if (t == DataType::kInt64)
+      v.data<int64_t>()[i] = k;
+    else
+      v.data<int32_t>()[i] = static_cast<int32_t>(k);
+  }
+  return v;
+}
+
+Tensor dataOf(DataType t, const Shape& s, uint32_t seed) {
+  return t == DataType::kFloat32 ? randomHalfExact(s, seed) : test::randomInts(s, t, seed);
+}
+
+std::set<std::string> typeIds(const std::string& family, DataType t, size_t rank) {
+  return t == DataType::kFloat32
+             ? ids(family, kFloat, {lay(rank)})
+             : ids(family, {t == DataType::kInt32 ? "i32" : "i64"}, {lay(rank)});
+}
+
+TEST(CudaNormSelect, ScatterElements) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 1000;
+  struct Case {
+    Shape data, idx;
+  };
+  // Index shapes no larger than the data outside the axis; along it, more updates than the
+  // dim (duplicates: the last one wins) or fewer.
+  for (const auto& [data, idx] : std::vector<Case>{{Shape{3, 5, 7}, Shape{2, 4, 6}},
+                                                   {Shape{3, 5, 7}, Shape{3, 5, 7}},
+                                                   {Shape{2, 3, 4, 5}, Shape{2, 2, 4, 3}},
+                                                   {Shape{40}, Shape{100}}}) {
+    const int64_t rank = static_cast<int64_t>(data.rank());
+    for (int64_t axis = -rank; axis < rank; ++axis) {
+      Shape is = idx;
+      const size_t a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+      is[a] = data[a] * 2 + 1;  // many duplicates
+      if (axis == -1) is[a] = 1;
+      for (DataType dt : {DataType::kFloat32, DataType::kInt32, DataType::kInt64})
+        for (DataType it : {DataType::kInt64, DataType::kInt32})
+          for (bool constIdx : {false, true}) {
+            LayerCase c(seed % 7 == 0 && rank == 3 ? "Scatter" : "ScatterElements");
+            c.attr("axis", Attribute::Int(axis));
+            c.input(dataOf(dt, data, seed++));
+            Tensor ix = indicesFor(is, it, {data[a]}, seed++);
+            if (constIdx)
+              c.constant(ix);
+            else
+              c.input(ix);
+            c.input(dataOf(dt, is, seed++));
+            SCOPED_TRACE(c.node().opType + " " + data.toString() + " idx " + is.toString() +
+                         " axis " + std::to_string(axis) + " " + dataTypeName(dt) + " " +
+                         dataTypeName(it) + (constIdx ? " constant" : ""));
+            EXPECT_EQ(runCase(c, 0, 0, true), typeIds("scatterelements", dt, data.rank()));
+          }
+    }
+  }
+}
+
+TEST(CudaNormSelect, ScatterND) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 1100;
+  const Shape data{4, 5, 6};
+  // m = 1 (rows), 2 (rows of the last dim), 3 (elements); batched tuples; duplicates.
+  for (const Shape& is : {Shape{3, 1}, Shape{9, 1}, Shape{2, 2}, Shape{12, 2}, Shape{4, 3},
+                          Shape{50, 3}, Shape{2, 3, 1}, Shape{1, 3}}) {
+    const size_t m = static_cast<size_t>(is[is.rank() - 1]);
+    std::vector<int64_t> us(is.dims().begin(), is.dims().end() - 1);
+    us.insert(us.end(), data.dims().begin() + static_cast<int64_t>(m), data.dims().end());
+    const std::vector<int64_t> dims(data.dims().begin(),
+                                    data.dims().begin() + static_cast<int64_t>(m));
+    for (DataType dt : {DataType::kFloat32, DataType::kInt64})
+      for (bool constIdx : {false, true}) {
+        LayerCase c("ScatterND");
+        c.input(dataOf(dt, data, seed++));
+        Tensor ix = indicesFor(is, DataType::kInt64, dims, seed++);
+        if (constIdx)
+          c.constant(ix);
+        else
+          c.input(ix);
+        c.input(dataOf(dt, Shape(us), seed++));
+        SCOPED_TRACE("idx " + is.toString() + " " + dataTypeName(dt) +
+                     (constIdx ? " constant" : ""));
+        EXPECT_EQ(runCase(c, 0, 0, true), typeIds("scatternd", dt, data.rank()));
+      }
+  }
+  // 4-D data, whole 3-D slices.
+  LayerCase c("ScatterND");
+  c.input(randomHalfExact(Shape{3, 2, 4, 5}, seed++));
+  c.input(indicesFor(Shape{4, 1}, DataType::kInt64, {3}, seed++));
+  c.input(randomHalfExact(Shape{4, 2, 4, 5}, seed++));
+  EXPECT_EQ(runCase(c, 0, 0, true), ids("scatternd", kFloat, {"nchw"}));
+}
+
 // ---- Negative cases: no candidates ---------------------------------------------------------
 
 LayerCase layerNorm(const Shape& x, int64_t axis = -1) {
@@ -581,11 +684,54 @@ TEST(CudaNormSelect, CumSumBadFlagsAndTypes_n) {
   EXPECT_EQ(cands[0]->id(), "cuda.cumsum.i64.linear");
 }
 
+LayerCase scatterElements(const std::string& reduction = "") {
+  LayerCase c("ScatterElements");
+  if (!reduction.empty()) c.attr("reduction", Attribute::String(reduction));
+  c.attr("axis", Attribute::Int(1));
+  c.input(randomHalfExact(Shape{3, 5}, 1));
+  c.input(indicesFor(Shape{3, 2}, DataType::kInt64, {5}, 2));
+  c.input(randomHalfExact(Shape{3, 2}, 3));
+  return c;
+}
+
+TEST(CudaNormSelect, ScatterReductions_n) {
+  EXPECT_EQ(scatterElements().candidates().size(), 2u);
+  EXPECT_EQ(scatterElements("none").candidates().size(), 2u);
+  for (const char* r : {"add", "mul", "max", "min"}) {
+    EXPECT_TRUE(scatterElements(r).candidates().empty()) << r;
+  }
+  LayerCase nd("ScatterND");
+  nd.attr("reduction", Attribute::String("add"));
+  nd.input(randomHalfExact(Shape{4, 5}, 1))
+      .input(indicesFor(Shape{2, 1}, DataType::kInt64, {4}, 2))
+      .input(randomHalfExact(Shape{2, 5}, 3));
+  EXPECT_TRUE(nd.candidates().empty());
+}
+
+TEST(CudaNormSelect, ScatterDynamicShapeAndByteData_n) {
+  LayerCase c = scatterElements();
+  LayerContext layer;
+  ASSERT_EQ(c.candidates(Precision::kFp16, &layer).size(), 2u);
+  cuda::CudaKernelProvider provider;
+  LayerContext dyn = layer;
+  dyn.inputShapes[1][0] = -1;
+  dyn.inputShapes[2][0] = -1;
+  EXPECT_TRUE(provider.candidates(dyn, Precision::kFp16).empty());
+  LayerContext bytes = layer;
+  bytes.inputTypes[0] = bytes.inputTypes[2] = bytes.outputTypes[0] = DataType::kUInt8;
+  EXPECT_TRUE(provider.candidates(bytes, Precision::kFp16).empty());
+  // The workspace holds one int32 per output element.
+  auto cands = c.candidates();
+  ASSERT_FALSE(cands.empty());
+  EXPECT_EQ(cands[0]->workspaceBytes(), 15 * sizeof(int32_t));
+}
+
 TEST(CudaNormSelect, EnqueueBeforeInitialize_n) {
   std::vector<LayerCase> cases;
   cases.push_back(layerNorm(Shape{3, 5, 7}));
   cases.push_back(topKCase(randomHalfExact(Shape{3, 20}, 1), 4, -1, 1));
   cases.push_back(cumSumCase(randomHalfExact(Shape{3, 5}, 1), 1, 0, 0));
+  cases.push_back(scatterElements());
   for (auto& c : cases) {
     auto cands = c.candidates();
     ASSERT_FALSE(cands.empty());

@@ -21,12 +21,15 @@
 //   argmax, argmin  ArgMax/ArgMin (any axis, keepdims, select_last_index; int64 output)
 //   topk       TopK with k constant (attribute or input), axis up to 16384 long, int64 indices
 //   cumsum     CumSum with a constant axis, exclusive/reverse (float, int32, int64)
-// (cuda_provider_norm.cpp: the last six families; cuda_provider_data.cpp: data movement,
+//   scatterelements, scatternd  ScatterElements (and opset-9 Scatter) / ScatterND, reduction
+//              "none", runtime or constant int32/int64 indices; the last of duplicate updates
+//              wins, as in the reference (float, int32, int64)
+// (cuda_provider_norm.cpp: the last eight families; cuda_provider_data.cpp: data movement,
 // Resize and Reduce; cuda_provider.cpp: the rest.)
 // Every (storage type, layout) variant of a kernel family is its own tactic with a stable id,
 // "cuda.<family>.<fp32|fp16|i32|i64>.<nchw|nhwc|linear>"; the layout part names the layout of
 // the layer's 4-D tensors ("linear" when the output is not 4-D). FP16 tactics store half and
-// compute in float; the integer types (data-movement ops only) are stored as they are.
+// compute in float; the integer types (data movement, CumSum, scatters) are stored as they are.
 //
 // Plain C++ (no CUDA headers): the builder and the tests include it.
 #pragma once

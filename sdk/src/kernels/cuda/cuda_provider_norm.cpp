@@ -1,12 +1,14 @@
-// The `cuda` provider's normalisation, selection and scan families: LayerNormalization,
-// InstanceNormalization and LRN (norm.cu), ArgMax / ArgMin and TopK (select.cu), CumSum
-// (scan.cu). Which layers the kernels support, and the tactics that plan (initialize) and
+// The `cuda` provider's normalisation, selection, scan and scatter families:
+// LayerNormalization, InstanceNormalization and LRN (norm.cu), ArgMax / ArgMin and TopK
+// (select.cu), CumSum (scan.cu), ScatterElements / ScatterND with reduction "none"
+// (scatter.cu). Which layers the kernels support, and the tactics that plan (initialize) and
 // enqueue them. Host code only.
 //
 // Float layers get an FP16 and an FP32 tactic at FP16 precision (half storage, float
-// arithmetic; CumSum accumulates in double); CumSum on int32/int64 gets one tactic of its own
-// type. Constant operands (scale and bias, TopK's K, CumSum's axis) are read in initialize()
-// and consumed. ArgMax/ArgMin and TopK write int64 indices exactly as the CPU reference.
+// arithmetic; CumSum accumulates in double); CumSum and the scatters on int32/int64 get one
+// tactic of their own type. Constant operands (scale and bias, TopK's K, CumSum's axis) are read in
+// initialize() and consumed. ArgMax/ArgMin and TopK write int64 indices exactly as the CPU
+// reference.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -18,6 +20,7 @@
 #include "kernels/cuda/cuda_tactic_base.h"
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/scan.h"
+#include "kernels/cuda/scatter.h"
 #include "kernels/cuda/select.h"
 
 namespace edgeinfer::cuda::detail {
@@ -358,6 +361,82 @@ class CumSumTactic final : public CudaTactic {
   CumSumPlan plan_;
 };
 
+// ---- ScatterElements / ScatterND (reduction none) --------------------------------------------
+
+bool scatterPlan(const LayerContext& layer, DataType storage, ScatterPlan* p) {
+  const graph::Node& n = *layer.node;
+  const Shape& x = layer.inputShapes[0];
+  const DataType t = layer.inputTypes[0];
+  if (layer.inputShapes.size() != 3 || !layer.hasInput(1) || !layer.hasInput(2) ||
+      layer.outputShapes.size() != 1 || layer.outputTypes[0] != t || layer.inputTypes[2] != t ||
+      layer.outputShapes[0] != x || n.attrs.getString("reduction", "none") != "none" ||
+      x.rank() == 0 || x.rank() > static_cast<size_t>(kScatterMaxDims))
+    return false;
+  const DataType it = layer.inputTypes[1];
+  if (it != DataType::kInt32 && it != DataType::kInt64) return false;
+  const Shape& is = layer.inputShapes[1];
+  const Shape& us = layer.inputShapes[2];
+  constexpr int64_t kMaxUpdates = int64_t{1} << 31;  // update numbers are int32
+  *p = ScatterPlan{};
+  p->elemBytes = static_cast<int>(dataTypeSize(storage));
+  p->indices64 = it == DataType::kInt64;
+  p->nd = n.opType == "ScatterND";
+  p->numel = x.numel();
+  p->rank = static_cast<int>(x.rank());
+  int64_t stride = 1;
+  for (size_t d = x.rank(); d-- > 0;) {
+    p->dataDims[d] = x[d];
+    p->dataStrides[d] = stride;
+    stride *= x[d];
+  }
+  if (p->nd) {
+    if (is.rank() == 0) return false;
+    const int64_t m = is[is.rank() - 1];
+    if (m < 1 || m > static_cast<int64_t>(x.rank())) return false;
+    p->m = static_cast<int>(m);
+    p->slice = x.span(static_cast<size_t>(m), x.rank());
+    p->count = is.numel() / m;
+    return p->count < kMaxUpdates && us.numel() == p->count * p->slice;
+  }
+  size_t axis = 0;
+  if (!normAxis(n.attrs.getInt("axis", 0), x.rank(), &axis) || is.rank() != x.rank() || us != is)
+    return false;
+  for (size_t d = 0; d < x.rank(); ++d) {
+    if (d != axis && is[d] > x[d]) return false;
+    p->idxDims[d] = is[d];
+  }
+  p->axis = static_cast<int>(axis);
+  p->count = is.numel();
+  return p->count < kMaxUpdates;
+}
+
+class ScatterTactic final : public CudaTactic {
+ public:
+  ScatterTactic(const std::string& family, DataType t, const LayerContext& layer)
+      : CudaTactic(family, t, Layout::kNCHW, layer) {
+    setInputType(1, layer.inputTypes[1]);
+    scatterPlan(layer, t, &plan_);  // for workspaceBytes() before initialize()
+  }
+  size_t workspaceBytes() const override { return scatterWorkspaceBytes(plan_); }
+  Status initialize(const LayerContext& layer) override {
+    if (!scatterPlan(layer, dtype_, &plan_))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 3));
+    if (args.workspaceBytes < workspaceBytes())
+      return Status(ErrorCode::kInvalidArgument, id() + ": workspace too small");
+    return launchScatter(plan_, args.inputs[0], args.inputs[1], args.inputs[2], args.outputs[0],
+                         args.workspace, maxBlocks_, args.stream);
+  }
+
+ private:
+  ScatterPlan plan_;
+};
+
 }  // namespace
 
 bool normSelectCandidates(const LayerContext& layer, Precision precision,
@@ -365,7 +444,8 @@ bool normSelectCandidates(const LayerContext& layer, Precision precision,
   const graph::Node& node = *layer.node;
   const std::string& op = node.opType;
   const bool ours = op == "LayerNormalization" || op == "InstanceNormalization" || op == "LRN" ||
-                    op == "ArgMax" || op == "ArgMin" || op == "TopK" || op == "CumSum";
+                    op == "ArgMax" || op == "ArgMin" || op == "TopK" || op == "CumSum" ||
+                    op == "ScatterElements" || op == "Scatter" || op == "ScatterND";
   if (!node.domain.empty() || !ours) return false;
   if (!staticShapes(layer)) return true;
   const DataType t = layer.inputTypes[0];
@@ -394,6 +474,15 @@ bool normSelectCandidates(const LayerContext& layer, Precision precision,
     if (!topKPlan(layer, &p)) return true;
     for (DataType s : storageTypes(precision))
       out->push_back(std::make_unique<TopKTactic>(s, layer));
+  } else if (op == "ScatterElements" || op == "Scatter" || op == "ScatterND") {
+    const bool isInt = t == DataType::kInt32 || t == DataType::kInt64;
+    if (!isFloatStorage(t) && !isInt) return true;
+    const std::string family = op == "ScatterND" ? "scatternd" : "scatterelements";
+    for (DataType s : isInt ? std::vector<DataType>{t} : storageTypes(precision)) {
+      ScatterPlan p;
+      if (scatterPlan(layer, s, &p))
+        out->push_back(std::make_unique<ScatterTactic>(family, s, layer));
+    }
   } else {  // CumSum
     CumSumPlan p;
     if (!cumSumPlan(layer, &p)) return true;

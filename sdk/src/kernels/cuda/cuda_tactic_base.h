@@ -72,7 +72,7 @@ bool dataCandidates(const builder::LayerContext& layer, Precision precision,
                     std::vector<std::unique_ptr<builder::Tactic>>* out);
 
 /// The normalisation (LayerNormalization, InstanceNormalization, LRN), selection (ArgMax,
-/// ArgMin, TopK) and CumSum families (cuda_provider_norm.cpp), as dataCandidates().
+/// ArgMin, TopK), CumSum and scatter families (cuda_provider_norm.cpp), as dataCandidates().
 bool normSelectCandidates(const builder::LayerContext& layer, Precision precision,
                           std::vector<std::unique_ptr<builder::Tactic>>* out);
 
