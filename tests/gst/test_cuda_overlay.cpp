@@ -1,0 +1,596 @@
+// edgeoverlay on CUDA frames, pixel by pixel against the host drawing (drawResults, itself
+// checked against the specification in test_edgeoverlay.cpp):
+//   OverlayRuns*         the runs of overlayRuns(), written on the host (applyOverlayRuns, the
+//                        kernel's reference), give exactly the host drawing (no GPU needed);
+//   CudaOverlay*         the kernel writes the runs into device frames: the same bytes as the
+//                        host drawing, padding untouched (skips without a GPU); its argument
+//                        checks (no GPU needed);
+//   CudaOverlayPipeline* cudaupload ! edgeoverlay ! cudadownload: frames drawn in CUDA memory
+//                        (skips without a GPU or GStreamer's nvcodec plugin);
+//   CudaOverlayCaps*     which caps edgeoverlay takes in CUDA memory (no GPU needed).
+// Frames are real sized (up to 1920x1080, odd sizes), of pseudo-random pixels (fixed seed), with
+// boxes partly or wholly off the frame, labels at the top edge, keypoints, overlapping boxes,
+// secondary and whole-frame classifications, and empty results.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gst_test_util.h"
+#include "overlay_draw.h"
+
+#if EDGEINFER_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "overlay_cuda.h"
+#endif
+
+namespace {
+
+using namespace eitest;
+namespace vision = edgeinfer::vision;
+namespace eg = edgeinfer::gst;
+
+eg::Object object(int cls, vision::Box box, float score, const std::string& label,
+                  std::vector<vision::Keypoint> kps = {}) {
+  eg::Object o;
+  o.detection.classId = cls;
+  o.detection.box = box;
+  o.detection.score = score;
+  o.detection.label = label;
+  o.detection.keypoints = std::move(kps);
+  return o;
+}
+
+// A detector's meta and a classifier's, for a w x h frame: every edge case of the drawing.
+std::vector<eg::Results> scene(int w, int h, unsigned seed = 7) {
+  const float W = static_cast<float>(w), H = static_cast<float>(h);
+  eg::Results det;
+  det.uniqueId = 1;
+  det.width = w;
+  det.height = h;
+  // A face with keypoints (one off the frame) and a secondary class.
+  det.objects.push_back(object(0, {10.4f, 30.6f, 180.5f, 200.2f}, 0.913f, "face",
+                               {{30.2f, 50.7f, 1.f}, {60.5f, 49.4f, 1.f}, {-3.f, 120.f, 1.f}}));
+  det.objects.back().classifications.push_back({2, {{3, 0.75f, "dog"}, {1, 0.2f, "cat"}}});
+  // At the top edge (its label goes inside), unlabelled.
+  det.objects.push_back(object(7, {100.f, 0.f, 240.f, 60.f}, 0.5f, ""));
+  // Partly off every edge; wholly off; empty; the whole frame and more.
+  det.objects.push_back(object(1, {-40.f, 80.f, 60.f, 150.f}, 0.61f, "left"));
+  det.objects.push_back(object(3, {W - 30.f, 90.f, W + 50.f, 170.f}, 0.62f, "right edge label"));
+  det.objects.push_back(object(4, {200.f, -25.f, 300.f, 40.f}, 0.63f, "top"));
+  det.objects.push_back(object(5, {W - 20.f, H - 15.f, W + 10.f, H}, 0.66f, "corner"));
+  det.objects.push_back(object(6, {W + 5.f, H + 5.f, W + 50.f, H + 50.f}, 0.1f, "outside"));
+  det.objects.push_back(object(8, {50.f, 50.f, 50.2f, 50.2f}, 0.4f, "dot"));
+  det.objects.push_back(object(9, {-10.f, -10.f, W + 10.f, H + 10.f}, 0.3f, "all"));
+  // Overlapping boxes and labels: the later ones are drawn over the earlier ones.
+  det.objects.push_back(object(10, {120.f, 120.f, 260.f, 220.f}, 0.81f, "under",
+                               {{150.f, 150.f, 1.f}, {151.f, 151.f, 1.f}}));
+  det.objects.push_back(object(11, {125.f, 118.f, 240.f, 230.f}, 0.82f, "over"));
+  // Pseudo-random boxes and keypoints, some reaching past the frame.
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> ux(-0.1f * W, 1.05f * W), uy(-0.1f * H, 1.05f * H),
+      size(2.f, 0.4f * std::min(W, H));
+  for (int i = 0; i < 30; ++i) {
+    const float x = ux(rng), y = uy(rng);
+    std::vector<vision::Keypoint> kps;
+    for (int k = 0; k < i % 4; ++k) kps.push_back({ux(rng), uy(rng), 1.f});
+    det.objects.push_back(object(i, {x, y, x + size(rng), y + size(rng)},
+                                 static_cast<float>(i) / 30.f, i % 3 ? "obj" : "", kps));
+  }
+  eg::Results cls;
+  cls.uniqueId = 9;
+  cls.width = w;
+  cls.height = h;
+  cls.classifications = {{1, 0.66f, "cat"}, {4, 0.25f, ""}, {12, 0.125f, "a long class name"}};
+  return {det, cls};
+}
+
+std::vector<eg::OverlayStyle> styles() {
+  std::vector<eg::OverlayStyle> out(4);
+  out[1].thickness = 1, out[1].fontScale = 0.4;
+  out[2].thickness = 5, out[2].fontScale = 1.3;
+  out[3].thickness = 3, out[3].fontScale = 0.8, out[3].keypoints = false;
+  return out;
+}
+
+// A w x h frame of pseudo-random pixels in `format` (with odd pitches and gaps between planes
+// filled with 0xA5 when padded).
+Frame randomFrame(GstVideoFormat format, int w, int h, bool padded, unsigned seed = 11) {
+  Image img;
+  img.width = w;
+  img.height = h;
+  img.rgb.resize(static_cast<size_t>(w) * h * 3);
+  std::mt19937 rng(seed);
+  for (uint8_t& b : img.rgb) b = static_cast<uint8_t>(rng() >> 24);
+  return makeFrame(img, format, padded);
+}
+
+vision::PixelFormat pixelFormat(GstVideoFormat f) {
+  vision::PixelFormat out{};
+  auto parsed = vision::parsePixelFormat(gst_video_format_to_string(f));
+  EXPECT_TRUE(parsed.ok()) << gst_video_format_to_string(f);
+  if (parsed.ok()) out = *parsed;
+  return out;
+}
+
+// The host frame of `f`'s bytes at `base` (the bytes themselves, or a device copy of them).
+template <typename F>
+F planesOf(const Frame& f, uint8_t* base) {
+  F out;
+  out.format = pixelFormat(GST_VIDEO_INFO_FORMAT(&f.info));
+  out.width = GST_VIDEO_INFO_WIDTH(&f.info);
+  out.height = GST_VIDEO_INFO_HEIGHT(&f.info);
+  for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(&f.info) && p < 3; ++p) {
+    out.planes[p] = base + f.offsets[p];
+    out.strides[p] = f.strides[p];
+  }
+  return out;
+}
+
+// `frame` drawn on by drawResults (the host path of edgeoverlay).
+Frame hostDrawing(const Frame& frame, const std::vector<eg::Results>& results,
+                  const eg::OverlayStyle& style) {
+  Frame want = frame;
+  std::vector<const eg::Results*> all;
+  for (const eg::Results& r : results) all.push_back(&r);
+  const auto st = eg::drawResults(planesOf<eg::OverlayFrame>(want, want.bytes.data()), all, style);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return want;
+}
+
+std::vector<eg::OverlayRun> runsFor(const Frame& frame, const std::vector<eg::Results>& results,
+                                    const eg::OverlayStyle& style) {
+  std::vector<const eg::Results*> all;
+  for (const eg::Results& r : results) all.push_back(&r);
+  const vision::PixelFormat f = pixelFormat(GST_VIDEO_INFO_FORMAT(&frame.info));
+  return eg::overlayRuns(f, GST_VIDEO_INFO_WIDTH(&frame.info), GST_VIDEO_INFO_HEIGHT(&frame.info),
+                         eg::overlayPrimitives(f, all, style));
+}
+
+// "n bytes differ, first at byte i (plane p, row r, byte b): got G want W", or "identical".
+std::string difference(const Frame& got, const Frame& want) {
+  size_t n = 0, first = 0;
+  for (size_t i = 0; i < want.bytes.size() && i < got.bytes.size(); ++i)
+    if (got.bytes[i] != want.bytes[i] && n++ == 0) first = i;
+  if (n == 0) return "identical";
+  guint plane = 0;
+  for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(&want.info); ++p)
+    if (first >= want.offsets[p]) plane = p;
+  const size_t rel = first - want.offsets[plane];
+  return std::to_string(n) + " bytes differ, first in plane " + std::to_string(plane) + " row " +
+         std::to_string(rel / static_cast<size_t>(want.strides[plane])) + " byte " +
+         std::to_string(rel % static_cast<size_t>(want.strides[plane])) + ": got " +
+         std::to_string(got.bytes[first]) + " want " + std::to_string(want.bytes[first]);
+}
+
+const GstVideoFormat kFormats[] = {
+    GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_BGRA,
+    GST_VIDEO_FORMAT_RGBx, GST_VIDEO_FORMAT_BGRx, GST_VIDEO_FORMAT_RGB,  GST_VIDEO_FORMAT_BGR};
+
+using SizeCase = std::tuple<GstVideoFormat, int, int>;
+std::string caseName(const ::testing::TestParamInfo<SizeCase>& info) {
+  return std::string(gst_video_format_to_string(std::get<0>(info.param))) + "_" +
+         std::to_string(std::get<1>(info.param)) + "x" + std::to_string(std::get<2>(info.param));
+}
+const auto kSizeCases =
+    ::testing::Combine(::testing::ValuesIn(kFormats), ::testing::Values(1920, 1281, 333),
+                       ::testing::Values(1080, 721));
+
+// ---- The runs, on the host --------------------------------------------------------------------
+
+class OverlayRuns : public ::testing::TestWithParam<SizeCase> {};
+
+TEST_P(OverlayRuns, WrittenOnTheHostGiveTheHostDrawing) {
+  const auto [format, w, h] = GetParam();
+  const Frame frame = randomFrame(format, w, h, true);
+  const auto results = scene(w, h);
+  eg::OverlayPlane planes[3];
+  const int n = eg::overlayPlanes(pixelFormat(format), w, h, planes);
+  for (const eg::OverlayStyle& style : styles()) {
+    const Frame want = hostDrawing(frame, results, style);
+    ASSERT_FALSE(want.bytes == frame.bytes) << "the host drawing draws nothing";
+    const auto runs = runsFor(frame, results, style);
+    // Inside the planes, sorted, never overlapping: written in any order they give one frame.
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const eg::OverlayRun& r = runs[i];
+      ASSERT_LT(r.plane, n);
+      ASSERT_TRUE(r.y >= 0 && r.y < planes[r.plane].height && r.x0 >= 0 && r.x0 < r.x1 &&
+                  r.x1 <= planes[r.plane].width)
+          << "run " << i << ": plane " << int(r.plane) << " row " << r.y << " " << r.x0 << ".."
+          << r.x1;
+      if (i == 0) continue;
+      const eg::OverlayRun& q = runs[i - 1];
+      ASSERT_TRUE(std::make_tuple(q.plane, q.y, q.x0) < std::make_tuple(r.plane, r.y, r.x0))
+          << "runs " << i - 1 << " and " << i << " are not sorted";
+      ASSERT_TRUE(q.plane != r.plane || q.y != r.y || q.x1 <= r.x0)
+          << "runs " << i - 1 << " and " << i << " overlap";
+    }
+    // Reversed, to show the order does not matter.
+    Frame got = frame;
+    const std::vector<eg::OverlayRun> reversed(runs.rbegin(), runs.rend());
+    ASSERT_TRUE(
+        eg::applyOverlayRuns(planesOf<eg::OverlayFrame>(got, got.bytes.data()), reversed).ok());
+    EXPECT_TRUE(got.bytes == want.bytes) << "thickness " << style.thickness << " font-scale "
+                                         << style.fontScale << ": " << difference(got, want);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OverlayRunsFrames, OverlayRuns, kSizeCases, caseName);
+
+TEST(OverlayRunsEdges, NothingToDrawGivesNoRuns) {
+  const Frame frame = randomFrame(GST_VIDEO_FORMAT_NV12, 641, 359, false);
+  eg::Results empty;
+  empty.width = 641;
+  empty.height = 359;
+  EXPECT_TRUE(runsFor(frame, {}, {}).empty());
+  EXPECT_TRUE(runsFor(frame, {empty}, {}).empty());
+  eg::Results outside = empty;  // boxes wholly off the frame, classifications switched off
+  outside.objects.push_back(object(1, {700.f, 10.f, 800.f, 90.f}, 0.5f, "x"));
+  outside.objects.push_back(object(2, {-90.f, -90.f, -10.f, -10.f}, 0.5f, "y"));
+  eg::OverlayStyle style;
+  EXPECT_TRUE(runsFor(frame, {outside}, style).empty());
+}
+
+TEST(OverlayRunsEdges, Gray8HasNoPrimitives_n) {
+  const auto results = scene(320, 240);
+  EXPECT_TRUE(
+      eg::overlayPrimitives(vision::PixelFormat::kGray8, {&results[0], &results[1]}, {}).empty());
+  eg::OverlayPlane planes[3];
+  EXPECT_EQ(eg::overlayPlanes(vision::PixelFormat::kGray8, 320, 240, planes), 0);
+}
+
+TEST(OverlayRunsEdges, RunOutsideTheFrameIsRejected_n) {
+  Frame frame = randomFrame(GST_VIDEO_FORMAT_I420, 65, 33, true);
+  const Frame before = frame;
+  eg::OverlayRun fine, wide, low, plane;
+  fine.x1 = 4;
+  wide.x0 = 30, wide.x1 = 34;  // the chroma planes are 33 wide
+  wide.plane = 1;
+  low.y = 33, low.x1 = 1;
+  plane.plane = 3, plane.x1 = 1;
+  for (const eg::OverlayRun& bad : {wide, low, plane}) {
+    const auto st =
+        eg::applyOverlayRuns(planesOf<eg::OverlayFrame>(frame, frame.bytes.data()), {fine, bad});
+    EXPECT_EQ(st.code(), edgeinfer::ErrorCode::kInvalidArgument);
+    EXPECT_NE(st.message().find("outside the frame"), std::string::npos) << st.message();
+    EXPECT_TRUE(frame.bytes == before.bytes) << "a rejected list must write nothing";
+  }
+}
+
+// ---- The kernel -------------------------------------------------------------------------------
+
+#if EDGEINFER_HAVE_CUDA
+
+#define EI_SKIP_WITHOUT_GPU()                                                                   \
+  do {                                                                                          \
+    int count_ = 0;                                                                             \
+    const cudaError_t e_ = cudaGetDeviceCount(&count_);                                         \
+    if (e_ != cudaSuccess || count_ == 0)                                                       \
+      GTEST_SKIP() << "no CUDA device ("                                                        \
+                   << (e_ != cudaSuccess ? cudaGetErrorString(e_) : "none found")               \
+                   << "): the CUDA overlay is checked on a machine with an NVIDIA GPU (filter " \
+                      "CudaOverlay*)";                                                          \
+  } while (0)
+
+// The frame's bytes on the GPU (pitches and gaps as on the host), drawn on by the renderer.
+Frame gpuDrawing(eg::CudaOverlayRenderer& renderer, const Frame& frame,
+                 const std::vector<eg::OverlayRun>& runs) {
+  uint8_t* device = nullptr;
+  Frame got = frame;
+  EXPECT_EQ(cudaMalloc(&device, frame.bytes.size()), cudaSuccess);
+  if (!device) return got;
+  EXPECT_EQ(cudaMemcpy(device, frame.bytes.data(), frame.bytes.size(), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  const auto st = renderer.draw(planesOf<eg::DeviceOverlayFrame>(frame, device), runs);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(cudaMemcpy(got.bytes.data(), device, got.bytes.size(), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  cudaFree(device);
+  return got;
+}
+
+class CudaOverlay : public ::testing::TestWithParam<SizeCase> {};
+
+TEST_P(CudaOverlay, KernelDrawsTheHostDrawing) {
+  EI_SKIP_WITHOUT_GPU();
+  const auto [format, w, h] = GetParam();
+  eg::CudaOverlayRenderer renderer;  // one for every frame, as in the element
+  for (bool padded : {true, false}) {
+    const Frame frame = randomFrame(format, w, h, padded);
+    const auto results = scene(w, h, padded ? 7 : 8);
+    for (const eg::OverlayStyle& style : styles()) {
+      const Frame want = hostDrawing(frame, results, style);
+      ASSERT_FALSE(want.bytes == frame.bytes) << "the host drawing draws nothing";
+      const Frame got = gpuDrawing(renderer, frame, runsFor(frame, results, style));
+      EXPECT_TRUE(got.bytes == want.bytes)
+          << (padded ? "padded" : "default layout") << ", thickness " << style.thickness
+          << " font-scale " << style.fontScale << ": " << difference(got, want);
+    }
+    // No results: the frame comes back as it went.
+    EXPECT_TRUE(gpuDrawing(renderer, frame, runsFor(frame, {}, {})).bytes == frame.bytes);
+  }
+  renderer.release();
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaOverlayFrames, CudaOverlay, kSizeCases, caseName);
+
+// Many frames through one renderer, the run list growing past its buffers: every frame right.
+TEST(CudaOverlayRenderer, GrowsAndReusesItsBuffers) {
+  EI_SKIP_WITHOUT_GPU();
+  eg::CudaOverlayRenderer renderer;
+  for (unsigned seed = 1; seed <= 6; ++seed) {
+    const Frame frame = randomFrame(GST_VIDEO_FORMAT_NV12, 1920, 1080, true, seed);
+    auto results = scene(1920, 1080, seed);
+    // More objects each time: up to a few thousand boxes.
+    for (unsigned k = 0; k < seed * seed * 40; ++k) {
+      const float x = static_cast<float>((k * 37) % 1900), y = static_cast<float>((k * 53) % 1060);
+      results[0].objects.push_back(
+          object(static_cast<int>(k), {x, y, x + 30.f, y + 20.f}, 0.5f, k % 2 ? "" : "n"));
+    }
+    const Frame want = hostDrawing(frame, results, {});
+    const Frame got = gpuDrawing(renderer, frame, runsFor(frame, results, {}));
+    EXPECT_TRUE(got.bytes == want.bytes) << "frame " << seed << ": " << difference(got, want);
+  }
+  renderer.release();
+}
+
+// Argument checks come before any CUDA call: these run without a GPU too.
+TEST(CudaOverlayRenderer, RunOutsideThePlaneIsRejected_n) {
+  eg::CudaOverlayRenderer renderer;
+  uint8_t fake = 0;  // never written: the runs are checked first
+  eg::DeviceOverlayFrame f;
+  f.format = vision::PixelFormat::kNV12;
+  f.width = 64, f.height = 48;
+  f.planes[0] = f.planes[1] = &fake;
+  f.strides[0] = f.strides[1] = 64;
+  eg::OverlayRun r;
+  r.plane = 1, r.y = 10, r.x0 = 30, r.x1 = 33;  // the UV plane is 32 wide
+  auto st = renderer.draw(f, {r});
+  EXPECT_EQ(st.code(), edgeinfer::ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("outside the frame"), std::string::npos) << st.message();
+  r.plane = 2, r.x1 = 31;  // NV12 has two planes
+  EXPECT_EQ(renderer.draw(f, {r}).code(), edgeinfer::ErrorCode::kInvalidArgument);
+  r.plane = 0, r.y = -1;
+  EXPECT_EQ(renderer.draw(f, {r}).code(), edgeinfer::ErrorCode::kInvalidArgument);
+  EXPECT_EQ(fake, 0);
+}
+
+TEST(CudaOverlayRenderer, FrameItCannotDrawOnIsRejected_n) {
+  eg::CudaOverlayRenderer renderer;
+  uint8_t fake = 0;
+  eg::OverlayRun r;
+  r.x1 = 1;
+  eg::DeviceOverlayFrame gray;
+  gray.format = vision::PixelFormat::kGray8;
+  gray.width = 64, gray.height = 48;
+  gray.planes[0] = &fake;
+  gray.strides[0] = 64;
+  EXPECT_EQ(renderer.draw(gray, {r}).code(), edgeinfer::ErrorCode::kInvalidArgument);
+  eg::DeviceOverlayFrame narrow;  // RGBA rows of 64 pixels need 256 bytes
+  narrow.format = vision::PixelFormat::kRGBA;
+  narrow.width = 64, narrow.height = 48;
+  narrow.planes[0] = &fake;
+  narrow.strides[0] = 255;
+  auto st = renderer.draw(narrow, {r});
+  EXPECT_EQ(st.code(), edgeinfer::ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("pitch 255"), std::string::npos) << st.message();
+  eg::DeviceOverlayFrame missing = narrow;  // I420 without its V plane
+  missing.format = vision::PixelFormat::kI420;
+  missing.strides[0] = 64;
+  missing.planes[1] = &fake;
+  missing.strides[1] = 32;
+  EXPECT_EQ(renderer.draw(missing, {r}).code(), edgeinfer::ErrorCode::kInvalidArgument);
+  EXPECT_EQ(fake, 0);
+}
+
+#endif  // EDGEINFER_HAVE_CUDA
+
+// ---- The element on CUDA memory ---------------------------------------------------------------
+
+// Whether this build's plugin takes CUDA memory (tests/gst/CMakeLists.txt: the plugin's rule).
+constexpr bool kPluginTakesCuda = EDGEINFER_TEST_GST_CUDA != 0;
+
+// Whether edgeoverlay accepts `caps` on its sink pad (an accept-caps query).
+bool accepts(const std::string& caps) {
+  GstElement* e = gst_element_factory_make("edgeoverlay", nullptr);
+  EXPECT_NE(e, nullptr);
+  if (!e) return false;
+  GstPad* pad = gst_element_get_static_pad(e, "sink");
+  GstCaps* c = gst_caps_from_string(caps.c_str());
+  const bool ok = gst_pad_query_accept_caps(pad, c);
+  gst_caps_unref(c);
+  gst_object_unref(pad);
+  gst_object_unref(e);
+  return ok;
+}
+
+TEST(CudaOverlayCaps, TakesEveryDrawnFormatInCudaMemory) {
+  if (!kPluginTakesCuda)
+    GTEST_SKIP() << "this build's plugin has no CUDA memory support (no CUDA backend or no "
+                    "gstreamer-cuda-1.0)";
+  for (const char* f : {"NV12", "I420", "RGBA", "BGRA", "RGBx", "BGRx", "RGB", "BGR"})
+    EXPECT_TRUE(accepts(std::string("video/x-raw(memory:CUDAMemory),format=") + f +
+                        ",width=1281,height=721,framerate=30/1"))
+        << f;
+}
+
+TEST(CudaOverlayCaps, CudaMemoryOnlyWhereTheBuildHasIt_n) {
+  // A build without GStreamer's CUDA library must refuse CUDA memory rather than map it.
+  EXPECT_EQ(accepts("video/x-raw(memory:CUDAMemory),format=NV12,width=64,height=48"),
+            kPluginTakesCuda);
+  EXPECT_FALSE(accepts("video/x-raw(memory:GLMemory),format=RGBA,width=64,height=48"));
+}
+
+// Formats it does not draw on fail negotiation in CUDA memory too, with no buffer taken.
+TEST(CudaOverlayCaps, UndrawnFormatsInCudaMemoryAreRefused_n) {
+  for (const char* f : {"GRAY8", "Y444", "P010_10LE", "NV21"}) {
+    const std::string caps = std::string("video/x-raw(memory:CUDAMemory),format=") + f +
+                             ",width=64,height=48,framerate=30/1";
+    EXPECT_FALSE(accepts(caps)) << f;
+    GstHarness* h = harnessFor("edgeoverlay", "");
+    ASSERT_NE(h, nullptr);
+    gst_harness_set_src_caps_str(h, caps.c_str());
+    GstBuffer* buf = gst_buffer_new_allocate(nullptr, 64 * 48 * 4, nullptr);
+    eg::Results r;
+    r.objects.push_back(object(0, {1, 1, 10, 10}, 0.9f, "x"));
+    eg::addMeta(buf, r);
+    EXPECT_EQ(gst_harness_push(h, buf), GST_FLOW_NOT_NEGOTIATED) << f;
+    gst_harness_teardown(h);
+  }
+}
+
+// CUDA caps, but a buffer in system memory (an element that lies, or a test): drawn on the host,
+// the same pixels.
+TEST(CudaOverlayCaps, SystemMemoryBufferUnderCudaCapsIsDrawnOnTheHost) {
+  if (!kPluginTakesCuda) GTEST_SKIP() << "this build's plugin has no CUDA memory support";
+  const Frame frame = randomFrame(GST_VIDEO_FORMAT_I420, 641, 359, false);
+  const auto results = scene(641, 359);
+  GstHarness* h = harnessFor("edgeoverlay", "");
+  ASSERT_NE(h, nullptr);
+  GstCaps* caps = frame.caps();
+  gst_caps_set_features(caps, 0, gst_caps_features_new("memory:CUDAMemory", nullptr));
+  gst_harness_set_src_caps(h, caps);
+  GstBuffer* in = frame.buffer(0);
+  for (const eg::Results& r : results) eg::addMeta(in, r);
+  ASSERT_EQ(gst_harness_push(h, in), GST_FLOW_OK);
+  GstBuffer* out = gst_harness_pull(h);
+  ASSERT_NE(out, nullptr);
+  const Frame got = readBack(out, frame);
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+  const Frame want = hostDrawing(frame, results, {});
+  EXPECT_TRUE(got.bytes == want.bytes) << difference(got, want);
+}
+
+#if EDGEINFER_HAVE_CUDA
+
+#define EI_SKIP_WITHOUT_NVCODEC()                                                                \
+  do {                                                                                           \
+    EI_SKIP_WITHOUT_GPU();                                                                       \
+    if (!kPluginTakesCuda) GTEST_SKIP() << "this build's plugin has no CUDA memory support";     \
+    for (const char* name_ : {"cudaupload", "cudadownload"}) {                                   \
+      GstElementFactory* f_ = gst_element_factory_find(name_);                                   \
+      if (!f_)                                                                                   \
+        GTEST_SKIP() << name_ << " is not available: GStreamer's nvcodec plugin "                \
+                     << "(gstreamer1.0-plugins-bad) is missing from " EDGEINFER_GST_TEST_PLUGINS \
+                     << " or finds no usable GPU";                                               \
+      gst_object_unref(f_);                                                                      \
+    }                                                                                            \
+  } while (0)
+
+// Attaches the results to each buffer entering edgeoverlay (after cudaupload, in CUDA memory).
+GstPadProbeReturn attachResults(GstPad*, GstPadProbeInfo* info, gpointer data) {
+  const auto* results = static_cast<const std::vector<eg::Results>*>(data);
+  GstBuffer* buf = gst_buffer_make_writable(GST_PAD_PROBE_INFO_BUFFER(info));
+  for (const eg::Results& r : *results) eg::addMeta(buf, r);
+  GST_PAD_PROBE_INFO_DATA(info) = buf;
+  return GST_PAD_PROBE_OK;
+}
+
+// `buffer` (any layout, from its GstVideoMeta) copied into a Frame laid out as `like`.
+Frame readVideo(GstBuffer* buffer, const Frame& like) {
+  Frame out = like;
+  GstVideoFrame vf;
+  GstVideoInfo info = like.info;
+  EXPECT_TRUE(gst_video_frame_map(&vf, &info, buffer, GST_MAP_READ));
+  for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(&like.info); ++p) {
+    const int rows = GST_VIDEO_FRAME_COMP_HEIGHT(&vf, p);
+    const int rowBytes = GST_VIDEO_FRAME_COMP_WIDTH(&vf, p) * GST_VIDEO_FRAME_COMP_PSTRIDE(&vf, p);
+    for (int y = 0; y < rows; ++y)
+      std::memcpy(out.bytes.data() + like.offsets[p] + static_cast<size_t>(y) * like.strides[p],
+                  static_cast<const uint8_t*>(GST_VIDEO_FRAME_PLANE_DATA(&vf, p)) +
+                      static_cast<size_t>(y) * GST_VIDEO_FRAME_PLANE_STRIDE(&vf, p),
+                  static_cast<size_t>(rowBytes));
+  }
+  gst_video_frame_unmap(&vf);
+  return out;
+}
+
+class CudaOverlayPipeline : public ::testing::TestWithParam<GstVideoFormat> {};
+
+// cudaupload ! edgeoverlay ! cudadownload: edgeoverlay negotiates CUDA memory and draws the
+// host drawing's pixels; results for a frame twice the size are scaled first; a frame without
+// a meta comes back unchanged.
+TEST_P(CudaOverlayPipeline, DrawsInCudaMemory) {
+  EI_SKIP_WITHOUT_NVCODEC();
+  const GstVideoFormat format = GetParam();
+  const int w = 1281, h = 721;
+  const Frame frame = randomFrame(format, w, h, false);
+  std::vector<eg::Results> results = scene(w, h);
+  eg::Results doubled = scene(w, h, 21)[0];  // a meta for a frame twice the size
+  doubled.uniqueId = 3;
+  doubled.width = 2 * w, doubled.height = 2 * h;
+  for (eg::Object& o : doubled.objects) {
+    auto& b = o.detection.box;
+    b.x1 *= 2, b.y1 *= 2, b.x2 *= 2, b.y2 *= 2;
+    for (auto& k : o.detection.keypoints) k.x *= 2, k.y *= 2;
+  }
+  std::vector<eg::Results> attached = results;
+  attached.push_back(doubled);
+  std::vector<eg::Results> none;
+
+  for (const auto* meta : {&attached, &none}) {
+    GstHarness* hs = gst_harness_new_parse("cudaupload ! edgeoverlay name=o ! cudadownload");
+    ASSERT_NE(hs, nullptr);
+    GstElement* overlay = gst_bin_get_by_name(GST_BIN(hs->element), "o");
+    ASSERT_NE(overlay, nullptr);
+    GstPad* sink = gst_element_get_static_pad(overlay, "sink");
+    gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_BUFFER, attachResults,
+                      const_cast<std::vector<eg::Results>*>(meta), nullptr);
+    gst_harness_set_src_caps(hs, frame.caps());
+    ASSERT_EQ(gst_harness_push(hs, frame.buffer(0)), GST_FLOW_OK);
+    GstBuffer* out = gst_harness_pull(hs);
+    ASSERT_NE(out, nullptr);
+    GstCaps* negotiated = gst_pad_get_current_caps(sink);
+    ASSERT_NE(negotiated, nullptr);
+    EXPECT_TRUE(
+        gst_caps_features_contains(gst_caps_get_features(negotiated, 0), "memory:CUDAMemory"))
+        << "edgeoverlay did not get CUDA memory: " << gst_caps_to_string(negotiated);
+    gst_caps_unref(negotiated);
+    const Frame got = readVideo(out, frame);
+    gst_buffer_unref(out);
+    gst_object_unref(sink);
+    gst_object_unref(overlay);
+    gst_harness_teardown(hs);
+
+    Frame want = frame;
+    if (!meta->empty()) {
+      auto fitted = results;
+      fitted.push_back(scene(w, h, 21)[0]);  // what scaling the doubled meta gives
+      want = hostDrawing(frame, fitted, {});
+    }
+    EXPECT_TRUE(got.bytes == want.bytes)
+        << gst_video_format_to_string(format) << (meta->empty() ? " without meta" : "") << ": "
+        << difference(got, want);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaOverlayFormats, CudaOverlayPipeline,
+                         ::testing::Values(GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420,
+                                           GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_BGRx),
+                         [](const ::testing::TestParamInfo<GstVideoFormat>& info) {
+                           return std::string(gst_video_format_to_string(info.param));
+                         });
+
+// A format cudaupload carries but edgeoverlay does not draw on: negotiation fails with an
+// error on the bus, no crash and no hang.
+TEST(CudaOverlayPipelineErrors, UndrawnCudaFormatFailsNegotiation_n) {
+  EI_SKIP_WITHOUT_NVCODEC();
+  const Outcome o = runPipeline(
+      "videotestsrc num-buffers=3 ! video/x-raw,format=Y444,width=320,height=240 ! cudaupload ! "
+      "video/x-raw(memory:CUDAMemory),format=Y444 ! edgeoverlay ! fakesink",
+      std::chrono::seconds(30));
+  EXPECT_TRUE(o.parsed) << describe(o);
+  EXPECT_FALSE(o.timedOut) << describe(o);
+  EXPECT_FALSE(o.eos) << describe(o);
+  EXPECT_TRUE(o.error) << describe(o);
+}
+
+#endif  // EDGEINFER_HAVE_CUDA
+
+}  // namespace
