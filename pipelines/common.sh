@@ -25,19 +25,25 @@ export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 # encode_outputs MP4 [JSONL [OVERLAY PROPERTY...]]: sets the array `outputs`, the end of a
-# launch line after edgeinfer (and after cudadownload on the GPU): edgeoverlay (with the
-# properties given) ! videoconvert ! x264enc ! mp4mux ! filesink location=MP4; with a JSONL
-# file also a tee whose other branch writes one JSON line per frame (edgemetasink). On the tee
-# x264enc gets no lookahead (tune=zerolatency, see README.md), else its branch does not preroll.
+# launch line after edgeinfer: edgeoverlay (with the properties given) ! videoconvert !
+# x264enc ! mp4mux ! filesink location=MP4; with a JSONL file also a tee whose other branch
+# writes one JSON line per frame (edgemetasink). With `after_overlay` set (the GPU path:
+# cudadownload), edgeoverlay comes first, drawing in CUDA memory, then `after_overlay`, then the
+# tee: no CUDA buffer waits in a queue. On the tee x264enc gets no lookahead (tune=zerolatency,
+# see README.md), else its branch does not preroll.
 encode_outputs() {
   local mp4=$1 jsonl=${2:-}
   shift $(($# < 2 ? $# : 2))
-  local encode=(edgeoverlay "$@" ! videoconvert ! x264enc)
+  local head=() encode=(edgeoverlay "$@" ! videoconvert ! x264enc)
+  if [ -n "${after_overlay:-}" ]; then
+    head=(edgeoverlay "$@" ! "$after_overlay" !)
+    encode=(videoconvert ! x264enc)
+  fi
   if [ -z "$jsonl" ]; then
-    outputs=("${encode[@]}" ! mp4mux ! filesink location="$mp4")
+    outputs=("${head[@]}" "${encode[@]}" ! mp4mux ! filesink location="$mp4")
     return
   fi
-  outputs=(tee name=results
+  outputs=("${head[@]}" tee name=results
     results. ! queue ! edgemetasink location="$jsonl"
     results. ! queue ! "${encode[@]}" tune=zerolatency ! mp4mux ! filesink location="$mp4")
 }

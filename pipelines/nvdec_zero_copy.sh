@@ -9,8 +9,11 @@
 # Zero copy: edgeinfer takes video/x-raw(memory:CUDAMemory) and offers nvh264dec the CUDA
 # context its engine runs in, so decoded frames are preprocessed where NVDEC wrote them
 # (GST_DEBUG=edgeinfer:4 logs, at the end, how many frames were read in place: on an H100 all
-# 41 of the default clip). edgeoverlay draws in system memory, so frames are downloaded after
-# inference (cudadownload); a CUDA overlay does not exist yet.
+# 41 of the default clip). edgeoverlay then draws on the frames in CUDA memory too (one kernel
+# launch per frame), and only the annotated frames are downloaded (cudadownload) for the
+# encoder; a plugin built without gstreamer-cuda-1.0 (its edgeoverlay takes system memory only)
+# gets them downloaded before edgeoverlay instead (GST_DEBUG=edgeoverlay:4 logs how many frames
+# it drew on in CUDA memory).
 # With OUTPUT.jsonl the same run also writes one JSON line of detections per frame
 # (edgemetasink, on a tee after cudadownload so that no CUDA buffer waits in a queue): this is
 # the GPU path of scripts/demo.sh. INPUT: H.264 in MP4/MOV (qtdemux). EDGEINFER_OVERLAY:
@@ -28,8 +31,14 @@ if ! gst-inspect-1.0 nvh264dec >/dev/null 2>&1; then
 fi
 mkdir -p "$(dirname "$output")"
 [ -z "$jsonl" ] || mkdir -p "$(dirname "$jsonl")"
-download=""
-gst-inspect-1.0 cudadownload >/dev/null 2>&1 && download="cudadownload !"
+download="" after_overlay=""
+if gst-inspect-1.0 cudadownload >/dev/null 2>&1; then
+  if gst-inspect-1.0 edgeoverlay | grep -q 'memory:CUDAMemory'; then
+    after_overlay=cudadownload  # edgeoverlay draws in CUDA memory
+  else
+    download="cudadownload !"
+  fi
+fi
 read -ra overlay <<<"${EDGEINFER_OVERLAY-thickness=6}"
 encode_outputs "$output" "$jsonl" "${overlay[@]}"
 # shellcheck disable=SC2086  # $download is a launch-line fragment

@@ -4,11 +4,13 @@
 # video, fetched without installing it), then run a GStreamer pipeline through our plugin:
 #   GPU (an NVIDIA GPU that the SDK can use, and GStreamer's nvh264dec):
 #     filesrc ! qtdemux ! h264parse ! nvh264dec ! edgeinfer backend=gpu   (NVDEC's frames read
-#       in place in memory:CUDAMemory: zero copy) ! cudadownload ! tee
+#       in place in memory:CUDAMemory: zero copy) ! edgeoverlay (drawn on in CUDA memory) !
+#       cudadownload ! tee
 #   CPU (otherwise):
 #     filesrc ! decodebin ! videoconvert ! edgeinfer backend=cpu ! tee
 #   and from the tee: edgemetasink (one JSON line of detections per frame) and
-#     edgeoverlay (boxes, scores, landmarks) ! videoconvert ! x264enc ! mp4mux (annotated MP4).
+#     [CPU: edgeoverlay (boxes, scores, landmarks) !] videoconvert ! x264enc ! mp4mux
+#     (annotated MP4).
 # The launch lines are pipelines/nvdec_zero_copy.sh and pipelines/file_to_mp4.sh. The footage
 # is transcoded once to an H.264 MP4 (x264enc, in the output directory) when it is not one, so
 # that both paths read the same file. Prints the path taken, frames, wall time and FPS, frames
