@@ -12,7 +12,6 @@
 #include "core/half.h"
 #include "graph/ops/conv_geometry.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/ref/activation.h"
 
 namespace edgeinfer::cuda {
 namespace {
@@ -37,69 +36,6 @@ bool allPositive(const Shape& s) {
 bool fail(std::string* why, std::string msg) {
   *why = std::move(msg);
   return false;
-}
-
-DwActivation toDw(ref::Activation a) {
-  switch (a) {
-    case ref::Activation::kNone:
-      return DwActivation::kNone;
-    case ref::Activation::kRelu:
-      return DwActivation::kRelu;
-    case ref::Activation::kLeakyRelu:
-      return DwActivation::kLeakyRelu;
-    case ref::Activation::kClip:
-      return DwActivation::kClip;
-    case ref::Activation::kSigmoid:
-      return DwActivation::kSigmoid;
-    case ref::Activation::kHardSigmoid:
-      return DwActivation::kHardSigmoid;
-    case ref::Activation::kHardSwish:
-      return DwActivation::kHardSwish;
-    case ref::Activation::kTanh:
-      return DwActivation::kTanh;
-    case ref::Activation::kElu:
-      return DwActivation::kElu;
-    case ref::Activation::kSelu:
-      return DwActivation::kSelu;
-    case ref::Activation::kSoftplus:
-      return DwActivation::kSoftplus;
-  }
-  return DwActivation::kNone;
-}
-
-/// The activation attributes of a FusedConv node with the defaults of the CPU reference
-/// (kernels/ref/nn_common.h, readFusedActivation).
-bool readActivation(const graph::Node& node, DepthwisePlan* p, std::string* why) {
-  const std::string name = node.attrs.getString("activation", "");
-  ref::Activation act;
-  if (!ref::parseActivation(name, &act)) return fail(why, "unknown activation '" + name + "'");
-  float alpha = 0.f, beta = 0.f;
-  switch (act) {
-    case ref::Activation::kLeakyRelu:
-      alpha = 0.01f;
-      break;
-    case ref::Activation::kHardSigmoid:
-      alpha = 0.2f;
-      beta = 0.5f;
-      break;
-    case ref::Activation::kElu:
-      alpha = 1.f;
-      break;
-    case ref::Activation::kSelu:
-      alpha = 1.67326319217681884765625f;
-      beta = 1.05070102214813232421875f;
-      break;
-    case ref::Activation::kClip:
-      alpha = -std::numeric_limits<float>::infinity();
-      beta = std::numeric_limits<float>::infinity();
-      break;
-    default:
-      break;
-  }
-  p->act = toDw(act);
-  p->alpha = node.attrs.getFloat("activation_alpha", alpha);
-  p->beta = node.attrs.getFloat("activation_beta", beta);
-  return true;
 }
 
 /// Reads the layer into `p` (format fields left unset); false (with `why`) when this provider
@@ -179,8 +115,8 @@ bool parseLayer(const builder::LayerContext& layer, DepthwisePlan* p, bool* hasB
   p->dilW = static_cast<int32_t>(wa.dilations[1]);
   p->padTop = static_cast<int32_t>(wd.padBegin[0]);
   p->padLeft = static_cast<int32_t>(wd.padBegin[1]);
-  p->act = DwActivation::kNone;
-  if (fused && !readActivation(*node, p, why)) return false;
+  p->act = DeviceActivation::kNone;
+  if (fused && !readFusedActivation(*node, &p->act, &p->alpha, &p->beta, why)) return false;
   return true;
 }
 

@@ -16,48 +16,12 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_half.h"
 #include "kernels/cuda/depthwise_conv.h"
+#include "kernels/cuda/fused_activation.cuh"
 
 namespace edgeinfer::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-// std::max / std::min as the reference uses them (comparison based: NaN handling matches).
-__device__ __forceinline__ float refMax(float a, float b) {
-  return a < b ? b : a;
-}
-__device__ __forceinline__ float refMin(float a, float b) {
-  return b < a ? b : a;
-}
-
-/// ref::applyActivation, expression by expression.
-__device__ __forceinline__ float activate(float x, DwActivation act, float alpha, float beta) {
-  switch (act) {
-    case DwActivation::kNone:
-      return x;
-    case DwActivation::kRelu:
-      return x > 0.f ? x : 0.f;
-    case DwActivation::kLeakyRelu:
-      return x >= 0.f ? x : alpha * x;
-    case DwActivation::kClip:
-      return refMin(refMax(x, alpha), beta);
-    case DwActivation::kSigmoid:
-      return 1.f / (1.f + expf(-x));
-    case DwActivation::kHardSigmoid:
-      return refMax(0.f, refMin(1.f, alpha * x + beta));
-    case DwActivation::kHardSwish:
-      return x * refMax(0.f, refMin(1.f, x / 6.f + 0.5f));
-    case DwActivation::kTanh:
-      return tanhf(x);
-    case DwActivation::kElu:
-      return x >= 0.f ? x : alpha * (expf(x) - 1.f);
-    case DwActivation::kSelu:
-      return x > 0.f ? beta * x : beta * (alpha * expf(x) - alpha);
-    case DwActivation::kSoftplus:
-      return x > 20.f ? x : log1pf(expf(x));
-  }
-  return x;
-}
 
 /// V consecutive elements as floats: a 16-byte access, a half2, or element by element.
 template <typename T, int V>
@@ -135,7 +99,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     float v = acc + (bias ? dev::toFloat(bias[k]) : 0.f);
     if (z) v = v + dev::toFloat(z[e]);
-    y[e] = dev::fromFloat<T>(activate(v, p.act, p.alpha, p.beta));
+    y[e] = dev::fromFloat<T>(dev::activate(v, p.act, p.alpha, p.beta));
   }
 }
 
@@ -198,7 +162,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int i = 0; i < V; ++i) acc[i] = acc[i] + zv[i];
     }
 #pragma unroll
-    for (int i = 0; i < V; ++i) acc[i] = activate(acc[i], p.act, p.alpha, p.beta);
+    for (int i = 0; i < V; ++i) acc[i] = dev::activate(acc[i], p.act, p.alpha, p.beta);
     storeVec<T, V>(y + yo, acc);
   }
 }

@@ -33,6 +33,7 @@
 
 #include "builder/tactic.h"
 #include "edgeinfer/status.h"
+#include "kernels/cuda/fused_activation.h"
 
 namespace edgeinfer::cuda {
 
@@ -50,21 +51,6 @@ class DepthwiseConvProvider : public builder::TacticProvider {
 
 // ---- Kernel launch interface (plain C++; the kernels are in depthwise_conv.cu) -------------
 
-/// Activation codes of DepthwisePlan::act, computed as kernels/ref/activation.h does.
-enum class DwActivation : int32_t {
-  kNone,
-  kRelu,
-  kLeakyRelu,
-  kClip,
-  kSigmoid,
-  kHardSigmoid,
-  kHardSwish,
-  kTanh,
-  kElu,
-  kSelu,
-  kSoftplus,
-};
-
 /// One depthwise convolution, logical sizes (every index fits in int32).
 struct DepthwisePlan {
   int32_t N = 0, C = 0, H = 0, W = 0;  // input
@@ -72,7 +58,7 @@ struct DepthwisePlan {
   int32_t P = 0, Q = 0;                // output spatial
   int32_t R = 0, S = 0;                // kernel
   int32_t strideH = 1, strideW = 1, dilH = 1, dilW = 1, padTop = 0, padLeft = 0;
-  DwActivation act = DwActivation::kNone;
+  DeviceActivation act = DeviceActivation::kNone;
   float alpha = 0.f, beta = 0.f;
   int32_t kernelSize = 0;  // template specialisation: 3, 5, or 0 (runtime R x S)
   bool nhwc = false;
