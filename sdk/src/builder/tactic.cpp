@@ -27,11 +27,14 @@ std::string LayerContext::signature(Precision precision) const {
       continue;
     }
     os << dataTypeName(inputTypes[i]) << inputShapes[i].toString();
-    if (constantInput(i)) os << "c";  // weights: their values do not change timings
+    if (constantInput(i)) os << "c";     // weights: their values do not change timings
+    if (inputScale(i) > 0.f) os << "q";  // may be read as int8 (which tactics exist)
   }
   os << "|out";
-  for (size_t i = 0; i < outputShapes.size(); ++i)
+  for (size_t i = 0; i < outputShapes.size(); ++i) {
     os << (i ? "," : ":") << dataTypeName(outputTypes[i]) << outputShapes[i].toString();
+    if (outputScale(i) > 0.f) os << "q";
+  }
   os << "|";
   for (const auto& [k, a] : node->attrs.all()) os << k << "=" << a.toString() << ";";
   return os.str();

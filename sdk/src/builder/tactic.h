@@ -21,6 +21,8 @@ namespace edgeinfer::builder {
 enum class Layout : uint8_t { kLinear = 0, kNCHW = 1, kNHWC = 2 };
 const char* layoutName(Layout l);
 
+/// A float tensor stored as kInt8 is quantized with its own scale (LayerContext's
+/// inputScales / outputScales, PlanTensor::scale): q = clamp(round_half_even(x / s), -128, 127).
 struct TensorFormat {
   DataType dtype = DataType::kFloat32;
   Layout layout = Layout::kLinear;
@@ -37,8 +39,15 @@ struct LayerContext {
   std::vector<DataType> inputTypes;
   std::vector<Shape> outputShapes;
   std::vector<DataType> outputTypes;
+  /// INT8 (issue 6): per input / output, the scale a float tensor is quantized with when a
+  /// tactic reads or writes it as kInt8 (from the calibration cache), 0 where it has none.
+  /// Empty, or 0 everywhere, outside INT8 layers: no tactic may then use int8 storage.
+  std::vector<float> inputScales;
+  std::vector<float> outputScales;
 
   bool hasInput(size_t i) const { return node->hasInput(i); }
+  float inputScale(size_t i) const { return i < inputScales.size() ? inputScales[i] : 0.f; }
+  float outputScale(size_t i) const { return i < outputScales.size() ? outputScales[i] : 0.f; }
   const Tensor* constantInput(size_t i) const {
     return node->hasInput(i) ? graph->constant(node->inputs[i]) : nullptr;
   }

@@ -85,23 +85,37 @@ float activationScale(double amax) {
   return static_cast<float>(std::max(amax, 1e-12) / 127.0);
 }
 
+Status quantizeWeights(const Tensor& w, int axis, std::vector<int8_t>* values,
+                       std::vector<float>* scales) {
+  EI_ASSIGN_OR_RETURN(*scales, perChannelWeightScales(w, axis));
+  const int rank = static_cast<int>(w.shape().rank());
+  if (axis < 0) axis += rank;
+  const int64_t channels = w.shape()[static_cast<size_t>(axis)];
+  const int64_t inner = w.shape().span(static_cast<size_t>(axis) + 1, w.shape().rank());
+  values->assign(static_cast<size_t>(w.numel()), 0);
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const float s = (*scales)[static_cast<size_t>((i / inner) % channels)];
+    if (s <= 0.f) continue;
+    const float q = std::nearbyint(static_cast<float>(w.getAsDouble(i)) / s);
+    (*values)[static_cast<size_t>(i)] =
+        std::isnan(q) ? 0 : static_cast<int8_t>(std::min(std::max(q, -127.f), 127.f));
+  }
+  return Status::Ok();
+}
+
 Expected<Tensor> fakeQuantizeWeights(const Tensor& w, int axis) {
-  EI_ASSIGN_OR_RETURN(std::vector<float> scales, perChannelWeightScales(w, axis));
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+  EI_RETURN_IF_ERROR(quantizeWeights(w, axis, &q, &scales));
   const int rank = static_cast<int>(w.shape().rank());
   if (axis < 0) axis += rank;
   const int64_t channels = w.shape()[static_cast<size_t>(axis)];
   const int64_t inner = w.shape().span(static_cast<size_t>(axis) + 1, w.shape().rank());
   Tensor out = w.clone();
   float* x = out.data<float>();
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    const float s = scales[static_cast<size_t>((i / inner) % channels)];
-    if (s <= 0.f) {
-      x[i] = 0.f;
-      continue;
-    }
-    const float q = std::nearbyint(x[i] / s);
-    x[i] = std::isnan(q) ? 0.f : std::min(std::max(q, -127.f), 127.f) * s;
-  }
+  for (int64_t i = 0; i < out.numel(); ++i)
+    x[i] = static_cast<float>(q[static_cast<size_t>(i)]) *
+           scales[static_cast<size_t>((i / inner) % channels)];
   return out;
 }
 

@@ -6,6 +6,7 @@
 // the result runs in the ordinary CPU engine and differs from FP32 only by the quantization.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -37,6 +38,11 @@ float fakeQuantize(float x, float scale);
 /// The activation scale for a calibrated amax (amax / 127, never 0: a tensor of zeros gets a
 /// tiny scale so that quantizing it is still defined and yields zeros).
 float activationScale(double amax);
+/// Weights quantized per channel along `axis` to [-127, 127]: the int8 values in the tensor's
+/// element order, and the channel scales (perChannelWeightScales; 0 for a channel of zeros,
+/// whose values are 0). INT8 tactics and fakeQuantizeWeights both use it.
+Status quantizeWeights(const Tensor& weights, int axis, std::vector<int8_t>* values,
+                       std::vector<float>* scales);
 /// Weights quantized per channel along `axis` to [-127, 127] and dequantized again.
 Expected<Tensor> fakeQuantizeWeights(const Tensor& weights, int axis);
 

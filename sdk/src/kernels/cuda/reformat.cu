@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/reformat.h"
@@ -9,25 +10,55 @@
 namespace edgeinfer::cuda {
 namespace {
 
+/// Element conversion; `scale` is used by the int8 quantize / dequantize conversions only.
 template <typename Tin, typename Tout>
 struct Conv {
-  __device__ __forceinline__ static Tout run(Tin v) { return static_cast<Tout>(v); }
+  __device__ __forceinline__ static Tout run(Tin v, float) { return static_cast<Tout>(v); }
 };
 template <>
 struct Conv<float, __half> {
-  __device__ __forceinline__ static __half run(float v) { return __float2half_rn(v); }
+  __device__ __forceinline__ static __half run(float v, float) { return __float2half_rn(v); }
 };
 template <>
 struct Conv<__half, float> {
-  __device__ __forceinline__ static float run(__half v) { return __half2float(v); }
+  __device__ __forceinline__ static float run(__half v, float) { return __half2float(v); }
+};
+/// QuantizeLinear with zero point 0: clamp(round_half_even(x / scale), -128, 127); NaN -> 0.
+__device__ __forceinline__ int8_t quantize(float x, float scale) {
+  const float q = rintf(__fdiv_rn(x, scale));
+  if (q != q) return 0;
+  return static_cast<int8_t>(fminf(fmaxf(q, -128.f), 127.f));
+}
+template <>
+struct Conv<float, int8_t> {
+  __device__ __forceinline__ static int8_t run(float v, float s) { return quantize(v, s); }
+};
+template <>
+struct Conv<__half, int8_t> {
+  __device__ __forceinline__ static int8_t run(__half v, float s) {
+    return quantize(__half2float(v), s);
+  }
+};
+template <>
+struct Conv<int8_t, float> {
+  __device__ __forceinline__ static float run(int8_t v, float s) {
+    return __fmul_rn(static_cast<float>(v), s);
+  }
+};
+template <>
+struct Conv<int8_t, __half> {
+  __device__ __forceinline__ static __half run(int8_t v, float s) {
+    return __float2half_rn(__fmul_rn(static_cast<float>(v), s));
+  }
 };
 
 /// Same layout: an elementwise copy with type conversion.
 template <typename Tin, typename Tout>
-__global__ void copyConvert(const Tin* __restrict__ src, Tout* __restrict__ dst, int64_t count) {
+__global__ void copyConvert(const Tin* __restrict__ src, Tout* __restrict__ dst, int64_t count,
+                            float scale) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    dst[i] = Conv<Tin, Tout>::run(src[i]);
+    dst[i] = Conv<Tin, Tout>::run(src[i], scale);
 }
 
 constexpr int kTile = 32;
@@ -38,7 +69,7 @@ constexpr int kRows = 8;
 /// NHWC -> NCHW: rows = HW, cols = C. grid: (ceil(cols/32), ceil(rows/32), n).
 template <typename Tin, typename Tout>
 __global__ void transposeConvert(const Tin* __restrict__ src, Tout* __restrict__ dst, int64_t rows,
-                                 int64_t cols) {
+                                 int64_t cols, float scale) {
   __shared__ Tin tile[kTile][kTile + 1];
   const int64_t img = blockIdx.z;
   const Tin* s = src + img * rows * cols;
@@ -52,13 +83,13 @@ __global__ void transposeConvert(const Tin* __restrict__ src, Tout* __restrict__
   __syncthreads();
   for (int j = threadIdx.y; j < kTile; j += kRows) {
     const int64_t c = c0 + j, r = r0 + threadIdx.x;  // output row c, column r
-    if (r < rows && c < cols) d[c * rows + r] = Conv<Tin, Tout>::run(tile[threadIdx.x][j]);
+    if (r < rows && c < cols) d[c * rows + r] = Conv<Tin, Tout>::run(tile[threadIdx.x][j], scale);
   }
 }
 
 template <typename Tin, typename Tout>
 Status launchTyped(const void* src, bool srcNhwc, void* dst, bool dstNhwc, int64_t n, int64_t c,
-                   int64_t hw, cudaStream_t stream) {
+                   int64_t hw, cudaStream_t stream, float scale = 0.f) {
   const auto* s = static_cast<const Tin*>(src);
   auto* d = static_cast<Tout*>(dst);
   const int64_t count = n * c * hw;
@@ -66,7 +97,8 @@ Status launchTyped(const void* src, bool srcNhwc, void* dst, bool dstNhwc, int64
   if (srcNhwc == dstNhwc || c == 1 || hw == 1) {
     const int threads = 256;
     const int64_t blocks = std::min<int64_t>((count + threads - 1) / threads, 65535 * 4);
-    copyConvert<Tin, Tout><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(s, d, count);
+    copyConvert<Tin, Tout>
+        <<<static_cast<unsigned>(blocks), threads, 0, stream>>>(s, d, count, scale);
   } else {
     const int64_t rows = srcNhwc ? hw : c;
     const int64_t cols = srcNhwc ? c : hw;
@@ -74,7 +106,7 @@ Status launchTyped(const void* src, bool srcNhwc, void* dst, bool dstNhwc, int64
       return Status(ErrorCode::kUnsupported, "reformat: tensor too large for one launch");
     const dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile),
                     static_cast<unsigned>((rows + kTile - 1) / kTile), static_cast<unsigned>(n));
-    transposeConvert<Tin, Tout><<<grid, dim3(kTile, kRows), 0, stream>>>(s, d, rows, cols);
+    transposeConvert<Tin, Tout><<<grid, dim3(kTile, kRows), 0, stream>>>(s, d, rows, cols, scale);
   }
   EI_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
@@ -96,9 +128,25 @@ bool canReformatTypes(DataType from, DataType to) {
   return isF(from) && isF(to);
 }
 
+bool isQuantizeReformat(DataType from, DataType to) {
+  const auto isF = [](DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16; };
+  return (isF(from) && to == DataType::kInt8) || (from == DataType::kInt8 && isF(to));
+}
+
 Status launchReformat(const void* src, DataType srcType, bool srcNhwc, void* dst, DataType dstType,
-                      bool dstNhwc, int64_t n, int64_t c, int64_t hw, void* stream) {
+                      bool dstNhwc, int64_t n, int64_t c, int64_t hw, void* stream, float scale) {
   auto st = static_cast<cudaStream_t>(stream);
+  if (isQuantizeReformat(srcType, dstType)) {
+    if (!(scale > 0.f) || !std::isfinite(scale))
+      return Status(ErrorCode::kInvalidArgument, "reformat: an int8 tensor needs a positive scale");
+    const bool i8in = srcType == DataType::kInt8;
+    const bool half = (i8in ? dstType : srcType) == DataType::kFloat16;
+    if (i8in && half)
+      return launchTyped<int8_t, __half>(src, srcNhwc, dst, dstNhwc, n, c, hw, st, scale);
+    if (i8in) return launchTyped<int8_t, float>(src, srcNhwc, dst, dstNhwc, n, c, hw, st, scale);
+    if (half) return launchTyped<__half, int8_t>(src, srcNhwc, dst, dstNhwc, n, c, hw, st, scale);
+    return launchTyped<float, int8_t>(src, srcNhwc, dst, dstNhwc, n, c, hw, st, scale);
+  }
   const bool f32in = srcType == DataType::kFloat32, f16in = srcType == DataType::kFloat16;
   const bool f32out = dstType == DataType::kFloat32, f16out = dstType == DataType::kFloat16;
   if (f32in && f16out) return launchTyped<float, __half>(src, srcNhwc, dst, dstNhwc, n, c, hw, st);

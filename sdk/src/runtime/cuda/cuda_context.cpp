@@ -10,6 +10,7 @@
 // Engines with CPU-fallback layers never use graphs (a CPU layer synchronises the stream).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -235,14 +236,16 @@ class CudaContext final : public ExecutionContext {
           break;
         case StepKind::kReformat: {
           const int in = s.inputs[0], out = s.outputs[0];
-          const auto& fi = plan.tensors[static_cast<size_t>(in)].format;
-          const auto& fo = plan.tensors[static_cast<size_t>(out)].format;
+          const auto& ti = plan.tensors[static_cast<size_t>(in)];
+          const auto& to = plan.tensors[static_cast<size_t>(out)];
+          const auto& fi = ti.format;
+          const auto& fo = to.format;
           int64_t n, c, hw;
           reformatDims(engine_.tensorShape(in), &n, &c, &hw);
           EI_RETURN_IF_ERROR(edgeinfer::cuda::launchReformat(
               ptrs[static_cast<size_t>(in)], fi.dtype, fi.layout == Layout::kNHWC,
               ptrs[static_cast<size_t>(out)], fo.dtype, fo.layout == Layout::kNHWC, n, c, hw,
-              stream_));
+              stream_, std::max(ti.scale, to.scale)));
           break;
         }
         case StepKind::kTactic: {

@@ -190,7 +190,15 @@ Status CudaEngine::materialize(std::vector<std::unique_ptr<builder::Tactic>> tac
   layers_.resize(numSteps);
   for (size_t i = 0; i < numSteps; ++i) {
     const PlanStep& s = plan_.steps[i];
-    if (s.node >= 0) layers_[i] = makeLayerContext(g, static_cast<size_t>(s.node));
+    if (s.node >= 0) {
+      layers_[i] = makeLayerContext(g, static_cast<size_t>(s.node));
+      // INT8 tactics quantize their weights for the scales of the tensors they read and write.
+      const auto scaleOf = [&](int t) {
+        return t >= 0 ? plan_.tensors[static_cast<size_t>(t)].scale : 0.f;
+      };
+      for (int t : s.inputs) layers_[i].inputScales.push_back(scaleOf(t));
+      for (int t : s.outputs) layers_[i].outputScales.push_back(scaleOf(t));
+    }
     if (s.kind == StepKind::kCpu) ++cpuSteps_;
     if (s.kind != StepKind::kTactic) continue;
     if (tactics[i]) {  // from the builder, initialised: keep its state for serialize()

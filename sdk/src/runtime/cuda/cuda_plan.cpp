@@ -1,5 +1,6 @@
 #include "runtime/cuda/cuda_plan.h"
 
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -40,6 +41,22 @@ std::string formatName(TensorFormat f) {
   return std::string(dataTypeName(f.dtype)) + "." + builder::layoutName(f.layout);
 }
 
+bool isQuantized(const PlanTensor& t) {
+  return t.format.dtype == DataType::kInt8 && t.scale > 0.f;
+}
+
+int countInt8Steps(const ExecutionPlan& plan) {
+  int n = 0;
+  for (const auto& s : plan.steps) {
+    if (s.kind != StepKind::kTactic) continue;
+    bool q = false;
+    for (int t : s.inputs) q = q || (t >= 0 && isQuantized(plan.tensors[static_cast<size_t>(t)]));
+    for (int t : s.outputs) q = q || (t >= 0 && isQuantized(plan.tensors[static_cast<size_t>(t)]));
+    n += q;
+  }
+  return n;
+}
+
 namespace {
 
 Expected<DataType> typeFromName(const std::string& s) {
@@ -71,6 +88,7 @@ std::string planToJson(const ExecutionPlan& plan, const graph::Graph& g) {
               {"layout", builder::layoutName(t.format.layout)}};
     if (t.constant) e["constant"] = true;
     if (t.aliasOf >= 0) e["alias_of"] = t.aliasOf;
+    if (t.scale > 0.f) e["scale"] = t.scale;
     tensors.push_back(std::move(e));
   }
   json steps = json::array();
@@ -122,6 +140,16 @@ Expected<ExecutionPlan> planFromJson(const std::string& text, const graph::Graph
     t.aliasOf = intOr(e, "alias_of", -1);
     if (t.constant && !g.isConstant(t.value))
       return corrupt("tensor '" + t.value + "' marked constant is not a constant");
+    if (e.contains("scale")) {
+      if (!e["scale"].is_number()) return corrupt("tensor '" + t.value + "': scale not a number");
+      t.scale = e["scale"].get<float>();
+      if (!(t.scale > 0.f) || !std::isfinite(t.scale) || t.format.dtype != DataType::kInt8)
+        return corrupt("tensor '" + t.value + "': a scale must be positive and finite, on int8");
+    }
+    const DataType logical = g.findValue(t.value)->dtype;
+    if (t.format.dtype == DataType::kInt8 && logical != DataType::kInt8 && t.scale <= 0.f)
+      return corrupt("tensor '" + t.value + "' stores a " + dataTypeName(logical) +
+                     " value as int8 without a scale");
     plan.tensors.push_back(std::move(t));
   }
   const int numTensors = static_cast<int>(plan.tensors.size());

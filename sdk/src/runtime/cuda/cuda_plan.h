@@ -26,6 +26,8 @@ struct PlanTensor {
   builder::TensorFormat format;  ///< storage type and layout (canonical, see canonicalFormat)
   bool constant = false;         ///< uploaded once per engine from the graph's constant
   int aliasOf = -1;              ///< a view of this tensor (shares its storage)
+  /// INT8 (issue 6): a float value stored as kInt8 holds round(x / scale); 0 otherwise.
+  float scale = 0.f;
 };
 
 enum class StepKind : uint8_t {
@@ -62,6 +64,10 @@ builder::TensorFormat canonicalFormat(builder::TensorFormat f, const Shape& shap
 builder::TensorFormat logicalFormat(DataType dtype, const Shape& shape);
 /// "fp16.nhwc"-style text for logs.
 std::string formatName(builder::TensorFormat f);
+/// True when plan tensor `t` stores a float value quantized to int8 (t.scale > 0).
+bool isQuantized(const PlanTensor& t);
+/// Steps whose tactic reads or writes a quantized tensor (the INT8 layers of the engine).
+int countInt8Steps(const ExecutionPlan& plan);
 
 std::string planToJson(const ExecutionPlan& plan, const graph::Graph& g);
 /// Parses and checks the plan against the graph it was stored with (node indices, names and
