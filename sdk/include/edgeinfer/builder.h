@@ -59,10 +59,13 @@ struct BuilderConfig {
   std::string externalDataDir;
   /// Calibration cache (edgeinfer calibrate, edgeinfer/calibration.h). When set, the build
   /// loads it and fails if it is unreadable, made for another model (hashes named), or lacks
-  /// a range for an activation input of any quantizable layer of the optimised graph. No
-  /// backend runs INT8 kernels yet: the GPU builder still refuses Precision::kInt8 and the CPU
-  /// computes in FP32, so the cache is validated, not used.
+  /// a range for an activation input of any quantizable layer of the optimised graph. GPU
+  /// INT8 builds need it: its ranges are the int8 tensors' scales and its policy keeps layers
+  /// in FP16. (The CPU backend computes in FP32 and only validates it.)
   std::string calibrationCachePath;
+  /// INT8 layers use an INT8 tactic whenever one is offered, even where an FP16 one is faster
+  /// (TensorRT's "obey precision constraints"). Off: INT8 competes with FP16/FP32 by time.
+  bool strictPrecision = false;
 
   // ---- GPU backend ----
   /// CUDA device the engine is built for (and timed on).

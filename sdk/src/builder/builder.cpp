@@ -150,8 +150,8 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
   applyDynamicDefault(g, cfg.dynamicDimDefault);
   if (backend == Backend::kCuda) applyGpuStaticShapes(g, cfg);
   EI_RETURN_IF_ERROR(optimize(g, cfg));
-  // A calibration cache is checked against the model even though no engine runs INT8 yet
-  // (the GPU builder refuses Precision::kInt8, the CPU computes in FP32): a cache from another
+  // A calibration cache is checked against the model before anything is built (the GPU
+  // builder takes its int8 scales from it; the CPU computes in FP32): a cache from another
   // model, or one that misses layers of this graph, is an error now, not later.
   if (!cfg.calibrationCachePath.empty())
     EI_RETURN_IF_ERROR(quant::checkCalibrationCache(

@@ -47,13 +47,16 @@ Expected<Args> parseArgs(int argc, char** argv, int first, const std::vector<std
 const char* kBuilderOptionsHelp = R"(builder options:
   --backend auto|cpu|cuda       where the engine runs (default auto)
   --fp16                        allow FP16 kernels (GPU backends)
+  --int8                        allow INT8 kernels (GPU; needs --calibration-cache): each INT8
+                                layer takes the fastest of its INT8, FP16 and FP32 tactics
+  --strict-precision            INT8 layers use an INT8 tactic wherever one exists, even slower
   --no-fusion                   switch off every fusion pass
   --no-constant-folding         switch off constant folding
   --no-batchnorm-folding        keep BatchNormalization nodes
   --dynamic-dim N               value for every dynamic input dimension at build time
   --allow-non-finite-weights    accept NaN/Inf in weights
-  --calibration-cache FILE      check an INT8 calibration cache (edgeinfer calibrate) against the
-                                model; no backend runs INT8 kernels yet
+  --calibration-cache FILE      INT8 calibration cache (edgeinfer calibrate): the int8 scales and
+                                the per-layer policy (checked against the model)
   --verbose                     log every pass and decision (GPU: each layer's timing table)
 GPU builder options:
   --device N                    CUDA device to build for (default 0)
@@ -62,7 +65,7 @@ GPU builder options:
   --cache-miss-error            a layer missing from the timing cache is an error (reproducible builds)
   --tactic LAYER=ID             force a tactic for a layer (repeatable)
   --tactics FILE                forced tactics, "layer = tactic-id" per line or a JSON object
-  --layer-precision LAYER=P     per-layer precision fp32|fp16 (repeatable)
+  --layer-precision LAYER=P     per-layer precision fp32|fp16|int8 (repeatable)
   --no-cpu-fallback             a layer without a GPU kernel is an error, not run on the CPU
   --timing-iterations N         launches per timing measurement (default 8; median of 5)
 )";
@@ -80,6 +83,8 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
     return Status(ErrorCode::kInvalidArgument,
                   "--backend must be auto, cpu or cuda, not '" + backend + "'");
   if (a.has("fp16")) c.precision = Precision::kFp16;
+  if (a.has("int8")) c.precision = Precision::kInt8;
+  if (a.has("strict-precision")) c.strictPrecision = true;
   if (a.has("no-fusion")) {
     c.passes.fuseConvActivation = false;
     c.passes.fuseGemmActivation = false;
@@ -110,10 +115,12 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
   for (const std::string& kv : a.all("layer-precision")) {
     const auto eq = kv.rfind('=');
     const std::string p = eq == std::string::npos ? "" : kv.substr(eq + 1);
-    if (eq == std::string::npos || eq == 0 || (p != "fp32" && p != "fp16"))
+    if (eq == std::string::npos || eq == 0 || (p != "fp32" && p != "fp16" && p != "int8"))
       return Status(ErrorCode::kInvalidArgument,
-                    "--layer-precision needs LAYER=fp32 or LAYER=fp16, got '" + kv + "'");
-    c.layerPrecision[kv.substr(0, eq)] = p == "fp16" ? Precision::kFp16 : Precision::kFp32;
+                    "--layer-precision needs LAYER=fp32, fp16 or int8, got '" + kv + "'");
+    c.layerPrecision[kv.substr(0, eq)] = p == "int8"   ? Precision::kInt8
+                                         : p == "fp16" ? Precision::kFp16
+                                                       : Precision::kFp32;
   }
   if (a.has("dynamic-dim")) {
     char* end = nullptr;

@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
                                           "no-timing-cache",
                                           "cache-miss-error",
                                           "no-cpu-fallback",
+                                          "int8",
+                                          "strict-precision",
                                           "device-inputs",
                                           "no-cuda-graphs",
                                           "report",

@@ -17,10 +17,12 @@
 #include "builder/engine_format.h"
 #include "builder/timing_cache.h"
 #include "core/device.h"
+#include "edgeinfer/calibration.h"
 #include "edgeinfer/logger.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/providers.h"
 #include "kernels/cuda/reformat.h"
+#include "quant/qdq.h"
 #include "runtime/cuda/cuda_engine.h"
 #include "runtime/cuda_backend.h"
 
@@ -136,6 +138,20 @@ class GpuBuilder {
   GpuBuilder(const graph::Graph& g, const BuilderConfig& cfg, builder::TimingCache& cache,
              const builder::TacticOverrides& overrides)
       : g_(g), cfg_(cfg), cache_(cache), overrides_(overrides) {}
+
+  /// INT8: the scale of every calibrated float activation (amax / 127; a view's output takes
+  /// its input's, since a view does not change values) and the cache's per-layer policy.
+  void setCalibration(const CalibrationCache& calib) {
+    for (const auto& [name, amax] : calib.tensorAmax) {
+      const graph::Value* v = g_.findValue(name);
+      if (v && v->dtype == DataType::kFloat32 && !g_.isConstant(name))
+        scales_[name] = quant::activationScale(amax);
+    }
+    for (const auto& n : g_.nodes)
+      if (isViewOp(n) && n.hasInput(0) && scales_.count(n.inputs[0]) && !n.outputs.empty())
+        scales_[n.outputs[0]] = scales_[n.inputs[0]];
+    policy_ = calib.layerPrecision;
+  }
   ~GpuBuilder() {
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -209,10 +225,24 @@ class GpuBuilder {
     t.format = cuda::canonicalFormat(fmt, g_.findValue(value)->shape);
     t.constant = constant;
     t.aliasOf = aliasOf;
+    if (t.format.dtype == DataType::kInt8 && g_.findValue(value)->dtype != DataType::kInt8)
+      t.scale = scaleOf(value);  // a quantized float value
     plan_.tensors.push_back(t);
     const int id = static_cast<int>(plan_.tensors.size()) - 1;
     if (!constant) versions_[value].push_back(id);
     return id;
+  }
+
+  float scaleOf(const std::string& value) const {
+    const auto it = scales_.find(value);
+    return it == scales_.end() ? 0.f : it->second;
+  }
+
+  /// Can a reformat turn `value` stored as `src` into `dst`? Float <-> int8 needs its scale.
+  bool convertible(const std::string& value, DataType src, DataType dst) const {
+    if (edgeinfer::cuda::canReformatTypes(src, dst)) return true;
+    return edgeinfer::cuda::isQuantizeReformat(src, dst) && scaleOf(value) > 0.f &&
+           g_.findValue(value)->dtype != DataType::kInt8;
   }
 
   int constantTensor(const std::string& value, TensorFormat fmt) {
@@ -244,7 +274,7 @@ class GpuBuilder {
       return Status(ErrorCode::kInternal, "value '" + value + "' has no producer in the plan");
     for (int t : it->second) {
       const TensorFormat src = plan_.tensors[static_cast<size_t>(t)].format;
-      if (!edgeinfer::cuda::canReformatTypes(src.dtype, fmt.dtype)) continue;
+      if (!convertible(value, src.dtype, fmt.dtype)) continue;
       EI_ASSIGN_OR_RETURN(double ms, timeReformat(value, src, fmt));
       if (ms < best) best = ms, from = t;
     }
@@ -266,7 +296,7 @@ class GpuBuilder {
           [&] {
             return edgeinfer::cuda::launchReformat(a.get(), src.dtype, src.layout == Layout::kNHWC,
                                                    b.get(), dst.dtype, dst.layout == Layout::kNHWC,
-                                                   n, c, hw, stream_);
+                                                   n, c, hw, stream_, scaleOf(value));
           },
           cfg_.timing, stream_);
     };
@@ -318,13 +348,19 @@ class GpuBuilder {
     s.inputs[0] = in;
     const DataType storage = plan_.tensors[static_cast<size_t>(in)].format.dtype;
     s.outputs = {newTensor(n.outputs[0], {storage, Layout::kLinear}, false, in)};
+    plan_.tensors.back().scale = plan_.tensors[static_cast<size_t>(in)].scale;  // same bits
     plan_.steps.push_back(std::move(s));
     return Status::Ok();
   }
 
+  /// The config's per-layer override, else (INT8 builds) the calibration cache's policy for
+  /// the layer (fp16 for the layers it keeps out of INT8), else the config's precision.
   Precision precisionOf(const graph::Node& n) const {
     const auto it = cfg_.layerPrecision.find(n.name);
-    return it != cfg_.layerPrecision.end() ? it->second : cfg_.precision;
+    if (it != cfg_.layerPrecision.end()) return it->second;
+    if (cfg_.precision == Precision::kInt8)
+      if (const auto p = policy_.find(n.name); p != policy_.end()) return p->second;
+    return cfg_.precision;
   }
 
   /// Times one candidate: initialises it (weights to the device), then launches it on zeroed
@@ -374,6 +410,16 @@ class GpuBuilder {
     const Precision precision = precisionOf(n);
     std::vector<std::unique_ptr<Tactic>> cands =
         edgeinfer::cuda::allCandidates(providers_, layer, precision);
+    if (precision == Precision::kInt8) {
+      // INT8 allows FP16 (as in TensorRT): the INT8 tactics compete with every FP16 and FP32
+      // one, reformats (quantize / dequantize) included, and the fastest wins.
+      for (const auto& in : n.inputs) layer.inputScales.push_back(in.empty() ? 0.f : scaleOf(in));
+      for (const auto& out : n.outputs) layer.outputScales.push_back(scaleOf(out));
+      cands = edgeinfer::cuda::allCandidates(providers_, layer, precision);
+      if (cands.empty() || !cfg_.strictPrecision)
+        for (auto& c : edgeinfer::cuda::allCandidates(providers_, layer, Precision::kFp16))
+          cands.push_back(std::move(c));
+    }
     if (cands.empty()) {
       if (!cfg_.allowCpuFallback)
         return Status(ErrorCode::kUnsupported,
@@ -474,6 +520,20 @@ class GpuBuilder {
     s.node = static_cast<int>(i);
     s.tactic = best;
     s.precision = precision;
+    if (precision == Precision::kInt8) {
+      // Recorded as kInt8 only when the tactic reads or writes quantized tensors: a load asks
+      // the providers at this precision, and the FP16/FP32 tactics are offered at kFp16.
+      bool quantized = false;
+      const auto isQ = [&](const std::string& v, TensorFormat f) {
+        return f.dtype == DataType::kInt8 && g_.findValue(v)->dtype != DataType::kInt8;
+      };
+      for (size_t k = 0; k < n.inputs.size(); ++k)
+        quantized = quantized || (n.hasInput(k) && !chosen->consumesInput(k) &&
+                                  isQ(n.inputs[k], chosen->inputFormat(k)));
+      for (size_t k = 0; k < n.outputs.size(); ++k)
+        quantized = quantized || isQ(n.outputs[k], chosen->outputFormat(k));
+      s.precision = quantized ? Precision::kInt8 : Precision::kFp16;
+    }
     s.timeMs = bestTime;
     s.inputs.assign(n.inputs.size(), -1);
     for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -522,6 +582,8 @@ class GpuBuilder {
   std::vector<std::unique_ptr<Tactic>> tactics_;      // per step
   std::map<std::string, std::vector<int>> versions_;  // value -> plan tensors
   std::map<std::string, int> constants_;              // value|format -> plan tensor
+  std::map<std::string, float> scales_;               // INT8: float value -> its scale
+  std::map<std::string, Precision> policy_;           // INT8: calibration policy per layer
   int timed_ = 0, cached_ = 0, statesAdded_ = 0;
 };
 
@@ -531,10 +593,16 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph g, EngineInfo inf
                                                   const BuilderConfig& cfg) {
   const auto t0 = std::chrono::steady_clock::now();
   EI_ASSIGN_OR_RETURN(CudaDeviceInfo dev, queryCudaDevice(cfg.deviceId));
-  if (cfg.precision == Precision::kInt8)
-    return Status(ErrorCode::kUnsupported,
-                  "INT8 GPU engines are not available yet: calibration is (edgeinfer calibrate "
-                  "writes a calibration cache), INT8 kernels are not; build with fp16 or fp32");
+  bool wantsInt8 = cfg.precision == Precision::kInt8;
+  for (const auto& [layer, p] : cfg.layerPrecision) wantsInt8 = wantsInt8 || p == Precision::kInt8;
+  CalibrationCache calib;
+  if (wantsInt8) {
+    if (cfg.calibrationCachePath.empty())
+      return Status(ErrorCode::kInvalidArgument,
+                    "INT8 needs a calibration cache: run `edgeinfer calibrate` on sample data and "
+                    "pass its cache (--calibration-cache, BuilderConfig::calibrationCachePath)");
+    EI_ASSIGN_OR_RETURN(calib, CalibrationCache::load(cfg.calibrationCachePath));
+  }
   const builder::DeviceKey key = builder::DeviceKey::of(dev);
   info.deviceKey = key.toString();
 
@@ -583,6 +651,7 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph g, EngineInfo inf
   }
 
   GpuBuilder b(g, cfg, cache, overrides);
+  if (wantsInt8) b.setCalibration(calib);
   EI_RETURN_IF_ERROR(b.run());
   if (!cachePath.empty() && (b.timedLayers() > 0 || b.statesAdded() > 0)) {
     const Status s = cache.save(cachePath);
@@ -590,6 +659,20 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph g, EngineInfo inf
   }
   auto [plan, tactics] = b.takePlanAndTactics();
   auto providers = b.takeProviders();
+  if (wantsInt8) {
+    int layers = 0;
+    for (const auto& s : plan.steps) layers += s.kind == StepKind::kTactic;
+    const int int8Layers = cuda::countInt8Steps(plan);
+    log(Severity::kInfo, "INT8: " + std::to_string(int8Layers) + " of " + std::to_string(layers) +
+                             " GPU layers run INT8 tactics (the others were faster in FP16/FP32"
+                             " or have no INT8 kernel; `edgeinfer inspect` lists them)");
+    if (int8Layers == 0 && cfg.precision == Precision::kInt8) {
+      log(Severity::kWarning,
+          "precision int8 was asked for, but no layer runs in INT8 (no quantizable layer with an "
+          "INT8 kernel, or INT8 was slower everywhere): the engine is recorded as fp16");
+      info.precision = Precision::kFp16;
+    }
+  }
   const int timed = b.timedLayers(), cached = b.cachedLayers();
   if (getLogLevel() >= Severity::kVerbose)
     log(Severity::kVerbose, "GPU plan:\n" + cuda::describePlan(plan, g));

@@ -6,6 +6,7 @@
 #include "kernels/cuda/cudnn_conv.h"
 #include "kernels/cuda/depthwise_conv.h"
 #include "kernels/cuda/fused_eltwise.h"
+#include "kernels/cuda/int8_conv.h"
 
 namespace edgeinfer::cuda {
 
@@ -17,6 +18,7 @@ std::vector<std::unique_ptr<builder::TacticProvider>> makeCudaProviders() {
   p.push_back(std::make_unique<CublasBatchedMatMulProvider>());
   p.push_back(std::make_unique<FusedEltwiseProvider>());
   p.push_back(std::make_unique<CudaKernelProvider>());
+  p.push_back(std::make_unique<Int8ConvProvider>());
   return p;
 }
 

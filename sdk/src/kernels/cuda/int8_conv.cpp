@@ -1,0 +1,304 @@
+// The `cuda-i8` tactic provider (int8_conv.h): which layers it runs, and the tactics that
+// quantize the weights (initialize) and launch the kernels of int8_conv.cu (enqueue).
+#include "kernels/cuda/int8_conv.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "graph/ops/conv_geometry.h"
+#include "kernels/cuda/cuda_check.h"
+#include "quant/qdq.h"
+
+namespace edgeinfer::cuda {
+namespace {
+
+using builder::Layout;
+using builder::TensorFormat;
+
+/// Tensors stay below 2^31 bytes (int32 indices in the kernels, 64-bit where they multiply).
+constexpr int64_t kMaxElements = int64_t{1} << 31;
+
+bool fail(std::string* why, std::string msg) {
+  *why = std::move(msg);
+  return false;
+}
+
+bool positiveScale(float s) {
+  return s > 0.f && std::isfinite(s);
+}
+
+/// The layer's geometry into `p` (kernel, vec and output formats left unset); false with `why`
+/// when no INT8 kernel here runs it. `depthwise` says which kind it is.
+bool parseLayer(const builder::LayerContext& layer, Int8ConvPlan* p, bool* depthwise, bool* hasBias,
+                std::string* why) {
+  const graph::Node* node = layer.node;
+  if (!node || !layer.graph) return fail(why, "no node");
+  const bool fused = node->opType == "FusedConv" && node->domain == graph::kEdgeInferDomain;
+  const bool conv = node->opType == "Conv" && node->domain.empty();
+  if (!fused && !conv) return fail(why, "not a Conv / FusedConv node");
+  if (layer.inputShapes.size() < 2 || layer.outputShapes.size() != 1)
+    return fail(why, "unexpected input/output count");
+  if (!positiveScale(layer.inputScale(0)))
+    return fail(why, "the input has no int8 scale (not calibrated, or not an INT8 layer)");
+  const Shape& xs = layer.inputShapes[0];
+  const Shape& ys = layer.outputShapes[0];
+  if (xs.rank() != 4 || ys.rank() != 4) return fail(why, "only 2-D convolutions are supported");
+  for (size_t i = 0; i < 4; ++i)
+    if (xs[i] <= 0 || ys[i] <= 0) return fail(why, "shapes must be static and non-empty");
+  if (layer.inputTypes[0] != DataType::kFloat32 || layer.outputTypes[0] != DataType::kFloat32)
+    return fail(why, "the input and output must be float32 values");
+  if (xs.numel() >= kMaxElements || ys.numel() >= kMaxElements)
+    return fail(why, "tensors of 2^31 elements or more are not supported");
+  const Tensor* w = layer.constantInput(1);
+  if (!w || w->dtype() != DataType::kFloat32 || w->shape().rank() != 4)
+    return fail(why, "the weights must be a constant 4-D float32 tensor");
+  const Shape& ws = w->shape();
+  const int64_t C = xs[1], K = ws[0], group = node->attrs.getInt("group", 1);
+  if (ys[1] != K || ys[0] != xs[0]) return fail(why, "inconsistent channel counts");
+  *depthwise = group > 1;
+  if (group == 1) {
+    if (ws[1] != C) return fail(why, "weights disagree with the input channels");
+    if (C % 4 != 0) return fail(why, "dense INT8 kernels need C_in % 4 == 0");
+  } else if (group != C || K != C || ws[1] != 1) {
+    return fail(why, "only group 1 and depthwise (group == C_in == C_out) are supported");
+  }
+  if (ws[2] * ws[3] * C >= (int64_t{1} << 30)) return fail(why, "kernel too large");
+  *hasBias = false;
+  if (layer.hasInput(2)) {
+    const Tensor* b = layer.constantInput(2);
+    if (!b || b->dtype() != DataType::kFloat32 || b->numel() != K)
+      return fail(why, "the bias must be a constant float32 tensor of C_out elements");
+    *hasBias = true;
+  }
+  p->hasZ = false;
+  if (layer.hasInput(3)) {
+    if (!fused) return fail(why, "Conv has no fourth input");
+    if (layer.inputShapes.size() < 4 || layer.inputShapes[3] != ys ||
+        layer.inputTypes[3] != DataType::kFloat32 || layer.constantInput(3))
+      return fail(why, "the residual Z must be a computed float32 tensor of the output's shape");
+    p->hasZ = true;
+  }
+  graph::WindowAttrs wa;
+  graph::WindowDims wd;
+  if (!graph::readWindowAttrs(node->attrs, 2, {ws[2], ws[3]}, &wa).ok() ||
+      !graph::computeWindowDims(wa, {xs[2], xs[3]}, &wd).ok())
+    return fail(why, "invalid window attributes");
+  if (wd.out[0] != ys[2] || wd.out[1] != ys[3])
+    return fail(why, "output shape disagrees with the window attributes");
+  for (size_t i = 0; i < 2; ++i)
+    if ((wd.out[i] - 1) * wa.strides[i] + wa.effectiveKernel(i) + wd.padBegin[i] + wd.padEnd[i] >=
+        (int64_t{1} << 30))
+      return fail(why, "window coordinates exceed 2^30");
+  p->N = static_cast<int32_t>(xs[0]);
+  p->C = static_cast<int32_t>(C);
+  p->H = static_cast<int32_t>(xs[2]);
+  p->W = static_cast<int32_t>(xs[3]);
+  p->K = static_cast<int32_t>(K);
+  p->P = static_cast<int32_t>(ys[2]);
+  p->Q = static_cast<int32_t>(ys[3]);
+  p->R = static_cast<int32_t>(ws[2]);
+  p->S = static_cast<int32_t>(ws[3]);
+  p->strideH = static_cast<int32_t>(wa.strides[0]);
+  p->strideW = static_cast<int32_t>(wa.strides[1]);
+  p->dilH = static_cast<int32_t>(wa.dilations[0]);
+  p->dilW = static_cast<int32_t>(wa.dilations[1]);
+  p->padTop = static_cast<int32_t>(wd.padBegin[0]);
+  p->padLeft = static_cast<int32_t>(wd.padBegin[1]);
+  p->gemmK = p->R * p->S * p->C;
+  p->gemmKPad = (p->gemmK + 31) / 32 * 32;
+  p->act = DeviceActivation::kNone;
+  if (fused && !readFusedActivation(*node, &p->act, &p->alpha, &p->beta, why)) return false;
+  return true;
+}
+
+/// Compute capability major * 10 + minor of the current device, 0 without one.
+int deviceCapability() {
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return major * 10 + minor;
+}
+
+const char* kernelName(const Int8ConvPlan& p) {
+  switch (p.kernel) {
+    case Int8ConvKernel::kMma128x64:
+      return p.vec == 16 ? "mma128x64v16" : "mma128x64v4";
+    case Int8ConvKernel::kMma64x64:
+      return p.vec == 16 ? "mma64x64v16" : "mma64x64v4";
+    case Int8ConvKernel::kDepthwise:
+      return p.vec == 4 ? "dw4" : "dw1";
+  }
+  return "?";
+}
+
+class Int8ConvTactic final : public builder::Tactic {
+ public:
+  Int8ConvTactic(const Int8ConvPlan& plan, bool hasBias) : plan_(plan), hasBias_(hasBias) {
+    id_ = std::string("cuda-i8.") + kernelName(plan) + "." + (plan.yScale > 0.f ? "i8" : "f16") +
+          "." +
+          (!plan.hasZ          ? "-"
+           : plan.zScale > 0.f ? "i8"
+                               : "f16");
+  }
+  ~Int8ConvTactic() override { release(); }
+
+  std::string id() const override { return id_; }
+  TensorFormat inputFormat(size_t index) const override {
+    if (index == 1 || index == 2) return TensorFormat{DataType::kFloat32, Layout::kLinear};
+    if (index == 3)
+      return {plan_.zScale > 0.f ? DataType::kInt8 : DataType::kFloat16, Layout::kNHWC};
+    return {DataType::kInt8, Layout::kNHWC};
+  }
+  TensorFormat outputFormat(size_t) const override {
+    return {plan_.yScale > 0.f ? DataType::kInt8 : DataType::kFloat16, Layout::kNHWC};
+  }
+  bool consumesInput(size_t index) const override { return index == 1 || index == 2; }
+
+  Status initialize(const builder::LayerContext& layer) override {
+    Int8ConvPlan p;
+    bool depthwise = false, hasBias = false;
+    std::string why;
+    if (!parseLayer(layer, &p, &depthwise, &hasBias, &why))
+      return Status(ErrorCode::kUnsupported, id_ + ": " + why);
+    if (depthwise != (plan_.kernel == Int8ConvKernel::kDepthwise) || p.hasZ != plan_.hasZ)
+      return Status(ErrorCode::kUnsupported, id_ + ": the layer changed");
+    // The scales this tactic was offered for must still be there (an engine load gets them
+    // from the plan's tensors).
+    const float yScale = plan_.yScale > 0.f ? layer.outputScale(0) : 0.f;
+    const float zScale = plan_.zScale > 0.f ? layer.inputScale(3) : 0.f;
+    if ((plan_.yScale > 0.f && !positiveScale(yScale)) ||
+        (plan_.zScale > 0.f && !positiveScale(zScale)))
+      return Status(ErrorCode::kInvalidArgument,
+                    id_ + ": an int8 tensor of the layer has no scale");
+    p.kernel = plan_.kernel;
+    p.vec = plan_.vec;
+    p.yScale = yScale;
+    p.zScale = zScale;
+
+    std::vector<int8_t> q;
+    std::vector<float> ws;
+    EI_RETURN_IF_ERROR(
+        quant::quantizeWeights(*layer.constantInput(1), 0, &q, &ws).withContext(id_ + ": weights"));
+    std::vector<int8_t> packed;
+    const int64_t RS = int64_t{p.R} * p.S;
+    if (depthwise) {  // [C][1][R][S] -> [R][S][C]
+      packed.assign(static_cast<size_t>(RS * p.C), 0);
+      for (int64_t c = 0; c < p.C; ++c)
+        for (int64_t rs = 0; rs < RS; ++rs)
+          packed[static_cast<size_t>(rs * p.C + c)] = q[static_cast<size_t>(c * RS + rs)];
+    } else {  // [K][C][R][S] -> [K][(r * S + s) * C + c], rows padded to gemmKPad
+      packed.assign(static_cast<size_t>(int64_t{p.K} * p.gemmKPad), 0);
+      for (int64_t k = 0; k < p.K; ++k)
+        for (int64_t c = 0; c < p.C; ++c)
+          for (int64_t rs = 0; rs < RS; ++rs)
+            packed[static_cast<size_t>(k * p.gemmKPad + rs * p.C + c)] =
+                q[static_cast<size_t>((k * p.C + c) * RS + rs)];
+    }
+    const float sx = layer.inputScale(0);
+    std::vector<float> alpha(static_cast<size_t>(p.K)), bias(static_cast<size_t>(p.K), 0.f);
+    for (size_t k = 0; k < alpha.size(); ++k) alpha[k] = sx * ws[k];
+    if (hasBias) {
+      const Tensor* b = layer.constantInput(2);
+      for (size_t k = 0; k < bias.size(); ++k)
+        bias[k] = static_cast<float>(b->getAsDouble(static_cast<int64_t>(k)));
+    }
+    release();
+    EI_RETURN_IF_ERROR(upload(packed.data(), packed.size(), &dW_));
+    EI_RETURN_IF_ERROR(upload(alpha.data(), alpha.size() * sizeof(float), &dAlpha_));
+    EI_RETURN_IF_ERROR(upload(bias.data(), bias.size() * sizeof(float), &dBias_));
+    plan_ = p;
+    hasBias_ = hasBias;
+    return Status::Ok();
+  }
+
+  Status enqueue(const builder::LaunchArgs& args) override {
+    if (!dW_) return Status(ErrorCode::kInvalidArgument, id_ + ": enqueue before initialize");
+    if (args.inputs.empty() || !args.inputs[0] || args.outputs.empty() || !args.outputs[0] ||
+        (plan_.hasZ && (args.inputs.size() < 4 || !args.inputs[3])))
+      return Status(ErrorCode::kInvalidArgument, id_ + ": missing input or output pointer");
+    Int8ConvArgs a;
+    a.x = args.inputs[0];
+    a.w = dW_;
+    a.alpha = static_cast<const float*>(dAlpha_);
+    a.bias = static_cast<const float*>(dBias_);
+    a.z = plan_.hasZ ? args.inputs[3] : nullptr;
+    a.y = args.outputs[0];
+    return launchInt8Conv(plan_, a, args.stream);
+  }
+
+ private:
+  static Status upload(const void* host, size_t bytes, void** dev) {
+    EI_CUDA_CHECK(cudaMalloc(dev, std::max<size_t>(bytes, 16)));
+    EI_CUDA_CHECK(cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice));
+    return Status::Ok();
+  }
+  void release() {
+    for (void** p : {&dW_, &dAlpha_, &dBias_}) {
+      if (*p) cudaFree(*p);
+      *p = nullptr;
+    }
+  }
+
+  std::string id_;
+  Int8ConvPlan plan_;
+  bool hasBias_ = false;
+  void* dW_ = nullptr;
+  void* dAlpha_ = nullptr;
+  void* dBias_ = nullptr;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
+    const builder::LayerContext& layer, Precision precision) {
+  std::vector<std::unique_ptr<builder::Tactic>> out;
+  if (precision != Precision::kInt8) {
+    lastReason_ = "the cuda-i8 provider offers INT8 tactics only";
+    return out;
+  }
+  Int8ConvPlan plan;
+  bool depthwise = false, hasBias = false;
+  if (!parseLayer(layer, &plan, &depthwise, &hasBias, &lastReason_)) return out;
+  const int cc = deviceCapability();
+  if (cc == 0) {
+    lastReason_ = "no CUDA device";
+    return out;
+  }
+  if (!depthwise && cc < 80) {
+    lastReason_ = "dense INT8 kernels use mma.sync s8 (sm_80 and newer)";
+    return out;
+  }
+  lastReason_.clear();
+  std::vector<std::pair<Int8ConvKernel, int32_t>> kernels;
+  if (depthwise) {
+    kernels.emplace_back(Int8ConvKernel::kDepthwise, plan.C % 4 == 0 ? 4 : 1);
+  } else {
+    const int32_t vec = plan.C % 16 == 0 ? 16 : 4;
+    kernels.emplace_back(Int8ConvKernel::kMma128x64, vec);
+    kernels.emplace_back(Int8ConvKernel::kMma64x64, vec);
+  }
+  std::vector<float> yScales{0.f};
+  if (positiveScale(layer.outputScale(0))) yScales.push_back(layer.outputScale(0));
+  std::vector<float> zScales{0.f};
+  if (plan.hasZ && positiveScale(layer.inputScale(3))) zScales.push_back(layer.inputScale(3));
+  for (const auto& [kernel, vec] : kernels)
+    for (float ys : yScales)
+      for (float zs : zScales) {
+        Int8ConvPlan p = plan;
+        p.kernel = kernel;
+        p.vec = vec;
+        p.yScale = ys;
+        p.zScale = zs;
+        out.push_back(std::make_unique<Int8ConvTactic>(p, hasBias));
+      }
+  return out;
+}
+
+}  // namespace edgeinfer::cuda

@@ -1,0 +1,324 @@
+// INT8 convolution kernels of the `cuda-i8` tactic provider (int8_conv.h).
+//
+// Dense layers are an implicit GEMM: the output pixels (n, p, q) are the GEMM's M rows, the
+// output channels its N columns, and (r, s, c) with c innermost its K dimension, so an NHWC
+// input row of C channels is contiguous in K and the weights [K][R*S*C] are the "col" operand
+// of mma.sync m16n8k32 as they are. A block of 4 warps (2 x 2) computes BM x BN outputs; per
+// K step of 32 every thread loads its part of the next A (input, gathered through the
+// convolution window, zero outside the image) and B (weights) tiles into registers while the
+// warps multiply the current tiles from shared memory, then stores them into the other buffer:
+// one __syncthreads per step. Shared rows are 48 bytes apart, so the fragment reads (8 rows x 4
+// words per warp) hit 32 different banks.
+//
+// Fragment layouts (PTX ISA, mma.m16n8k32 .s8): with g = lane / 4 and t = lane % 4,
+//   A regs 0..3: (row g, k 4t..4t+3), (g + 8, 4t..), (g, 16 + 4t..), (g + 8, 16 + 4t..)
+//   B regs 0..1: (k 4t..4t+3, col g), (k 16 + 4t.., col g)
+//   C regs 0..3: (row g, col 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)
+//
+// The epilogue computes int8_conv.h's expressions with __fmul_rn / __fadd_rn / __fdiv_rn, so
+// no FMA contraction changes a rounding.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/fused_activation.cuh"
+#include "kernels/cuda/int8_conv.h"
+
+namespace edgeinfer::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kBK = 32;         // K per step: one mma
+constexpr int kLds = kBK + 16;  // shared row stride in bytes
+
+__device__ __forceinline__ int8_t quantizeOut(float v, float scale) {
+  const float q = rintf(__fdiv_rn(v, scale));
+  if (q != q) return 0;
+  return static_cast<int8_t>(fminf(fmaxf(q, -128.f), 127.f));
+}
+
+/// int8_conv.h's epilogue for one output element at NHWC index `idx`, channel `k`.
+__device__ __forceinline__ void storeOutput(const Int8ConvPlan& p, int32_t acc, int k, int64_t idx,
+                                            const float* __restrict__ alpha,
+                                            const float* __restrict__ bias, const void* z,
+                                            void* y) {
+  float v = __fmul_rn(static_cast<float>(acc), alpha[k]);
+  v = __fadd_rn(v, bias[k]);
+  if (p.hasZ) {
+    const float zv =
+        p.zScale > 0.f ? __fmul_rn(static_cast<float>(static_cast<const int8_t*>(z)[idx]), p.zScale)
+                       : __half2float(static_cast<const __half*>(z)[idx]);
+    v = __fadd_rn(v, zv);
+  }
+  v = dev::activate(v, p.act, p.alpha, p.beta);
+  if (p.yScale > 0.f)
+    static_cast<int8_t*>(y)[idx] = quantizeOut(v, p.yScale);
+  else
+    static_cast<__half*>(y)[idx] = __float2half_rn(v);
+}
+
+template <int VEC>
+struct Vec;
+template <>
+struct Vec<16> {
+  using T = uint4;
+  __device__ static T zero() { return make_uint4(0, 0, 0, 0); }
+};
+template <>
+struct Vec<4> {
+  using T = uint32_t;
+  __device__ static T zero() { return 0u; }
+};
+
+__device__ __forceinline__ uint32_t lds32(const int8_t* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
+
+template <int BM, int BN, int VEC>
+__global__ void __launch_bounds__(kThreads)
+    i8ConvMma(const Int8ConvPlan p, const int8_t* __restrict__ x, const int8_t* __restrict__ w,
+              const float* __restrict__ alpha, const float* __restrict__ bias,
+              const void* __restrict__ z, void* __restrict__ y) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  using V = typename Vec<VEC>::T;
+  constexpr int kWM = BM / 2, kWN = BN / 2;  // warp tile
+  constexpr int kMT = kWM / 16, kNT = kWN / 8;
+  constexpr int kAChunks = kBK / VEC;  // loads per A row
+  constexpr int kALoads = BM * kAChunks / kThreads;
+  constexpr int kARowStep = kThreads / kAChunks;
+  constexpr int kBLoads = BN * 2 / kThreads;  // 16-byte loads, 2 per B row
+  static_assert(kALoads >= 1 && kBLoads >= 1, "tile too small for the block");
+  __shared__ __align__(16) int8_t As[2][BM][kLds];
+  __shared__ __align__(16) int8_t Bs[2][BN][kLds];
+
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int wm = warp >> 1, wn = warp & 1;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int rows = p.N * p.P * p.Q;
+  const int m0 = static_cast<int>(blockIdx.x) * BM, n0 = static_cast<int>(blockIdx.y) * BN;
+
+  // This thread's A rows (fixed for the whole K loop) and its chunk within a row.
+  const int aChunk = tid % kAChunks;
+  int aBase[kALoads], aH[kALoads], aW[kALoads];
+#pragma unroll
+  for (int i = 0; i < kALoads; ++i) {
+    const int m = m0 + tid / kAChunks + i * kARowStep;
+    if (m < rows) {
+      const int q = m % p.Q, t = m / p.Q;
+      aBase[i] = (t / p.P) * p.H;  // n * H
+      aH[i] = (t % p.P) * p.strideH - p.padTop;
+      aW[i] = q * p.strideW - p.padLeft;
+    } else {
+      aBase[i] = 0;
+      aH[i] = -(1 << 29);  // never inside the image
+      aW[i] = 0;
+    }
+  }
+  const int bChunk = tid & 1;
+  V ra[kALoads];
+  uint4 rb[kBLoads];
+
+  const auto loadTiles = [&](int kt) {
+    const int k = kt * kBK + aChunk * VEC;
+    int dh = 0, dw = 0, c = 0;
+    const bool kIn = k < p.gemmK;
+    if (kIn) {
+      c = k % p.C;
+      const int rs = k / p.C;
+      dh = (rs / p.S) * p.dilH;
+      dw = (rs % p.S) * p.dilW;
+    }
+#pragma unroll
+    for (int i = 0; i < kALoads; ++i) {
+      const int ih = aH[i] + dh, iw = aW[i] + dw;
+      ra[i] = Vec<VEC>::zero();
+      if (kIn && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W)
+        ra[i] = *reinterpret_cast<const V*>(
+            x + (static_cast<int64_t>(aBase[i] + ih) * p.W + iw) * p.C + c);
+    }
+#pragma unroll
+    for (int i = 0; i < kBLoads; ++i) {
+      const int n = n0 + tid / 2 + i * (kThreads / 2);
+      rb[i] = make_uint4(0, 0, 0, 0);
+      if (n < p.K)
+        rb[i] = *reinterpret_cast<const uint4*>(w + static_cast<int64_t>(n) * p.gemmKPad +
+                                                kt * kBK + bChunk * 16);
+    }
+  };
+  const auto storeTiles = [&](int buf) {
+#pragma unroll
+    for (int i = 0; i < kALoads; ++i)
+      *reinterpret_cast<V*>(&As[buf][tid / kAChunks + i * kARowStep][aChunk * VEC]) = ra[i];
+#pragma unroll
+    for (int i = 0; i < kBLoads; ++i)
+      *reinterpret_cast<uint4*>(&Bs[buf][tid / 2 + i * (kThreads / 2)][bChunk * 16]) = rb[i];
+  };
+
+  int32_t acc[kMT][kNT][4];
+#pragma unroll
+  for (int a = 0; a < kMT; ++a)
+#pragma unroll
+    for (int b = 0; b < kNT; ++b)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[a][b][e] = 0;
+
+  const int steps = p.gemmKPad / kBK;
+  loadTiles(0);
+  storeTiles(0);
+  __syncthreads();
+  for (int kt = 0; kt < steps; ++kt) {
+    const int buf = kt & 1;
+    if (kt + 1 < steps) loadTiles(kt + 1);
+    uint32_t af[kMT][4], bf[kNT][2];
+#pragma unroll
+    for (int a = 0; a < kMT; ++a) {
+      const int r = wm * kWM + a * 16 + g;
+      af[a][0] = lds32(&As[buf][r][4 * t4]);
+      af[a][1] = lds32(&As[buf][r + 8][4 * t4]);
+      af[a][2] = lds32(&As[buf][r][16 + 4 * t4]);
+      af[a][3] = lds32(&As[buf][r + 8][16 + 4 * t4]);
+    }
+#pragma unroll
+    for (int b = 0; b < kNT; ++b) {
+      const int r = wn * kWN + b * 8 + g;
+      bf[b][0] = lds32(&Bs[buf][r][4 * t4]);
+      bf[b][1] = lds32(&Bs[buf][r][16 + 4 * t4]);
+    }
+#pragma unroll
+    for (int a = 0; a < kMT; ++a)
+#pragma unroll
+      for (int b = 0; b < kNT; ++b)
+        asm volatile(
+            "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};\n"
+            : "+r"(acc[a][b][0]), "+r"(acc[a][b][1]), "+r"(acc[a][b][2]), "+r"(acc[a][b][3])
+            : "r"(af[a][0]), "r"(af[a][1]), "r"(af[a][2]), "r"(af[a][3]), "r"(bf[b][0]),
+              "r"(bf[b][1]));
+    if (kt + 1 < steps) storeTiles(buf ^ 1);
+    __syncthreads();
+  }
+
+#pragma unroll
+  for (int a = 0; a < kMT; ++a)
+#pragma unroll
+    for (int b = 0; b < kNT; ++b)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int m = m0 + wm * kWM + a * 16 + g + (e >= 2 ? 8 : 0);
+        const int k = n0 + wn * kWN + b * 8 + 2 * t4 + (e & 1);
+        if (m < rows && k < p.K)
+          storeOutput(p, acc[a][b][e], k, static_cast<int64_t>(m) * p.K + k, alpha, bias, z, y);
+      }
+#else
+  __trap();  // the provider offers these tactics on sm_80 and newer only
+#endif
+}
+
+/// Depthwise: one output pixel and V channels per thread, channels fastest (coalesced).
+template <int V>
+__global__ void __launch_bounds__(256)
+    i8Depthwise(const Int8ConvPlan p, const int8_t* __restrict__ x, const int8_t* __restrict__ w,
+                const float* __restrict__ alpha, const float* __restrict__ bias,
+                const void* __restrict__ z, void* __restrict__ y, int64_t total) {
+  const int groups = p.C / V;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int cg = static_cast<int>(e % groups);
+    const int64_t pix = e / groups;
+    const int q = static_cast<int>(pix % p.Q);
+    const int64_t t = pix / p.Q;
+    const int oh = static_cast<int>(t % p.P);
+    const int n = static_cast<int>(t / p.P);
+    const int c0 = cg * V;
+    int32_t acc[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v] = 0;
+    for (int r = 0; r < p.R; ++r) {
+      const int ih = oh * p.strideH - p.padTop + r * p.dilH;
+      if (ih < 0 || ih >= p.H) continue;
+      for (int s = 0; s < p.S; ++s) {
+        const int iw = q * p.strideW - p.padLeft + s * p.dilW;
+        if (iw < 0 || iw >= p.W) continue;
+        const int8_t* xp = x + ((static_cast<int64_t>(n) * p.H + ih) * p.W + iw) * p.C + c0;
+        const int8_t* wp = w + (r * p.S + s) * p.C + c0;
+        if constexpr (V == 4) {
+          const char4 xv = *reinterpret_cast<const char4*>(xp);
+          const char4 wv = *reinterpret_cast<const char4*>(wp);
+          acc[0] += xv.x * wv.x;
+          acc[1] += xv.y * wv.y;
+          acc[2] += xv.z * wv.z;
+          acc[3] += xv.w * wv.w;
+        } else {
+#pragma unroll
+          for (int v = 0; v < V; ++v) acc[v] += xp[v] * wp[v];
+        }
+      }
+    }
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      storeOutput(p, acc[v], c0 + v, pix * p.C + c0 + v, alpha, bias, z, y);
+  }
+}
+
+bool aligned(const void* ptr, int bytes) {
+  return reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(bytes) == 0;
+}
+
+template <int BM, int BN, int VEC>
+void launchMma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
+  const int rows = p.N * p.P * p.Q;
+  const dim3 grid(static_cast<unsigned>((rows + BM - 1) / BM),
+                  static_cast<unsigned>((p.K + BN - 1) / BN));
+  i8ConvMma<BM, BN, VEC><<<grid, kThreads, 0, st>>>(p, static_cast<const int8_t*>(a.x),
+                                                    static_cast<const int8_t*>(a.w), a.alpha,
+                                                    a.bias, a.z, a.y);
+}
+
+}  // namespace
+
+Status launchInt8Conv(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream) {
+  auto st = static_cast<cudaStream_t>(stream);
+  if (!a.x || !a.w || !a.alpha || !a.bias || !a.y || (p.hasZ && !a.z))
+    return Status(ErrorCode::kInvalidArgument, "int8 conv: missing pointer");
+  if (!aligned(a.x, p.vec) || !aligned(a.w, 16))
+    return Status(ErrorCode::kInvalidArgument,
+                  "int8 conv: the input is not aligned to " + std::to_string(p.vec) + " bytes");
+  if (p.N <= 0 || p.P <= 0 || p.Q <= 0 || p.K <= 0) return Status::Ok();
+  if (p.kernel == Int8ConvKernel::kDepthwise) {
+    const int64_t total = static_cast<int64_t>(p.N) * p.P * p.Q * (p.C / p.vec);
+    const int threads = 256;
+    const int64_t blocks = std::min<int64_t>((total + threads - 1) / threads, 65535 * 8);
+    if (p.vec == 4)
+      i8Depthwise<4><<<static_cast<unsigned>(blocks), threads, 0, st>>>(
+          p, static_cast<const int8_t*>(a.x), static_cast<const int8_t*>(a.w), a.alpha, a.bias, a.z,
+          a.y, total);
+    else
+      i8Depthwise<1><<<static_cast<unsigned>(blocks), threads, 0, st>>>(
+          p, static_cast<const int8_t*>(a.x), static_cast<const int8_t*>(a.w), a.alpha, a.bias, a.z,
+          a.y, total);
+  } else {
+    const int rows = p.N * p.P * p.Q;
+    const int bm = p.kernel == Int8ConvKernel::kMma128x64 ? 128 : 64;
+    if ((rows + bm - 1) / bm > 0x7fffffff || (p.K + 63) / 64 > 65535)
+      return Status(ErrorCode::kUnsupported, "int8 conv: too large for one launch");
+    if (p.kernel == Int8ConvKernel::kMma128x64) {
+      if (p.vec == 16)
+        launchMma<128, 64, 16>(p, a, st);
+      else
+        launchMma<128, 64, 4>(p, a, st);
+    } else {
+      if (p.vec == 16)
+        launchMma<64, 64, 16>(p, a, st);
+      else
+        launchMma<64, 64, 4>(p, a, st);
+    }
+  }
+  EI_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
+
+}  // namespace edgeinfer::cuda

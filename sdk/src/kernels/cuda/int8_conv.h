@@ -1,0 +1,98 @@
+// The `cuda-i8` tactic provider (issue 6): INT8 convolutions, our own kernels, for the layers of
+// an INT8 engine (Conv and ai.edgeinfer::FusedConv, 2-D). Activations are int8 NHWC tensors,
+// each quantized per tensor with the scale calibration gave it (LayerContext::inputScales /
+// outputScales); weights are quantized per output channel (quant::quantizeWeights) once, at
+// initialize(). One kernel computes
+//
+//   acc = sum over (r, s, c) of x_q * w_q                       (exact, int32)
+//   v   = act(((float(acc) * alpha[k]) + B[k]) + Z)             alpha[k] = s_x * s_w[k]
+//   Y   = clamp(round_half_even(v / s_y), -128, 127)  (int8 output)   or   half(v)  (fp16)
+//
+// with each float operation rounded on its own (no contraction into FMAs), so a result equals
+// the host computation of the same expressions bit for bit, activations with exp/tanh aside
+// (within one quantization step). Z, the residual, is read as fp16 or as int8 dequantized
+// with its own scale (q * s_z).
+//
+// Candidates, each a tactic the builder times, ids "cuda-i8.<kernel>.<y>.<z>":
+//   kernel  "mma<BM>x<BN>v<16|4>" (group 1): implicit GEMM on tensor cores, mma.sync
+//           m16n8k32 s8 (sm_80 and newer: Orin, Hopper, Thor), a block tile of BM output pixels
+//           by BN output channels, double-buffered through shared memory; v16 reads the input
+//           in 16-byte vectors (C % 16 == 0), v4 in 4-byte ones (C % 4 == 0).
+//           "dw<4|1>" (group == C_in == C_out): depthwise, one output pixel and 4 (C % 4 == 0)
+//           or 1 channels per thread.
+//   y       "i8" (when the output has a scale) or "f16"
+//   z       "-" (no residual), "i8" (when Z has a scale) or "f16"
+// Only Precision::kInt8 offers them, and only when the input has a scale; the builder times
+// them against the FP16 and FP32 tactics of the other providers and keeps the fastest.
+//
+// Not offered (candidates() returns none, lastReason() says why): other precisions, an input
+// without a scale, other ranks than 2-D, dynamic shapes, non-constant or non-float weights or
+// bias, groups other than 1 or depthwise, C_in not a multiple of 4 (dense), tensors of 2^31
+// bytes or more, a device older than sm_80 (dense) or no device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "builder/tactic.h"
+#include "edgeinfer/status.h"
+#include "kernels/cuda/fused_activation.h"
+
+namespace edgeinfer::cuda {
+
+class Int8ConvProvider : public builder::TacticProvider {
+ public:
+  std::string name() const override { return "cuda-i8"; }
+  std::vector<std::unique_ptr<builder::Tactic>> candidates(const builder::LayerContext& layer,
+                                                           Precision precision) override;
+  /// Why the last candidates() call offered nothing (empty when it offered tactics).
+  const std::string& lastReason() const { return lastReason_; }
+
+ private:
+  std::string lastReason_;
+};
+
+// ---- Kernel launch interface (plain C++; the kernels are in int8_conv.cu) -------------------
+
+enum class Int8ConvKernel : int32_t {
+  kMma128x64,  ///< dense, tensor cores, 128 pixels x 64 channels per block
+  kMma64x64,   ///< dense, tensor cores, 64 x 64 (small layers: more blocks)
+  kDepthwise,  ///< depthwise, CUDA cores
+};
+
+/// One INT8 convolution, logical sizes (every index fits in int32).
+struct Int8ConvPlan {
+  Int8ConvKernel kernel = Int8ConvKernel::kMma128x64;
+  int32_t vec = 16;                    ///< bytes per input load: 16 or 4 (dense), 4 or 1 (dw)
+  int32_t N = 0, C = 0, H = 0, W = 0;  ///< input
+  int32_t K = 0, P = 0, Q = 0;         ///< output channels and spatial size
+  int32_t R = 0, S = 0;                ///< kernel
+  int32_t strideH = 1, strideW = 1, dilH = 1, dilW = 1, padTop = 0, padLeft = 0;
+  int32_t gemmK = 0;     ///< R * S * C (dense)
+  int32_t gemmKPad = 0;  ///< gemmK rounded up to 32: the row length of the dense weights
+  DeviceActivation act = DeviceActivation::kNone;
+  float alpha = 0.f, beta = 0.f;  ///< activation parameters
+  float yScale = 0.f;             ///< > 0: int8 output with this scale; 0: fp16 output
+  bool hasZ = false;
+  float zScale = 0.f;  ///< > 0: Z is int8 with this scale; 0: Z is fp16
+};
+
+/// Device pointers of one launch. Weights: dense [K][gemmKPad] with k = (r * S + s) * C + c
+/// (zero padded), depthwise [R][S][C]; alpha[K] = s_x * s_w[k]; bias[K] (zeros without one);
+/// x, z and y NHWC.
+struct Int8ConvArgs {
+  const void* x = nullptr;
+  const void* w = nullptr;
+  const float* alpha = nullptr;
+  const float* bias = nullptr;
+  const void* z = nullptr;
+  void* y = nullptr;
+};
+
+/// Enqueues the convolution on `stream` (cudaStream_t); never synchronises. kInvalidArgument
+/// for pointers not aligned to the plan's vector width.
+Status launchInt8Conv(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
+
+}  // namespace edgeinfer::cuda
