@@ -40,8 +40,17 @@ inline bool gpuAvailable(std::string* why) {
     if (!::edgeinfer::test::gpuAvailable(&ei_why_)) GTEST_SKIP() << ei_why_; \
   } while (0)
 
-/// Logical (NCHW) host tensor -> bytes in `fmt` (NHWC and/or float16 as requested).
-inline std::vector<uint8_t> toFormat(const Tensor& t, builder::TensorFormat fmt) {
+/// QuantizeLinear with zero point 0 (the int8 storage of a float tensor with scale `s`).
+inline int8_t quantizeHost(float x, float s) {
+  const float q = std::nearbyint(x / s);
+  if (std::isnan(q)) return 0;
+  return static_cast<int8_t>(std::min(std::max(q, -128.f), 127.f));
+}
+
+/// Logical (NCHW) host tensor -> bytes in `fmt` (NHWC and/or float16 as requested; int8 for a
+/// float tensor quantizes it with `scale`).
+inline std::vector<uint8_t> toFormat(const Tensor& t, builder::TensorFormat fmt,
+                                     float scale = 0.f) {
   const Shape& s = t.shape();
   const bool nhwc = fmt.layout == builder::Layout::kNHWC && s.rank() == 4;
   const int64_t n = t.numel();
@@ -55,6 +64,8 @@ inline std::vector<uint8_t> toFormat(const Tensor& t, builder::TensorFormat fmt)
     }
     if (fmt.dtype == DataType::kFloat16 && t.dtype() == DataType::kFloat32) {
       reinterpret_cast<uint16_t*>(out.data())[j] = floatToHalf(t.data<float>()[i]);
+    } else if (fmt.dtype == DataType::kInt8 && t.dtype() == DataType::kFloat32 && scale > 0.f) {
+      reinterpret_cast<int8_t*>(out.data())[j] = quantizeHost(t.data<float>()[i], scale);
     } else {
       const size_t es = dataTypeSize(t.dtype());
       std::memcpy(out.data() + j * es, static_cast<const uint8_t*>(t.raw()) + i * es, es);
@@ -63,9 +74,10 @@ inline std::vector<uint8_t> toFormat(const Tensor& t, builder::TensorFormat fmt)
   return out;
 }
 
-/// Bytes in `fmt` -> logical host tensor of `logicalType` and `shape`.
+/// Bytes in `fmt` -> logical host tensor of `logicalType` and `shape` (int8 storage of a float
+/// tensor is dequantized with `scale`).
 inline Tensor fromFormat(const std::vector<uint8_t>& bytes, builder::TensorFormat fmt,
-                         DataType logicalType, const Shape& s) {
+                         DataType logicalType, const Shape& s, float scale = 0.f) {
   Tensor t = Tensor::zeros(logicalType, s);
   const bool nhwc = fmt.layout == builder::Layout::kNHWC && s.rank() == 4;
   for (int64_t i = 0; i < t.numel(); ++i) {
@@ -77,6 +89,9 @@ inline Tensor fromFormat(const std::vector<uint8_t>& bytes, builder::TensorForma
     }
     if (fmt.dtype == DataType::kFloat16 && logicalType == DataType::kFloat32) {
       t.data<float>()[i] = halfToFloat(reinterpret_cast<const uint16_t*>(bytes.data())[j]);
+    } else if (fmt.dtype == DataType::kInt8 && logicalType == DataType::kFloat32 && scale > 0.f) {
+      t.data<float>()[i] =
+          static_cast<float>(reinterpret_cast<const int8_t*>(bytes.data())[j]) * scale;
     } else {
       const size_t es = dataTypeSize(logicalType);
       std::memcpy(static_cast<uint8_t*>(t.raw()) + i * es, bytes.data() + j * es, es);
@@ -130,7 +145,7 @@ inline Expected<std::vector<Tensor>> runTactic(builder::Tactic& tactic,
       args.inputs.push_back(nullptr);
       continue;
     }
-    const auto bytes = toFormat(*inputs[i], tactic.inputFormat(i));
+    const auto bytes = toFormat(*inputs[i], tactic.inputFormat(i), layer.inputScale(i));
     if (cudaMalloc(&dIn[i], std::max<size_t>(bytes.size(), 1)) != cudaSuccess ||
         cudaMemcpy(dIn[i], bytes.data(), bytes.size(), cudaMemcpyHostToDevice) != cudaSuccess) {
       cleanup();
@@ -168,8 +183,8 @@ inline Expected<std::vector<Tensor>> runTactic(builder::Tactic& tactic,
       s = Status(ErrorCode::kCudaError, "output download failed");
       break;
     }
-    outs.push_back(
-        fromFormat(host, tactic.outputFormat(i), layer.outputTypes[i], layer.outputShapes[i]));
+    outs.push_back(fromFormat(host, tactic.outputFormat(i), layer.outputTypes[i],
+                              layer.outputShapes[i], layer.outputScale(i)));
   }
   cleanup();
   if (!s.ok()) return s;

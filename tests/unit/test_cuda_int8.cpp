@@ -1,0 +1,590 @@
+// INT8 on the GPU (issue 6): the cuda-i8 convolution tactics (kernels/cuda/int8_conv.h)
+// against a host computation of the same integer arithmetic and epilogue, the quantize /
+// dequantize reformats, and INT8 engines end to end (calibration cache -> GPU engine, compared
+// with FP32; serialised and loaded; the errors). Which candidates are offered, and the
+// negative cases (_n), need no GPU; the rest skip with a message without one.
+#include <gtest/gtest.h>
+
+#ifdef EDGEINFER_HAVE_CUDA
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/npy.h"
+#include "edgeinfer/builder.h"
+#include "edgeinfer/calibration.h"
+#include "edgeinfer/engine.h"
+#include "kernels/cuda/int8_conv.h"
+#include "kernels/cuda/reformat.h"
+#include "kernels/ref/activation.h"
+#include "quant/qdq.h"
+#include "runtime/cuda/cuda_plan.h"
+#include "tactic_test_util.h"
+#include "test_model.h"
+
+namespace edgeinfer {
+namespace {
+
+using builder::Layout;
+using cuda::Int8ConvProvider;
+using test::gpuAvailable;
+
+Tensor randomTensor(const Shape& s, uint32_t seed, float lo, float hi) {
+  Tensor t = Tensor::zeros(DataType::kFloat32, s);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+/// One INT8 convolution layer: the node, a graph holding W and B, the inputs and the scales.
+struct I8Case {
+  std::string op = "Conv";  // or "FusedConv"
+  int64_t N = 1, C = 16, H = 9, W = 9, K = 24, R = 3, S = 3, group = 1;
+  std::vector<int64_t> strides{1, 1}, dilations{1, 1}, pads{1, 1, 1, 1};
+  bool bias = true, residual = false;
+  std::string act;
+  float sx = 0.02f, sy = 0.05f, sz = 0.03f;  // input, output, residual scales (0: none)
+
+  graph::Graph g;
+  graph::Node node;
+  Tensor x, w, b, z;
+  builder::LayerContext layer;
+
+  void build() {
+    x = randomTensor(Shape{N, C, H, W}, 1, -2.6f, 2.6f);  // beyond 127 * sx: saturates
+    w = randomTensor(Shape{K, C / group, R, S}, 2, -0.5f, 0.5f);
+    b = randomTensor(Shape{K}, 3, -1.f, 1.f);
+    node = graph::Node{};
+    node.name = "i8conv";
+    node.opType = op;
+    node.domain = op == "FusedConv" ? graph::kEdgeInferDomain : "";
+    node.inputs = {"X", "W"};
+    if (bias || residual) node.inputs.push_back(bias ? "B" : "");
+    node.outputs = {"Y"};
+    node.attrs.set("group", graph::Attribute::Int(group));
+    node.attrs.set("strides", graph::Attribute::Ints(strides));
+    node.attrs.set("dilations", graph::Attribute::Ints(dilations));
+    node.attrs.set("pads", graph::Attribute::Ints(pads));
+    if (op == "FusedConv") node.attrs.set("activation", graph::Attribute::String(act));
+    g.value("W").constant = w;
+    if (bias) g.value("B").constant = b;
+    layer = builder::LayerContext{};
+    std::vector<const Tensor*> in = {&x, &w};
+    if (bias || residual) in.push_back(bias ? &b : nullptr);
+    ASSERT_TRUE(test::makeLayer(node, g, in, &layer).ok());
+    if (residual) {  // Z has the output's shape: known once the layer without it is inferred
+      z = randomTensor(layer.outputShapes[0], 4, -3.f, 3.f);
+      node.inputs.push_back("Z");
+      in.push_back(&z);
+      layer = builder::LayerContext{};
+      ASSERT_TRUE(test::makeLayer(node, g, in, &layer).ok());
+    }
+    layer.inputScales.assign(node.inputs.size(), 0.f);
+    layer.inputScales[0] = sx;
+    if (residual) layer.inputScales[3] = sz;
+    layer.outputScales = {sy};
+  }
+
+  std::vector<const Tensor*> inputs() const {
+    std::vector<const Tensor*> in = {&x, &w};
+    if (bias || residual) in.push_back(bias ? &b : nullptr);
+    if (residual) in.push_back(&z);
+    return in;
+  }
+
+  /// int8_conv.h's arithmetic on the host for a tactic reading Z as `zInt8` and writing int8
+  /// (`yInt8`, dequantized here) or fp16.
+  Tensor reference(bool yInt8, bool zInt8) const {
+    std::vector<int8_t> wq;
+    std::vector<float> ws;
+    EXPECT_TRUE(quant::quantizeWeights(w, 0, &wq, &ws).ok());
+    const Shape& ys = layer.outputShapes[0];
+    const int64_t P = ys[2], Q = ys[3], cpg = C / group, kpg = K / group;
+    ref::Activation a = ref::Activation::kNone;
+    ref::parseActivation(act, &a);
+    const float al = a == ref::Activation::kLeakyRelu ? 0.01f : 0.f;
+    Tensor y = Tensor::zeros(DataType::kFloat32, ys);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t p = 0; p < P; ++p)
+          for (int64_t q = 0; q < Q; ++q) {
+            int64_t acc = 0;
+            const int64_t grp = k / kpg;
+            for (int64_t c = 0; c < cpg; ++c)
+              for (int64_t r = 0; r < R; ++r)
+                for (int64_t s = 0; s < S; ++s) {
+                  const int64_t ih = p * strides[0] - pads[0] + r * dilations[0];
+                  const int64_t iw = q * strides[1] - pads[1] + s * dilations[1];
+                  if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                  const int64_t ci = grp * cpg + c;
+                  const float xv = x.data<float>()[((n * C + ci) * H + ih) * W + iw];
+                  acc += int64_t{test::quantizeHost(xv, sx)} *
+                         wq[static_cast<size_t>(((k * cpg + c) * R + r) * S + s)];
+                }
+            const float alpha = sx * ws[static_cast<size_t>(k)];
+            float v = static_cast<float>(static_cast<int32_t>(acc)) * alpha;
+            v = v + (bias ? b.data<float>()[k] : 0.f);
+            const int64_t idx = ((n * K + k) * P + p) * Q + q;
+            if (residual) {
+              const float zv = z.data<float>()[idx];
+              v = v + (zInt8 ? static_cast<float>(test::quantizeHost(zv, sz)) * sz
+                             : halfToFloat(floatToHalf(zv)));
+            }
+            v = ref::applyActivation(v, a, al, 0.f);
+            y.data<float>()[idx] = yInt8 ? static_cast<float>(test::quantizeHost(v, sy)) * sy
+                                         : halfToFloat(floatToHalf(v));
+          }
+    return y;
+  }
+};
+
+/// Runs every candidate and compares it with the reference: int8 outputs within one step
+/// (`exact`: identical), fp16 outputs identical or within 1e-3 relative.
+void checkAllCandidates(I8Case& c, bool exact, size_t expectCandidates) {
+  c.build();
+  Int8ConvProvider prov;
+  auto cands = prov.candidates(c.layer, Precision::kInt8);
+  ASSERT_EQ(cands.size(), expectCandidates) << prov.lastReason();
+  for (auto& t : cands) {
+    SCOPED_TRACE(t->id());
+    ASSERT_TRUE(t->initialize(c.layer).ok());
+    auto out = test::runTactic(*t, c.layer, c.inputs());
+    ASSERT_TRUE(out.ok()) << out.status().toString();
+    const bool yInt8 = t->outputFormat(0).dtype == DataType::kInt8;
+    const bool zInt8 = c.residual && t->inputFormat(3).dtype == DataType::kInt8;
+    const Tensor want = c.reference(yInt8, zInt8);
+    const Tensor& got = (*out)[0];
+    int64_t differ = 0;
+    double worst = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      const float a = got.data<float>()[i], b = want.data<float>()[i];
+      if (a != b) ++differ;
+      worst = std::max(
+          worst, std::fabs(double{a} - b) / (yInt8 ? c.sy : std::max(1e-3, std::fabs(double{b}))));
+    }
+    if (exact) {
+      EXPECT_EQ(differ, 0) << "of " << want.numel();
+    }
+    EXPECT_LE(worst, yInt8 ? 1.0 : 1e-3);
+    std::printf("[          ] %s: %lld of %lld differ, worst %.3g %s\n", t->id().c_str(),
+                static_cast<long long>(differ), static_cast<long long>(want.numel()), worst,
+                yInt8 ? "steps" : "rel");
+  }
+}
+
+// ---- Anywhere: which layers are offered ----------------------------------------------------
+
+TEST(CudaInt8Conv, NotOfferedWithoutInt8PrecisionOrScale_n) {
+  I8Case c;
+  c.build();
+  Int8ConvProvider prov;
+  EXPECT_TRUE(prov.candidates(c.layer, Precision::kFp16).empty());
+  EXPECT_NE(prov.lastReason().find("INT8 tactics only"), std::string::npos);
+  c.layer.inputScales[0] = 0.f;
+  EXPECT_TRUE(prov.candidates(c.layer, Precision::kInt8).empty());
+  EXPECT_NE(prov.lastReason().find("no int8 scale"), std::string::npos) << prov.lastReason();
+  c.layer.inputScales[0] = NAN;
+  EXPECT_TRUE(prov.candidates(c.layer, Precision::kInt8).empty());
+}
+
+TEST(CudaInt8Conv, UnsupportedLayersAreNotOffered_n) {
+  Int8ConvProvider prov;
+  {
+    I8Case c;  // grouped, not depthwise
+    c.C = 16;
+    c.K = 16;
+    c.group = 4;
+    c.build();
+    EXPECT_TRUE(prov.candidates(c.layer, Precision::kInt8).empty());
+    EXPECT_NE(prov.lastReason().find("depthwise"), std::string::npos) << prov.lastReason();
+  }
+  {
+    I8Case c;  // dense with C % 4 != 0 (an RGB first layer)
+    c.C = 3;
+    c.build();
+    EXPECT_TRUE(prov.candidates(c.layer, Precision::kInt8).empty());
+    EXPECT_NE(prov.lastReason().find("% 4"), std::string::npos) << prov.lastReason();
+  }
+  {
+    I8Case c;  // weights computed at run time
+    c.build();
+    c.g.value("W").constant = Tensor();
+    EXPECT_TRUE(prov.candidates(c.layer, Precision::kInt8).empty());
+    EXPECT_NE(prov.lastReason().find("weights"), std::string::npos) << prov.lastReason();
+  }
+  {
+    I8Case c;  // not a convolution
+    c.build();
+    c.node.opType = "MaxPool";
+    EXPECT_TRUE(prov.candidates(c.layer, Precision::kInt8).empty());
+  }
+  {
+    I8Case c;  // float16 values are not what calibration measured
+    c.build();
+    c.layer.inputTypes[0] = DataType::kFloat16;
+    EXPECT_TRUE(prov.candidates(c.layer, Precision::kInt8).empty());
+  }
+}
+
+// ---- On the GPU: the kernels ----------------------------------------------------------------
+
+TEST(CudaInt8Conv, Dense3x3MatchesTheIntegerReference) {
+  EI_SKIP_WITHOUT_GPU();
+  I8Case c;  // C % 16 == 0: v16 loads; 2 images, 81 pixels each: partial tiles
+  c.N = 2;
+  c.K = 40;
+  c.op = "FusedConv";
+  c.act = "Relu";
+  checkAllCandidates(c, /*exact=*/true, 4);  // 2 kernels x (i8, f16) outputs
+}
+
+TEST(CudaInt8Conv, Dense1x1Vec4WithoutBias) {
+  EI_SKIP_WITHOUT_GPU();
+  I8Case c;
+  c.C = 20;  // v4 loads
+  c.K = 24;
+  c.R = c.S = 1;
+  c.pads = {0, 0, 0, 0};
+  c.H = 13;
+  c.W = 11;
+  c.bias = false;
+  checkAllCandidates(c, true, 4);
+}
+
+TEST(CudaInt8Conv, Dense5x5StridedDilatedWithResidualAndLeakyRelu) {
+  EI_SKIP_WITHOUT_GPU();
+  I8Case c;
+  c.op = "FusedConv";
+  c.act = "LeakyRelu";
+  c.N = 3;
+  c.C = 36;
+  c.K = 70;
+  c.H = 17;
+  c.W = 15;
+  c.R = c.S = 5;
+  c.strides = {2, 1};
+  c.dilations = {2, 2};
+  c.pads = {3, 1, 2, 4};
+  c.residual = true;
+  checkAllCandidates(c, true, 8);  // 2 kernels x (y i8, f16) x (z i8, f16)
+}
+
+TEST(CudaInt8Conv, DenseDeepKAcrossManyTiles) {
+  EI_SKIP_WITHOUT_GPU();
+  I8Case c;  // K = 3*3*128 = 1152: 36 steps of 32; 130 channels: 3 column tiles
+  c.N = 3;
+  c.C = 128;
+  c.K = 130;
+  c.H = c.W = 14;
+  c.sx = 0.01f;
+  checkAllCandidates(c, true, 4);
+}
+
+TEST(CudaInt8Conv, SigmoidWithinOneStep) {
+  EI_SKIP_WITHOUT_GPU();
+  I8Case c;  // expf on the device and the host may differ in the last bit
+  c.op = "FusedConv";
+  c.act = "Sigmoid";
+  c.sy = 1.f / 127.f;
+  checkAllCandidates(c, false, 4);
+}
+
+TEST(CudaInt8Conv, DepthwiseMatchesTheIntegerReference) {
+  EI_SKIP_WITHOUT_GPU();
+  for (int64_t C : {36, 6}) {  // dw4 and dw1
+    SCOPED_TRACE("C = " + std::to_string(C));
+    I8Case c;
+    c.C = c.K = c.group = C;
+    c.N = 2;
+    c.H = 19;
+    c.W = 10;
+    c.strides = {2, 2};
+    c.op = "FusedConv";
+    c.act = "Relu";
+    c.residual = false;
+    checkAllCandidates(c, true, 2);  // (i8, f16) outputs
+  }
+}
+
+TEST(CudaInt8Conv, TacticErrors_n) {
+  EI_SKIP_WITHOUT_GPU();
+  I8Case c;
+  c.build();
+  Int8ConvProvider prov;
+  auto cands = prov.candidates(c.layer, Precision::kInt8);
+  ASSERT_FALSE(cands.empty());
+  builder::LaunchArgs args;
+  EXPECT_FALSE(cands[0]->enqueue(args).ok()) << "enqueue before initialize";
+  builder::Tactic* i8out = nullptr;
+  for (auto& t : cands)
+    if (t->outputFormat(0).dtype == DataType::kInt8) i8out = t.get();
+  ASSERT_NE(i8out, nullptr);
+  builder::LayerContext noScale = c.layer;
+  noScale.outputScales = {0.f};  // an engine plan that lost the output's scale
+  const Status s = i8out->initialize(noScale);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no scale"), std::string::npos) << s.toString();
+  ASSERT_TRUE(cands[0]->initialize(c.layer).ok());
+  args.inputs = {nullptr, nullptr, nullptr};
+  args.outputs = {nullptr};
+  EXPECT_FALSE(cands[0]->enqueue(args).ok()) << "missing pointers";
+}
+
+// ---- Quantize / dequantize reformats --------------------------------------------------------
+
+TEST(CudaInt8Reformat, QuantizeAndDequantizeLikeQuantizeLinear) {
+  EI_SKIP_WITHOUT_GPU();
+  const Shape s{2, 12, 5, 7};
+  Tensor x = randomTensor(s, 9, -4.f, 4.f);
+  x.data<float>()[3] = NAN;
+  x.data<float>()[4] = 0.05f;  // exactly half a step: rounds to even
+  const float scale = 0.025f;
+  const int64_t n = x.numel();
+  void *dx = nullptr, *dq = nullptr, *dy = nullptr;
+  ASSERT_EQ(cudaMalloc(&dx, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dq, n), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dy, n * 2), cudaSuccess);
+  cudaMemcpy(dx, x.raw(), n * 4, cudaMemcpyHostToDevice);
+  // fp32 NCHW -> int8 NHWC -> fp16 NCHW
+  ASSERT_TRUE(cuda::launchReformat(dx, DataType::kFloat32, false, dq, DataType::kInt8, true, 2, 12,
+                                   35, nullptr, scale)
+                  .ok());
+  ASSERT_TRUE(cuda::launchReformat(dq, DataType::kInt8, true, dy, DataType::kFloat16, false, 2, 12,
+                                   35, nullptr, scale)
+                  .ok());
+  std::vector<int8_t> q(static_cast<size_t>(n));
+  std::vector<uint16_t> y(static_cast<size_t>(n));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaMemcpy(q.data(), dq, n, cudaMemcpyDeviceToHost);
+  cudaMemcpy(y.data(), dy, n * 2, cudaMemcpyDeviceToHost);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t c = (i / 35) % 12, hw = i % 35, b = i / (35 * 12);
+    const int8_t want = test::quantizeHost(x.data<float>()[i], scale);
+    bad += q[static_cast<size_t>((b * 35 + hw) * 12 + c)] != want;
+    bad += y[static_cast<size_t>(i)] != floatToHalf(static_cast<float>(want) * scale);
+    EXPECT_FLOAT_EQ(quant::fakeQuantize(x.data<float>()[i], scale),
+                    std::isnan(x.data<float>()[i]) ? 0.f : static_cast<float>(want) * scale);
+  }
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(test::quantizeHost(0.05f, scale), 2) << "half a step rounds to even";
+  // A quantize reformat without a scale is an error, not garbage.
+  const Status noScale = cuda::launchReformat(dx, DataType::kFloat32, false, dq, DataType::kInt8,
+                                              false, 1, 1, n, nullptr, 0.f);
+  EXPECT_EQ(noScale.code(), ErrorCode::kInvalidArgument);
+  cudaFree(dx);
+  cudaFree(dq);
+  cudaFree(dy);
+}
+
+// ---- INT8 engines --------------------------------------------------------------------------
+
+/// A small residual CNN whose convolutions can all run INT8 (C_in % 4 == 0 after the first).
+test::TestModel int8Cnn(uint32_t seed4 = 6) {
+  test::TestModel m(13);
+  m.input("x", {2, 8, 20, 18});
+  m.randomInitializer("w1", {32, 8, 3, 3}, 1, -0.3f, 0.3f);
+  m.randomInitializer("b1", {32}, 2, -0.2f, 0.2f);
+  m.randomInitializer("w2", {32, 32, 3, 3}, 3, -0.1f, 0.1f);
+  m.randomInitializer("b2", {32}, 4, -0.2f, 0.2f);
+  m.randomInitializer("w3", {32, 1, 3, 3}, 5, -0.4f, 0.4f);
+  m.randomInitializer("w4", {16, 32, 1, 1}, seed4, -0.3f, 0.3f);
+  auto& c1 = m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
+  test::TestModel::attrInts(c1, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  auto& c2 = m.node("Conv", {"r1", "w2", "b2"}, {"c2"}, "conv2");
+  test::TestModel::attrInts(c2, "pads", {1, 1, 1, 1});
+  m.node("Add", {"c2", "r1"}, {"a2"}, "add2");
+  m.node("Relu", {"a2"}, {"r2"}, "relu2");
+  auto& dw = m.node("Conv", {"r2", "w3"}, {"c3"}, "dwconv");
+  test::TestModel::attr(dw, "group", 32);
+  test::TestModel::attrInts(dw, "pads", {1, 1, 1, 1});
+  test::TestModel::attrInts(dw, "strides", {2, 2});
+  m.node("Relu", {"c3"}, {"r3"}, "relu3");
+  m.node("Conv", {"r3", "w4"}, {"y"}, "conv4");
+  m.output("y");
+  return m;
+}
+
+struct Int8Fixture {
+  test::TempDir dir;
+  std::string model, cache;
+  Tensor sample;
+
+  /// Writes the model and calibrates it (min-max) on 8 random samples.
+  Status prepare(const test::TestModel& m) {
+    model = dir.write("int8cnn.onnx", m.bytes());
+    EI_RETURN_IF_ERROR(mkdirOk(dir.file("data")));
+    for (int i = 0; i < 8; ++i) {
+      Tensor t = randomTensor(Shape{2, 8, 20, 18}, 100 + static_cast<uint32_t>(i), -1.f, 1.f);
+      if (i == 0) sample = t.clone();
+      EI_RETURN_IF_ERROR(writeNpy(dir.file("data/s" + std::to_string(i) + ".npy"), t));
+    }
+    CalibrationDataOptions dopt;
+    EI_ASSIGN_OR_RETURN(auto src, openTensorFolder(dir.file("data"), dopt));
+    CalibrationOptions opt;
+    opt.calibrator.method = CalibrationMethod::kMinMax;
+    EI_ASSIGN_OR_RETURN(CalibrationResult r, calibrate(model, *src, opt));
+    cache = dir.file("int8cnn.calib");
+    return r.cache.save(cache);
+  }
+  static Status mkdirOk(const std::string& p) {
+    return std::system(("mkdir -p '" + p + "'").c_str()) == 0
+               ? Status::Ok()
+               : Status(ErrorCode::kIoError, "mkdir " + p);
+  }
+  BuilderConfig config(bool strict) const {
+    BuilderConfig c;
+    c.backend = Backend::kCuda;
+    c.precision = Precision::kInt8;
+    c.calibrationCachePath = cache;
+    c.strictPrecision = strict;
+    c.timingCachePath = dir.file("timing.cache");
+    c.timing.warmup = 1;
+    c.timing.iterations = 2;
+    c.timing.repeats = 3;
+    return c;
+  }
+};
+
+Tensor runOnce(Engine& e, const Tensor& x) {
+  auto ctx = e.createExecutionContext();
+  EXPECT_TRUE(ctx.ok()) << ctx.status().toString();
+  if (!ctx.ok()) return Tensor();
+  EXPECT_TRUE((*ctx)->setInput("x", x).ok());
+  const Status s = (*ctx)->execute();
+  EXPECT_TRUE(s.ok()) << s.toString();
+  auto y = (*ctx)->getOutput("y");
+  return y.ok() ? std::move(*y) : Tensor();
+}
+
+double cosine(const Tensor& a, const Tensor& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = a.getAsDouble(i), y = b.getAsDouble(i);
+    ab += x * y;
+    aa += x * x;
+    bb += y * y;
+  }
+  return ab / std::sqrt(aa * bb + 1e-30);
+}
+
+TEST(CudaInt8Engine, StrictInt8EngineRunsInt8LayersCloseToFp32AndReloads) {
+  EI_SKIP_WITHOUT_GPU();
+  Int8Fixture f;
+  ASSERT_TRUE(f.prepare(int8Cnn()).ok());
+  BuilderConfig cpu;
+  cpu.backend = Backend::kCpu;
+  auto ref = Builder::buildFromFile(f.model, cpu);
+  ASSERT_TRUE(ref.ok()) << ref.status().toString();
+  const Tensor want = runOnce(**ref, f.sample);
+
+  auto e = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  EXPECT_EQ((*e)->info().precision, Precision::kInt8);
+  const Tensor got = runOnce(**e, f.sample);
+  ASSERT_EQ(got.numel(), want.numel());
+  const double cos = cosine(got, want), err = test::relL2(got, want);
+  std::printf("[          ] INT8 engine vs CPU FP32: cosine %.5f, rel L2 %.4f\n", cos, err);
+  EXPECT_GT(cos, 0.995);
+  EXPECT_LT(err, 0.08);
+
+  // Serialised and loaded: the int8 tensors keep their scales, the results are identical.
+  auto bytes = (*e)->serialize();
+  ASSERT_TRUE(bytes.ok());
+  const std::string text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  EXPECT_NE(text.find("cuda-i8."), std::string::npos) << "INT8 tactics in the plan";
+  EXPECT_NE(text.find("\"scale\""), std::string::npos);
+  auto loaded = Engine::deserialize(bytes->data(), bytes->size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  const Tensor again = runOnce(**loaded, f.sample);
+  ASSERT_EQ(again.numel(), got.numel());
+  EXPECT_EQ(std::memcmp(again.raw(), got.raw(), got.bytes()), 0);
+}
+
+TEST(CudaInt8Engine, TimedInt8EngineIsAccurate) {
+  EI_SKIP_WITHOUT_GPU();
+  Int8Fixture f;
+  ASSERT_TRUE(f.prepare(int8Cnn()).ok());
+  BuilderConfig cpu;
+  cpu.backend = Backend::kCpu;
+  auto ref = Builder::buildFromFile(f.model, cpu);
+  ASSERT_TRUE(ref.ok());
+  auto e = Builder::buildFromFile(f.model, f.config(/*strict=*/false));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  const Tensor want = runOnce(**ref, f.sample), got = runOnce(**e, f.sample);
+  ASSERT_EQ(got.numel(), want.numel());
+  EXPECT_GT(cosine(got, want), 0.995);
+}
+
+TEST(CudaInt8Engine, Int8WithoutACalibrationCacheIsAClearError_n) {
+  EI_SKIP_WITHOUT_GPU();
+  Int8Fixture f;
+  const test::TestModel m = int8Cnn();
+  f.model = f.dir.write("m.onnx", m.bytes());
+  BuilderConfig c = f.config(false);
+  c.calibrationCachePath.clear();
+  auto e = Builder::buildFromFile(f.model, c);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("calibration cache"), std::string::npos)
+      << e.status().toString();
+  c.calibrationCachePath = f.dir.file("missing.calib");
+  e = Builder::buildFromFile(f.model, c);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("missing.calib"), std::string::npos) << e.status().toString();
+}
+
+TEST(CudaInt8Engine, CacheOfAnotherModelIsRefused_n) {
+  EI_SKIP_WITHOUT_GPU();
+  Int8Fixture f;
+  ASSERT_TRUE(f.prepare(int8Cnn()).ok());
+  const test::TestModel other = int8Cnn(/*seed4=*/77);  // other weights: another hash
+  const std::string path = f.dir.write("other.onnx", other.bytes());
+  auto e = Builder::buildFromFile(path, f.config(false));
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("hash"), std::string::npos) << e.status().toString();
+}
+
+TEST(CudaInt8Engine, DamagedPlanScaleIsRefused_n) {
+  // Anywhere: a plan whose int8 tensor lost its scale, or has a bad one.
+  graph::Graph g;
+  g.value("x").dtype = DataType::kFloat32;
+  g.value("x").shape = Shape{1, 4};
+  g.value("x").shapeKnown = true;
+  g.inputs = {"x"};
+  g.outputs = {"x"};
+  const std::string base =
+      R"({"tensors":[{"value":"x","dtype":"int8","layout":"linear"SCALE}],"steps":[],)"
+      R"("inputs":{"x":0},"outputs":{"x":0}})";
+  const auto with = [&](const std::string& scale) {
+    std::string s = base;
+    s.replace(s.find("SCALE"), 5, scale);
+    return runtime::cuda::planFromJson(s, g);
+  };
+  EXPECT_TRUE(with(R"(,"scale":0.5)").ok());
+  for (const char* bad : {"", R"(,"scale":0)", R"(,"scale":-1)", R"(,"scale":"x")"}) {
+    auto p = with(bad);
+    ASSERT_FALSE(p.ok()) << bad;
+    EXPECT_EQ(p.status().code(), ErrorCode::kCorruptFile);
+  }
+}
+
+}  // namespace
+}  // namespace edgeinfer
+
+#else
+
+TEST(CudaInt8Conv, RequiresCuda) {
+  GTEST_SKIP() << "built without CUDA";
+}
+
+#endif
