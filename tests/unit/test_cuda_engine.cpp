@@ -491,9 +491,11 @@ TEST(CudaEngine, ForcedTacticErrors_n) {
   EXPECT_NE(e.status().message().find("nowhere"), std::string::npos);
   c.layerPrecision.clear();
   c.precision = Precision::kInt8;
-  e = build(smallCnn(1), c);
+  e = build(smallCnn(1), c);  // INT8 without a calibration cache: no scales to use
   ASSERT_FALSE(e.ok());
-  EXPECT_EQ(e.status().code(), ErrorCode::kUnsupported) << "never a silent FP32 build";
+  EXPECT_EQ(e.status().code(), ErrorCode::kInvalidArgument) << "never a silent FP32 build";
+  EXPECT_NE(e.status().message().find("calibration cache"), std::string::npos)
+      << e.status().toString();
 }
 
 TEST(CudaEngine, WrongInputsAreRefused_n) {

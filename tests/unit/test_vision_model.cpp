@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "edgeinfer/calibration.h"
 #include "edgeinfer/vision/postprocess.h"
 #include "edgeinfer/vision/video.h"
 #include "edgeinfer/vision/vision_model.h"
@@ -737,6 +739,127 @@ void nvdecThroughVisionModel(bool readerFirst) {
             << " detections, identical to software decoding\n";
   EXPECT_EQ(frames, 41);
 }
+// INT8 on the GPU (issue 6) against FP32 on real data: BlazeFace (back model) calibrated with
+// min-max on the photos and video frames of scripts/fetch_media.sh, then run on the GPU with
+// strict precision (every layer INT8 has a kernel for in INT8) under two policies: every
+// quantizable layer in INT8, and the policy of the sensitivity report keeping the layers whose
+// INT8 lowers the model-output cosine below 0.999 in FP16. Against FP32 on the CPU, per FP32
+// face, the best IoU of an INT8 one; printed (the issue's measure: the share with IoU >= 0.9).
+// The mixed policy must find 90 % of the FP32 faces (IoU >= 0.5) and beat all-INT8.
+TEST(VisionModel, BlazeFaceInt8OnTheGpuMatchesFp32Detections) {
+  SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
+  std::string why;
+  if (!test::gpuAvailable(&why)) GTEST_SKIP() << why;
+  const std::string movie = mediaDir() + "/kphotoalbum/movie.avi";
+  if (!exists(movie)) GTEST_SKIP() << movie << " is absent: run scripts/fetch_media.sh";
+  auto cfg = loadModelConfig(blazeFaceConfig("model_back.json"));
+  ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
+  // Frames: the photos, and every 4th frame of the video (software decoding, RGB).
+  std::vector<Image> frames;
+  for (const char* f : {"faces/2008_002506", "faces/2009_004587", "kphotoalbum/grand_canyon_3"}) {
+    Image img;
+    ASSERT_TRUE(readPpm(mediaDir() + "/" + f + ".ppm", img)) << f;
+    frames.push_back(std::move(img));
+  }
+  VideoReaderOptions vo;
+  vo.decode = VideoReaderOptions::Decode::kSoftware;
+  vo.hostFormat = PixelFormat::kRGB;
+  auto reader = VideoReader::open(movie, vo);
+  ASSERT_TRUE(reader.ok()) << reader.status().toString();
+  VideoFrame vf;
+  for (int i = 0; frames.size() < 40; ++i) {
+    auto more = (*reader)->read(vf);
+    ASSERT_TRUE(more.ok()) << more.status().toString();
+    if (!*more) break;
+    if (i % 4) continue;
+    Image img;
+    img.width = vf.view.width;
+    img.height = vf.view.height;
+    img.rgb.resize(static_cast<size_t>(img.width) * img.height * 3);
+    for (int y = 0; y < img.height; ++y)
+      std::copy_n(static_cast<const uint8_t*>(vf.view.planes[0]) + y * vf.view.strides[0],
+                  img.width * 3, img.rgb.data() + static_cast<size_t>(y) * img.width * 3);
+    frames.push_back(std::move(img));
+  }
+  // Calibration data: the frames as PPM files in a folder.
+  const std::string dir = tempDir("int8");
+  const std::string data = dir + "/frames";
+  ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
+  for (size_t i = 0; i < frames.size(); ++i) {
+    std::ofstream f(data + "/f" + std::to_string(100 + i) + ".ppm", std::ios::binary);
+    f << "P6\n" << frames[i].width << " " << frames[i].height << "\n255\n";
+    f.write(reinterpret_cast<const char*>(frames[i].rgb.data()),
+            static_cast<std::streamsize>(frames[i].rgb.size()));
+  }
+  CalibrationDataOptions d;
+  d.inputTensor = cfg->inputTensor;
+  d.preprocess = cfg->preprocess;
+  auto src = openCalibrationData(data, d);
+  ASSERT_TRUE(src.ok()) << src.status().toString();
+  CalibrationOptions copt;
+  copt.calibrator.method = CalibrationMethod::kMinMax;
+  copt.excludeBelowCosine = 0.999;
+  copt.reportBatches = 4;
+  auto calib = calibrate(cfg->modelPath, **src, copt);
+  ASSERT_TRUE(calib.ok()) << calib.status().toString();
+  ASSERT_TRUE(calib->cache.save(dir + "/mixed.calib").ok());
+  CalibrationCache all = calib->cache;
+  for (auto& [layer, p] : all.layerPrecision) p = Precision::kInt8;
+  ASSERT_TRUE(all.save(dir + "/all.calib").ok());
+  std::cout << "report: all INT8 cosine " << calib->report.allInt8.cosine << ", with policy "
+            << calib->report.withPolicy.cosine << ", " << calib->cache.excludedLayers().size()
+            << " of " << all.layerPrecision.size() << " layers kept in FP16\n";
+
+  auto fp32 = VisionModel::load(blazeFaceConfig("model_back.json"), cpuOptions(dir + "/cpu"));
+  ASSERT_TRUE(fp32.ok()) << fp32.status().toString();
+  std::vector<std::vector<Detection>> want;
+  for (const Image& f : frames) {
+    auto a = (*fp32)->infer({f.view()});
+    ASSERT_TRUE(a.ok()) << a.status().toString();
+    want.push_back((*a)[0].detections);
+  }
+  struct Score {
+    int boxes = 0, at09 = 0, at05 = 0;
+    float worst = 1.f;
+  };
+  const auto score = [&](const std::string& cache) {
+    VisionModelOptions o;
+    o.backend = Backend::kCuda;
+    o.precision = Precision::kInt8;
+    o.engineCacheDir = dir + "/gpu_" + std::to_string(cache.size());
+    o.builder.calibrationCachePath = cache;
+    o.builder.strictPrecision = true;
+    Score s;
+    auto int8 = VisionModel::load(blazeFaceConfig("model_back.json"), o);
+    EXPECT_TRUE(int8.ok()) << int8.status().toString();
+    if (!int8.ok()) return s;
+    for (size_t i = 0; i < frames.size(); ++i) {
+      auto b = (*int8)->infer({frames[i].view()});
+      EXPECT_TRUE(b.ok());
+      if (!b.ok()) return s;
+      for (const Detection& det : want[i]) {
+        const float best = bestIou(det.box, (*b)[0].detections);
+        ++s.boxes;
+        s.at09 += best >= 0.9f;
+        s.at05 += best >= 0.5f;
+        s.worst = std::min(s.worst, best);
+      }
+    }
+    std::cout << "BlazeFace INT8 (GPU, " << cache.substr(cache.rfind('/') + 1) << ") vs FP32 on "
+              << frames.size() << " real frames: " << s.boxes << " FP32 faces, " << s.at09
+              << " with IoU >= 0.9 (" << (s.boxes ? 100.0 * s.at09 / s.boxes : 0.0) << " %), "
+              << s.at05 << " with IoU >= 0.5, worst IoU " << s.worst << "\n";
+    return s;
+  };
+  const Score allInt8 = score(dir + "/all.calib");
+  const Score mixed = score(dir + "/mixed.calib");
+  // Measured on an H100 (docs/performance.md): all INT8 1 of 25 faces at IoU >= 0.9, mixed
+  // 23 of 25 (92 %; the issue's goal, 98 %, is not met), one face lost by both.
+  EXPECT_GT(mixed.boxes, 0);
+  EXPECT_GE(mixed.at05, mixed.boxes * 9 / 10) << "FP32 faces the mixed-precision engine lost";
+  EXPECT_GT(mixed.at09, allInt8.at09) << "the sensitivity policy must help";
+}
+
 TEST(VisionModel, NvdecFramesGiveTheSameResultsAsSoftwareFrames) {
   nvdecThroughVisionModel(true);
 }

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (device tool, carry [".devcarry"]): INT8 on the GPU (issue 6).
+#   STEPS="unit blazeface resnet" (default all):
+#   unit       the GPU unit tests of INT8 and of the kernels added with it (UNIT_FILTER)
+#   blazeface  BlazeFace (back, 256x256) calibrated (min-max) on the real photos, built FP16,
+#              INT8 (timed against FP16) and INT8 strict; `edgeinfer bench` of each
+#   resnet     ResNet-50 (torchvision, random weights, dynamic batch) calibrated (min-max) on
+#              2 random tensors, then FP16 / INT8 / INT8 strict at batch 1 and 64, benchmarked
+# Fresh binaries come as .devcarry/fresh/<program>.xz and replace the bundle's. Logs to $OUT.
+set -uo pipefail
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mkdir -p /tmp/ei && tar -xJf .devcarry/bundle.tar.xz -C /tmp/ei
+for f in .devcarry/fresh/*.xz; do
+  [ -f "$f" ] || continue
+  name=$(basename "$f" .xz)
+  xz -dc "$f" >"/tmp/ei/.bundle/bin/$name" && chmod +x "/tmp/ei/.bundle/bin/$name"
+done
+# shellcheck source=/dev/null
+source /tmp/ei/.bundle/env.sh
+export EDGEINFER_MEDIA_DIR=$PWD/.devcarry/media EDGEINFER_MODELS_DIR=$PWD/.devcarry/models
+export XDG_CACHE_HOME=/tmp/ei/cache
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+steps=${STEPS:-unit blazeface resnet}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+
+bench() {  # label, then edgeinfer bench arguments
+  local label=$1
+  shift
+  edgeinfer bench "$@" --iterations "${ITERS:-300}" --device-inputs >"$out/bench_$label.log" 2>&1
+  echo "$label rc=$? $(grep -E "precision|latency|throughput|GPU time" "$out/bench_$label.log" | tr '\n' ' ' | cut -c1-300)"
+}
+
+if [[ " $steps " == *" unit "* ]]; then
+  filter=${UNIT_FILTER:-CudaInt8*:CudaNormSelect*:CudaEngine*:CudaReduce*:CudaDepthwise*:CudaPlan*:VisionModel.BlazeFaceInt8*}
+  echo "== unit tests: $filter"
+  timeout -k 5 "${UNIT_TIMEOUT_S:-300}" edgeinfer_unit_tests --gtest_filter="$filter" \
+    >"$out/unit.log" 2>&1
+  echo "unit rc=$?"
+  grep -E "^\[  (PASSED|FAILED) |^\[  FAILED  \]|differ, worst|INT8 engine vs|BlazeFace INT8" \
+    "$out/unit.log" | tail -n 40
+  echo "skipped: $(grep -c '^\[  SKIPPED \] ' "$out/unit.log")"
+fi
+
+if [[ " $steps " == *" blazeface "* ]]; then
+  echo "== BlazeFace back 256: calibrate (min-max, photos), FP16 / INT8 / INT8 strict"
+  m=.devcarry/models/blazeface/blazeface_back_256.onnx
+  mkdir -p /tmp/ei/photos && cp .devcarry/media/faces/*.ppm .devcarry/media/kphotoalbum/*.ppm /tmp/ei/photos/
+  edgeinfer calibrate --config .devcarry/models/blazeface/model_back.json --data /tmp/ei/photos \
+    --method minmax -o /tmp/ei/bf.calib >"$out/bf_calibrate.log" 2>&1
+  echo "calibrate rc=$? $(tail -n 1 "$out/bf_calibrate.log")"
+  bench bf_fp16 "$m" --backend cuda --fp16
+  EDGEINFER_LOG_LEVEL=info bench bf_int8 "$m" --backend cuda --int8 --calibration-cache /tmp/ei/bf.calib
+  grep -E "INT8:" "$out/bench_bf_int8.log" | head -2
+  EDGEINFER_LOG_LEVEL=info bench bf_int8_strict "$m" --backend cuda --int8 --strict-precision \
+    --calibration-cache /tmp/ei/bf.calib
+  grep -E "INT8:" "$out/bench_bf_int8_strict.log" | head -2
+fi
+
+if [[ " $steps " == *" resnet "* ]]; then
+  echo "== ResNet-50 (random weights): calibrate on 2 random tensors, FP16 / INT8 at batch 1 and 64"
+  /opt/torch/.venv/bin/python - <<'PY'
+import numpy as np, os, torch, torchvision
+torch.manual_seed(0)
+m = torchvision.models.resnet50().eval()
+torch.onnx.export(m, torch.randn(1, 3, 224, 224), "/tmp/ei/resnet50.onnx", opset_version=17,
+                  input_names=["input"], output_names=["logits"],
+                  dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}}, dynamo=False)
+os.makedirs("/tmp/ei/r50data", exist_ok=True)
+rng = np.random.default_rng(0)
+for i in range(2):
+    np.save(f"/tmp/ei/r50data/s{i}.npy", rng.standard_normal((1, 3, 224, 224)).astype(np.float32))
+PY
+  r=/tmp/ei/resnet50.onnx
+  /usr/bin/time -f "calibrate wall %e s" edgeinfer calibrate "$r" --data /tmp/ei/r50data \
+    --method minmax --dynamic-dim 1 -o /tmp/ei/r50.calib >"$out/r50_calibrate.log" 2>&1
+  echo "calibrate rc=$? $(tail -n 1 "$out/r50_calibrate.log")"
+  for b in 1 64; do
+    bench "r50_b${b}_fp16" "$r" --backend cuda --fp16 --dynamic-dim "$b"
+    EDGEINFER_LOG_LEVEL=info bench "r50_b${b}_int8" "$r" --backend cuda --int8 --dynamic-dim "$b" \
+      --calibration-cache /tmp/ei/r50.calib
+    grep -E "INT8:" "$out/bench_r50_b${b}_int8.log" | head -1
+    EDGEINFER_LOG_LEVEL=info bench "r50_b${b}_int8_strict" "$r" --backend cuda --int8 \
+      --strict-precision --dynamic-dim "$b" --calibration-cache /tmp/ei/r50.calib
+    grep -E "INT8:" "$out/bench_r50_b${b}_int8_strict.log" | head -1
+  done
+fi
