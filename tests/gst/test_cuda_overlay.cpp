@@ -535,7 +535,9 @@ TEST_P(CudaOverlayPipeline, DrawsInCudaMemory) {
   std::vector<eg::Results> none;
 
   for (const auto* meta : {&attached, &none}) {
-    GstHarness* hs = gst_harness_new_parse("cudaupload ! edgeoverlay name=o ! cudadownload");
+    // The capsfilter: cudaupload passes system memory through when downstream takes it too.
+    GstHarness* hs = gst_harness_new_parse(
+        "cudaupload ! video/x-raw(memory:CUDAMemory) ! edgeoverlay name=o ! cudadownload");
     ASSERT_NE(hs, nullptr);
     GstElement* overlay = gst_bin_get_by_name(GST_BIN(hs->element), "o");
     ASSERT_NE(overlay, nullptr);
@@ -577,18 +579,18 @@ INSTANTIATE_TEST_SUITE_P(CudaOverlayFormats, CudaOverlayPipeline,
                            return std::string(gst_video_format_to_string(info.param));
                          });
 
-// A format cudaupload carries but edgeoverlay does not draw on: negotiation fails with an
-// error on the bus, no crash and no hang.
+// A format edgeoverlay does not draw on, in CUDA memory: the pipeline fails cleanly, no crash
+// and no hang (an error on the bus; or already at parsing, where the GStreamer version's
+// cudaupload cannot carry the format at all: 1.22 has no Y444 in CUDA memory).
 TEST(CudaOverlayPipelineErrors, UndrawnCudaFormatFailsNegotiation_n) {
   EI_SKIP_WITHOUT_NVCODEC();
   const Outcome o = runPipeline(
       "videotestsrc num-buffers=3 ! video/x-raw,format=Y444,width=320,height=240 ! cudaupload ! "
       "video/x-raw(memory:CUDAMemory),format=Y444 ! edgeoverlay ! fakesink",
       std::chrono::seconds(30));
-  EXPECT_TRUE(o.parsed) << describe(o);
   EXPECT_FALSE(o.timedOut) << describe(o);
   EXPECT_FALSE(o.eos) << describe(o);
-  EXPECT_TRUE(o.error) << describe(o);
+  EXPECT_TRUE(!o.parsed || o.error) << describe(o);
 }
 
 #endif  // EDGEINFER_HAVE_CUDA
