@@ -27,6 +27,11 @@ struct PassOptions {
   /// become one FusedElementwise node, run as one kernel.
   bool fuseElementwise = true;
   /// EDGEINFER_DISABLE_FUSION=1 switches off every fusion above at once.
+  /// EDGEINFER_DISABLE_EXPLICIT_QUANTIZATION: GPU INT8 builds of a model with its own
+  /// QuantizeLinear/DequantizeLinear nodes take their int8 scales from those nodes (the pairs
+  /// are removed, docs/design/int8-calibration.md "Explicit Q/DQ models"). Off: the Q/DQ nodes
+  /// run as ops and INT8 needs a calibration cache, as for any other model.
+  bool explicitQuantization = true;
 };
 
 /// How the GPU builder times each candidate implementation ("tactic") of a layer:
@@ -61,7 +66,9 @@ struct BuilderConfig {
   /// loads it and fails if it is unreadable, made for another model (hashes named), or lacks
   /// a range for an activation input of any quantizable layer of the optimised graph. GPU
   /// INT8 builds need it: its ranges are the int8 tensors' scales and its policy keeps layers
-  /// in FP16. (The CPU backend computes in FP32 and only validates it.)
+  /// in FP16. (The CPU backend computes in FP32 and only validates it.) A model with its own
+  /// Q/DQ scales (explicit quantization) needs none; given one, the model's scales and INT8
+  /// layers win, and the cache serves only the tensors and layers the model leaves unquantized.
   std::string calibrationCachePath;
   /// INT8 layers use an INT8 tactic whenever one is offered, even where an FP16 one is faster
   /// (TensorRT's "obey precision constraints"). Off: INT8 competes with FP16/FP32 by time.

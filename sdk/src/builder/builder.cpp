@@ -12,6 +12,7 @@
 #include "kernels/ref/ref_kernels.h"
 #include "onnx/importer.h"
 #include "quant/qdq.h"
+#include "quant/qdq_absorb.h"
 #include "runtime/cuda_backend.h"
 #include "runtime/graph_engine.h"
 
@@ -33,6 +34,7 @@ PassOptions effectivePasses(const PassOptions& in) {
   if (envDisabled("EDGEINFER_DISABLE_FUSE_CONV")) p.fuseConvActivation = false;
   if (envDisabled("EDGEINFER_DISABLE_FUSE_GEMM")) p.fuseGemmActivation = false;
   if (envDisabled("EDGEINFER_DISABLE_FUSE_ELEMENTWISE")) p.fuseElementwise = false;
+  if (envDisabled("EDGEINFER_DISABLE_EXPLICIT_QUANTIZATION")) p.explicitQuantization = false;
   if (envDisabled("EDGEINFER_DISABLE_FUSION")) {
     p.fuseConvActivation = false;
     p.fuseGemmActivation = false;
@@ -54,8 +56,12 @@ Status runPass(const char* name, bool enabled, graph::Graph& g,
 }
 
 /// The optimisation pipeline. Shape inference runs first (so every error in the model is
-/// found before anything is rewritten) and again after the rewrites.
-Status optimize(graph::Graph& g, const BuilderConfig& cfg) {
+/// found before anything is rewritten) and again after the rewrites. With `explicitInt8` (GPU
+/// INT8 builds) the Q/DQ pairs of an explicitly quantized model are absorbed first, before
+/// constant folding and fusion rewrite the graph (quant/qdq_absorb.h), and their scales and
+/// layer policy are stated in the optimised graph's names at the end.
+Status optimize(graph::Graph& g, const BuilderConfig& cfg,
+                quant::ExplicitInt8* explicitInt8 = nullptr) {
   const PassOptions p = effectivePasses(cfg.passes);
   const graph::ConstantEvaluator eval =
       [](const graph::Node& n, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
@@ -64,6 +70,13 @@ Status optimize(graph::Graph& g, const BuilderConfig& cfg) {
   EI_RETURN_IF_ERROR(graph::inferShapes(g, cfg.maxTensorBytes));
   EI_RETURN_IF_ERROR(
       runPass("eliminate-identity", p.eliminateIdentity, g, graph::eliminateIdentity));
+  quant::QdqAbsorbResult qdq;
+  if (explicitInt8)
+    EI_RETURN_IF_ERROR(runPass("explicit-quantization", p.explicitQuantization, g,
+                               [&](graph::Graph& gg) -> Expected<int> {
+                                 EI_ASSIGN_OR_RETURN(qdq, quant::absorbQdq(gg));
+                                 return qdq.pairsAbsorbed + qdq.weightsFolded;
+                               }));
   EI_RETURN_IF_ERROR(runPass("constant-folding", p.constantFolding, g,
                              [&](graph::Graph& gg) { return graph::foldConstants(gg, eval); }));
   EI_RETURN_IF_ERROR(
@@ -78,7 +91,20 @@ Status optimize(graph::Graph& g, const BuilderConfig& cfg) {
   EI_RETURN_IF_ERROR(
       runPass("dead-node-elimination", p.eliminateDeadNodes, g, graph::eliminateDeadNodes));
   EI_RETURN_IF_ERROR(g.topologicalSort());
-  return graph::inferShapes(g, cfg.maxTensorBytes);
+  EI_RETURN_IF_ERROR(graph::inferShapes(g, cfg.maxTensorBytes));
+  if (explicitInt8) {
+    *explicitInt8 = quant::explicitInt8For(g, qdq.scales);
+    for (const auto& why : qdq.leftInPlace)
+      log(Severity::kInfo, "explicit quantization: " + why + "; left in place (runs as ops)");
+    if (!qdq.scales.empty())
+      log(Severity::kInfo,
+          "explicit quantization: " + std::to_string(qdq.pairsAbsorbed) + " Q/DQ pairs absorbed, " +
+              std::to_string(qdq.weightsFolded) + " weight DequantizeLinear folded, " +
+              std::to_string(explicitInt8->scales.size()) + " tensor scales (" +
+              std::to_string(explicitInt8->droppedScales.size()) + " fused away), " +
+              std::to_string(explicitInt8->int8Layers().size()) + " INT8 layers");
+  }
+  return Status::Ok();
 }
 
 /// Every graph input and output must have a known element type after optimisation; the
@@ -149,13 +175,19 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
                       onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
   applyDynamicDefault(g, cfg.dynamicDimDefault);
   if (backend == Backend::kCuda) applyGpuStaticShapes(g, cfg);
-  EI_RETURN_IF_ERROR(optimize(g, cfg));
+  // GPU INT8 builds of a model with its own Q/DQ nodes take the model's scales (explicit
+  // quantization); the CPU, and FP16/FP32 builds, run the Q/DQ nodes as ops (fake quantization).
+  quant::ExplicitInt8 explicitInt8;
+  const bool gpuInt8 = backend == Backend::kCuda && cfg.precision == Precision::kInt8;
+  EI_RETURN_IF_ERROR(optimize(g, cfg, gpuInt8 ? &explicitInt8 : nullptr));
   // A calibration cache is checked against the model before anything is built (the GPU
   // builder takes its int8 scales from it; the CPU computes in FP32): a cache from another
-  // model, or one that misses layers of this graph, is an error now, not later.
+  // model, or one that misses layers of this graph, is an error now, not later. Tensors the
+  // model quantizes itself need no range in it.
   if (!cfg.calibrationCachePath.empty())
     EI_RETURN_IF_ERROR(quant::checkCalibrationCache(
-        cfg.calibrationCachePath, builder::fnv1aHex(bytes.data(), bytes.size()), g));
+        cfg.calibrationCachePath, builder::fnv1aHex(bytes.data(), bytes.size()), g,
+        explicitInt8.empty() ? nullptr : &explicitInt8.scales));
   EngineInfo info;
   info.sdkVersion = sdkVersion();
   info.backend = backend;
@@ -163,7 +195,8 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
   info.modelName = g.name;
   info.modelHash = builder::fnv1aHex(bytes.data(), bytes.size());
   if (backend == Backend::kCuda)
-    return runtime::buildCudaEngine(std::move(g), std::move(info), cfg);
+    return runtime::buildCudaEngine(std::move(g), std::move(info), cfg,
+                                    explicitInt8.empty() ? nullptr : &explicitInt8);
   info.deviceKey = builder::currentDeviceKey(backend);
   log(Severity::kInfo, "built engine for '" + g.name + "': " + std::to_string(g.nodes.size()) +
                            " nodes, backend " + backendName(backend));
@@ -215,12 +248,13 @@ std::string modelDir(const std::string& path) {
 }
 
 Expected<graph::Graph> importAndOptimize(const std::string& bytes, const BuilderConfig& cfg,
-                                         const std::string& defaultDir) {
+                                         const std::string& defaultDir,
+                                         quant::ExplicitInt8* explicitInt8) {
   const onnx_import::ImportOptions io = importOptions(cfg, defaultDir);
   EI_ASSIGN_OR_RETURN(graph::Graph g,
                       onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
   applyDynamicDefault(g, cfg.dynamicDimDefault);
-  EI_RETURN_IF_ERROR(optimize(g, cfg));
+  EI_RETURN_IF_ERROR(optimize(g, cfg, explicitInt8));
   return g;
 }
 

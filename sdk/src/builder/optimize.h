@@ -7,13 +7,20 @@
 #include "edgeinfer/builder.h"
 #include "graph/graph.h"
 
+namespace edgeinfer::quant {
+struct ExplicitInt8;
+}
+
 namespace edgeinfer::builder {
 
 /// Imports `onnxBytes` (external data resolved against config.externalDataDir, or `defaultDir`)
 /// and optimises the graph as Builder::build does for the CPU backend (dynamic dims take
-/// config.dynamicDimDefault when it is set).
+/// config.dynamicDimDefault when it is set). With `explicitInt8`, as a GPU INT8 build does: the
+/// model's Q/DQ pairs are absorbed and their scales and layer policy returned there
+/// (quant/qdq_absorb.h; empty for a model without them).
 Expected<graph::Graph> importAndOptimize(const std::string& onnxBytes, const BuilderConfig& config,
-                                         const std::string& defaultDir);
+                                         const std::string& defaultDir,
+                                         quant::ExplicitInt8* explicitInt8 = nullptr);
 
 /// The bytes of a model file: kNotFound when it cannot be opened, kIoError when reading fails.
 Expected<std::string> readModelFile(const std::string& path);

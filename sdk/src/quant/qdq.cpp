@@ -209,7 +209,8 @@ Expected<graph::Graph> quantizeGraph(const graph::Graph& g, const std::vector<Qu
 namespace edgeinfer::quant {
 
 Status checkCalibrationCache(const std::string& path, const std::string& modelHash,
-                             const graph::Graph& g) {
+                             const graph::Graph& g,
+                             const std::map<std::string, float>* modelScales) {
   auto cache = CalibrationCache::load(path);
   if (!cache.ok()) return cache.status();
   const Status model = cache->checkModel(modelHash);
@@ -224,7 +225,7 @@ Status checkCalibrationCache(const std::string& path, const std::string& modelHa
   for (const QuantLayer& l : layers)
     for (size_t slot : l.activationSlots) {
       const std::string& t = g.nodes[l.node].inputs[slot];
-      if (cache->tensorAmax.count(t)) continue;
+      if (cache->tensorAmax.count(t) || (modelScales && modelScales->count(t))) continue;
       if (nMissing++ < 5)
         missing += (missing.empty() ? "'" : ", '") + t + "' (layer '" + l.name + "')";
     }

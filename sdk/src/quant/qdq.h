@@ -58,9 +58,11 @@ namespace edgeinfer::quant {
 
 /// Loads the calibration cache at `path` and checks it fits the optimised graph `g` of the
 /// model with hash `modelHash`: the model hash, a range for every activation input of every
-/// quantizable layer, a policy entry only for layers the graph has. Errors name the cache and
-/// what does not fit.
+/// quantizable layer (but the tensors in `modelScales`, which an explicitly quantized model
+/// gives itself: quant/qdq_absorb.h), a policy entry only for layers the graph has. Errors
+/// name the cache and what does not fit.
 Status checkCalibrationCache(const std::string& path, const std::string& modelHash,
-                             const graph::Graph& g);
+                             const graph::Graph& g,
+                             const std::map<std::string, float>* modelScales = nullptr);
 
 }  // namespace edgeinfer::quant

@@ -9,15 +9,22 @@
 #include "edgeinfer/engine.h"
 #include "graph/graph.h"
 
+namespace edgeinfer::quant {
+struct ExplicitInt8;
+}
+
 namespace edgeinfer::runtime {
 
 /// Is a GPU usable for building and running engines here? `why` says why not.
 bool cudaBackendUsable(int deviceId, std::string* why);
 
 /// Chooses a tactic for every layer of the optimised graph `g` by timing on the device
-/// (docs/design/gpu-backend.md) and returns the engine.
-Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph g, EngineInfo info,
-                                                  const BuilderConfig& config);
+/// (docs/design/gpu-backend.md) and returns the engine. INT8 takes its scales and layer policy
+/// from `explicitInt8` (the model's own Q/DQ scales, quant/qdq_absorb.h) and/or the config's
+/// calibration cache; where both give one, the model's wins.
+Expected<std::unique_ptr<Engine>> buildCudaEngine(
+    graph::Graph g, EngineInfo info, const BuilderConfig& config,
+    const quant::ExplicitInt8* explicitInt8 = nullptr);
 
 /// Recreates a GPU engine from its file: the graph, the facts and the plan (JSON).
 Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph g, EngineInfo info,

@@ -91,7 +91,8 @@ bool cudaBackendUsable(int, std::string* why) {
   if (why) *why = "this EdgeInfer was built without CUDA";
   return false;
 }
-Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph, EngineInfo, const BuilderConfig&) {
+Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph, EngineInfo, const BuilderConfig&,
+                                                  const quant::ExplicitInt8*) {
   return Status(ErrorCode::kUnsupported, "this EdgeInfer was built without CUDA");
 }
 Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph, EngineInfo, const std::string&) {

@@ -47,8 +47,9 @@ Expected<Args> parseArgs(int argc, char** argv, int first, const std::vector<std
 const char* kBuilderOptionsHelp = R"(builder options:
   --backend auto|cpu|cuda       where the engine runs (default auto)
   --fp16                        allow FP16 kernels (GPU backends)
-  --int8                        allow INT8 kernels (GPU; needs --calibration-cache): each INT8
-                                layer takes the fastest of its INT8, FP16 and FP32 tactics
+  --int8                        allow INT8 kernels (GPU; needs --calibration-cache, unless the
+                                model has its own Q/DQ scales): each INT8 layer takes the
+                                fastest of its INT8, FP16 and FP32 tactics
   --strict-precision            INT8 layers use an INT8 tactic wherever one exists, even slower
   --no-fusion                   switch off every fusion pass
   --no-constant-folding         switch off constant folding

@@ -23,6 +23,7 @@
 #include "kernels/cuda/providers.h"
 #include "kernels/cuda/reformat.h"
 #include "quant/qdq.h"
+#include "quant/qdq_absorb.h"
 #include "runtime/cuda/cuda_engine.h"
 #include "runtime/cuda_backend.h"
 
@@ -139,14 +140,19 @@ class GpuBuilder {
              const builder::TacticOverrides& overrides)
       : g_(g), cfg_(cfg), cache_(cache), overrides_(overrides) {}
 
-  /// INT8: the scale of every calibrated float activation (amax / 127; a view's output takes
-  /// its input's, since a view does not change values) and the cache's per-layer policy.
-  void setCalibration(const CalibrationCache& calib) {
+  /// INT8: the scale of every calibrated float activation (amax / 127, or exactly the scale
+  /// in `exactScales`: a model's own Q/DQ scales; a view's output takes its input's, since a
+  /// view does not change values) and the cache's per-layer policy.
+  void setCalibration(const CalibrationCache& calib,
+                      const std::map<std::string, float>* exactScales = nullptr) {
     for (const auto& [name, amax] : calib.tensorAmax) {
       const graph::Value* v = g_.findValue(name);
       if (v && v->dtype == DataType::kFloat32 && !g_.isConstant(name))
         scales_[name] = quant::activationScale(amax);
     }
+    if (exactScales)
+      for (const auto& [name, s] : *exactScales)
+        if (scales_.count(name)) scales_[name] = s;
     for (const auto& n : g_.nodes)
       if (isViewOp(n) && n.hasInput(0) && scales_.count(n.inputs[0]) && !n.outputs.empty())
         scales_[n.outputs[0]] = scales_[n.inputs[0]];
@@ -590,18 +596,37 @@ class GpuBuilder {
 }  // namespace
 
 Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph g, EngineInfo info,
-                                                  const BuilderConfig& cfg) {
+                                                  const BuilderConfig& cfg,
+                                                  const quant::ExplicitInt8* explicitInt8) {
   const auto t0 = std::chrono::steady_clock::now();
   EI_ASSIGN_OR_RETURN(CudaDeviceInfo dev, queryCudaDevice(cfg.deviceId));
   bool wantsInt8 = cfg.precision == Precision::kInt8;
   for (const auto& [layer, p] : cfg.layerPrecision) wantsInt8 = wantsInt8 || p == Precision::kInt8;
+  const bool explicitQ = explicitInt8 && !explicitInt8->empty();
   CalibrationCache calib;
   if (wantsInt8) {
-    if (cfg.calibrationCachePath.empty())
+    if (cfg.calibrationCachePath.empty() && !explicitQ)
       return Status(ErrorCode::kInvalidArgument,
                     "INT8 needs a calibration cache: run `edgeinfer calibrate` on sample data and "
-                    "pass its cache (--calibration-cache, BuilderConfig::calibrationCachePath)");
-    EI_ASSIGN_OR_RETURN(calib, CalibrationCache::load(cfg.calibrationCachePath));
+                    "pass its cache (--calibration-cache, BuilderConfig::calibrationCachePath), "
+                    "or a model with its own QuantizeLinear/DequantizeLinear scales");
+    if (!cfg.calibrationCachePath.empty()) {
+      EI_ASSIGN_OR_RETURN(calib, CalibrationCache::load(cfg.calibrationCachePath));
+    }
+  }
+  if (wantsInt8 && explicitQ) {
+    // Explicit quantization: the model's scales and INT8 layers win over a calibration cache,
+    // which then serves only the tensors the model leaves without a scale and the layers it
+    // does not quantize. Without a cache, those layers stay in FP16 (the model's policy).
+    const bool hasCache = !cfg.calibrationCachePath.empty();
+    for (const auto& [name, amax] : explicitInt8->calibration.tensorAmax)
+      calib.tensorAmax[name] = amax;
+    for (const auto& [layer, p] : explicitInt8->calibration.layerPrecision)
+      if (p == Precision::kInt8 || !hasCache || !calib.layerPrecision.count(layer))
+        calib.layerPrecision[layer] = p;
+    log(Severity::kInfo, "INT8 with the model's Q/DQ scales (explicit quantization): " +
+                             std::to_string(explicitInt8->int8Layers().size()) + " INT8 layers" +
+                             (hasCache ? ", the calibration cache for the rest" : ""));
   }
   const builder::DeviceKey key = builder::DeviceKey::of(dev);
   info.deviceKey = key.toString();
@@ -651,7 +676,7 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph g, EngineInfo inf
   }
 
   GpuBuilder b(g, cfg, cache, overrides);
-  if (wantsInt8) b.setCalibration(calib);
+  if (wantsInt8) b.setCalibration(calib, explicitQ ? &explicitInt8->scales : nullptr);
   EI_RETURN_IF_ERROR(b.run());
   if (!cachePath.empty() && (b.timedLayers() > 0 || b.statesAdded() > 0)) {
     const Status s = cache.save(cachePath);
