@@ -108,7 +108,7 @@ bool parseLayer(const builder::LayerContext& layer, Int8ConvPlan* p, bool* depth
   p->padTop = static_cast<int32_t>(wd.padBegin[0]);
   p->padLeft = static_cast<int32_t>(wd.padBegin[1]);
   p->gemmK = p->R * p->S * p->C;
-  p->gemmKPad = (p->gemmK + 31) / 32 * 32;
+  p->gemmKPad = (p->gemmK + 63) / 64 * 64;  // the kernels' K step
   p->act = DeviceActivation::kNone;
   if (fused && !readFusedActivation(*node, &p->act, &p->alpha, &p->beta, why)) return false;
   return true;
@@ -128,10 +128,12 @@ int deviceCapability() {
 
 const char* kernelName(const Int8ConvPlan& p) {
   switch (p.kernel) {
+    case Int8ConvKernel::kMma128x128:
+      return p.vec == 16 ? "mma128x128v16" : "mma128x128v4";
     case Int8ConvKernel::kMma128x64:
       return p.vec == 16 ? "mma128x64v16" : "mma128x64v4";
-    case Int8ConvKernel::kMma64x64:
-      return p.vec == 16 ? "mma64x64v16" : "mma64x64v4";
+    case Int8ConvKernel::kMma64x128:
+      return p.vec == 16 ? "mma64x128v16" : "mma64x128v4";
     case Int8ConvKernel::kDepthwise:
       return p.vec == 4 ? "dw4" : "dw1";
   }
@@ -281,8 +283,9 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
     kernels.emplace_back(Int8ConvKernel::kDepthwise, plan.C % 4 == 0 ? 4 : 1);
   } else {
     const int32_t vec = plan.C % 16 == 0 ? 16 : 4;
+    kernels.emplace_back(Int8ConvKernel::kMma128x128, vec);
     kernels.emplace_back(Int8ConvKernel::kMma128x64, vec);
-    kernels.emplace_back(Int8ConvKernel::kMma64x64, vec);
+    kernels.emplace_back(Int8ConvKernel::kMma64x128, vec);
   }
   std::vector<float> yScales{0.f};
   if (positiveScale(layer.outputScale(0))) yScales.push_back(layer.outputScale(0));

@@ -3,12 +3,11 @@
 // Dense layers are an implicit GEMM: the output pixels (n, p, q) are the GEMM's M rows, the
 // output channels its N columns, and (r, s, c) with c innermost its K dimension, so an NHWC
 // input row of C channels is contiguous in K and the weights [K][R*S*C] are the "col" operand
-// of mma.sync m16n8k32 as they are. A block of 4 warps (2 x 2) computes BM x BN outputs; per
-// K step of 32 every thread loads its part of the next A (input, gathered through the
-// convolution window, zero outside the image) and B (weights) tiles into registers while the
-// warps multiply the current tiles from shared memory, then stores them into the other buffer:
-// one __syncthreads per step. Shared rows are 48 bytes apart, so the fragment reads (8 rows x 4
-// words per warp) hit 32 different banks.
+// of mma.sync m16n8k32 as they are. A block of 8 warps computes BM x BN outputs (each warp 32
+// rows); per K step of 64 bytes every thread issues cp.async copies of its part of the next A
+// (input, gathered through the convolution window, zero-filled outside the image) and B
+// (weights) tiles into the other shared-memory stage while the warps multiply the current one,
+// reading their fragments with ldmatrix.x4.
 //
 // Fragment layouts (PTX ISA, mma.m16n8k32 .s8): with g = lane / 4 and t = lane % 4,
 //   A regs 0..3: (row g, k 4t..4t+3), (g + 8, 4t..), (g, 16 + 4t..), (g + 8, 16 + 4t..)
@@ -31,9 +30,9 @@
 namespace edgeinfer::cuda {
 namespace {
 
-constexpr int kThreads = 128;
-constexpr int kBK = 32;         // K per step: one mma
-constexpr int kLds = kBK + 16;  // shared row stride in bytes
+constexpr int kThreads = 256;   // dense kernels: 8 warps
+constexpr int kBK = 64;         // K bytes per pipeline step: two mma k-steps
+constexpr int kLds = kBK + 16;  // shared row stride in bytes (80)
 
 __device__ __forceinline__ int8_t quantizeOut(float v, float scale) {
   const float q = rintf(__fdiv_rn(v, scale));
@@ -61,42 +60,56 @@ __device__ __forceinline__ void storeOutput(const Int8ConvPlan& p, int32_t acc, 
     static_cast<__half*>(y)[idx] = __float2half_rn(v);
 }
 
-template <int VEC>
-struct Vec;
-template <>
-struct Vec<16> {
-  using T = uint4;
-  __device__ static T zero() { return make_uint4(0, 0, 0, 0); }
-};
-template <>
-struct Vec<4> {
-  using T = uint32_t;
-  __device__ static T zero() { return 0u; }
-};
-
-__device__ __forceinline__ uint32_t lds32(const int8_t* p) {
-  return *reinterpret_cast<const uint32_t*>(p);
+__device__ __forceinline__ uint32_t smemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+/// cp.async of VEC (16 or 4) bytes, zero-filled when !valid (src-size 0 reads nothing).
+template <int VEC>
+__device__ __forceinline__ void cpAsync(void* dst, const void* src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const int n = valid ? VEC : 0;
+  if constexpr (VEC == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddr(dst)), "l"(src),
+                 "r"(n));
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smemAddr(dst)), "l"(src),
+                 "r"(n));
+#endif
+}
+
+__device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smemAddr(p)));
+#endif
+}
+
+/// Dense INT8 convolution as an implicit GEMM (see the top of this file): 8 warps, a BM x BN
+/// block tile, K steps of 64 bytes through a two-stage cp.async pipeline, fragments read with
+/// ldmatrix. Rows of the shared tiles are 80 bytes apart: the 8 rows one ldmatrix phase reads
+/// fall in 8 different 4-bank groups.
 template <int BM, int BN, int VEC>
 __global__ void __launch_bounds__(kThreads)
     i8ConvMma(const Int8ConvPlan p, const int8_t* __restrict__ x, const int8_t* __restrict__ w,
               const float* __restrict__ alpha, const float* __restrict__ bias,
               const void* __restrict__ z, void* __restrict__ y) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  using V = typename Vec<VEC>::T;
-  constexpr int kWM = BM / 2, kWN = BN / 2;  // warp tile
-  constexpr int kMT = kWM / 16, kNT = kWN / 8;
-  constexpr int kAChunks = kBK / VEC;  // loads per A row
+  constexpr int kWarpsM = BM / 32, kWarpsN = (kThreads / 32) / kWarpsM;
+  constexpr int kWN = BN / kWarpsN;  // warp tile: 32 x kWN
+  constexpr int kMT = 2, kNT = kWN / 8;
+  static_assert(kNT % 2 == 0, "B fragments are loaded two n8 tiles at a time");
+  constexpr int kAChunks = kBK / VEC;  // loads per A row and step
   constexpr int kALoads = BM * kAChunks / kThreads;
   constexpr int kARowStep = kThreads / kAChunks;
-  constexpr int kBLoads = BN * 2 / kThreads;  // 16-byte loads, 2 per B row
+  constexpr int kBLoads = BN * (kBK / 16) / kThreads;
   static_assert(kALoads >= 1 && kBLoads >= 1, "tile too small for the block");
-  __shared__ __align__(16) int8_t As[2][BM][kLds];
-  __shared__ __align__(16) int8_t Bs[2][BN][kLds];
+  __shared__ __align__(128) int8_t As[2][BM][kLds];
+  __shared__ __align__(128) int8_t Bs[2][BN][kLds];
 
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
-  const int wm = warp >> 1, wn = warp & 1;
+  const int wm = warp % kWarpsM, wn = warp / kWarpsM;
   const int g = lane >> 2, t4 = lane & 3;
   const int rows = p.N * p.P * p.Q;
   const int m0 = static_cast<int>(blockIdx.x) * BM, n0 = static_cast<int>(blockIdx.y) * BN;
@@ -118,11 +131,9 @@ __global__ void __launch_bounds__(kThreads)
       aW[i] = 0;
     }
   }
-  const int bChunk = tid & 1;
-  V ra[kALoads];
-  uint4 rb[kBLoads];
+  const int bChunk = tid % (kBK / 16);
 
-  const auto loadTiles = [&](int kt) {
+  const auto loadStage = [&](int kt, int st) {
     const int k = kt * kBK + aChunk * VEC;
     int dh = 0, dw = 0, c = 0;
     const bool kIn = k < p.gemmK;
@@ -135,27 +146,21 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int i = 0; i < kALoads; ++i) {
       const int ih = aH[i] + dh, iw = aW[i] + dw;
-      ra[i] = Vec<VEC>::zero();
-      if (kIn && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W)
-        ra[i] = *reinterpret_cast<const V*>(
-            x + (static_cast<int64_t>(aBase[i] + ih) * p.W + iw) * p.C + c);
+      const bool valid = kIn && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
+      const int8_t* src =
+          valid ? x + (static_cast<int64_t>(aBase[i] + ih) * p.W + iw) * p.C + c : x;
+      cpAsync<VEC>(&As[st][tid / kAChunks + i * kARowStep][aChunk * VEC], src, valid);
     }
 #pragma unroll
     for (int i = 0; i < kBLoads; ++i) {
-      const int n = n0 + tid / 2 + i * (kThreads / 2);
-      rb[i] = make_uint4(0, 0, 0, 0);
-      if (n < p.K)
-        rb[i] = *reinterpret_cast<const uint4*>(w + static_cast<int64_t>(n) * p.gemmKPad +
-                                                kt * kBK + bChunk * 16);
+      const int row = tid / (kBK / 16) + i * (kThreads / (kBK / 16));
+      const int n = n0 + row;
+      const bool valid = n < p.K;
+      const int8_t* src =
+          valid ? w + static_cast<int64_t>(n) * p.gemmKPad + kt * kBK + bChunk * 16 : w;
+      cpAsync<16>(&Bs[st][row][bChunk * 16], src, valid);
     }
-  };
-  const auto storeTiles = [&](int buf) {
-#pragma unroll
-    for (int i = 0; i < kALoads; ++i)
-      *reinterpret_cast<V*>(&As[buf][tid / kAChunks + i * kARowStep][aChunk * VEC]) = ra[i];
-#pragma unroll
-    for (int i = 0; i < kBLoads; ++i)
-      *reinterpret_cast<uint4*>(&Bs[buf][tid / 2 + i * (kThreads / 2)][bChunk * 16]) = rb[i];
+    asm volatile("cp.async.commit_group;\n" ::);
   };
 
   int32_t acc[kMT][kNT][4];
@@ -167,39 +172,44 @@ __global__ void __launch_bounds__(kThreads)
       for (int e = 0; e < 4; ++e) acc[a][b][e] = 0;
 
   const int steps = p.gemmKPad / kBK;
-  loadTiles(0);
-  storeTiles(0);
-  __syncthreads();
+  loadStage(0, 0);
   for (int kt = 0; kt < steps; ++kt) {
-    const int buf = kt & 1;
-    if (kt + 1 < steps) loadTiles(kt + 1);
-    uint32_t af[kMT][4], bf[kNT][2];
-#pragma unroll
-    for (int a = 0; a < kMT; ++a) {
-      const int r = wm * kWM + a * 16 + g;
-      af[a][0] = lds32(&As[buf][r][4 * t4]);
-      af[a][1] = lds32(&As[buf][r + 8][4 * t4]);
-      af[a][2] = lds32(&As[buf][r][16 + 4 * t4]);
-      af[a][3] = lds32(&As[buf][r + 8][16 + 4 * t4]);
+    const int st = kt & 1;
+    if (kt + 1 < steps) {
+      loadStage(kt + 1, st ^ 1);
+      asm volatile("cp.async.wait_group 1;\n" ::);
+    } else {
+      asm volatile("cp.async.wait_group 0;\n" ::);
     }
-#pragma unroll
-    for (int b = 0; b < kNT; ++b) {
-      const int r = wn * kWN + b * 8 + g;
-      bf[b][0] = lds32(&Bs[buf][r][4 * t4]);
-      bf[b][1] = lds32(&Bs[buf][r][16 + 4 * t4]);
-    }
-#pragma unroll
-    for (int a = 0; a < kMT; ++a)
-#pragma unroll
-      for (int b = 0; b < kNT; ++b)
-        asm volatile(
-            "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9}, {%0,%1,%2,%3};\n"
-            : "+r"(acc[a][b][0]), "+r"(acc[a][b][1]), "+r"(acc[a][b][2]), "+r"(acc[a][b][3])
-            : "r"(af[a][0]), "r"(af[a][1]), "r"(af[a][2]), "r"(af[a][3]), "r"(bf[b][0]),
-              "r"(bf[b][1]));
-    if (kt + 1 < steps) storeTiles(buf ^ 1);
     __syncthreads();
+#pragma unroll
+    for (int ks = 0; ks < kBK / 32; ++ks) {
+      uint32_t af[kMT][4], bf[kNT][2];
+#pragma unroll
+      for (int a = 0; a < kMT; ++a)
+        ldmatrixX4(af[a], &As[st][wm * 32 + a * 16 + (lane & 15)][ks * 32 + (lane >> 4) * 16]);
+#pragma unroll
+      for (int b = 0; b < kNT; b += 2) {
+        uint32_t r[4];
+        ldmatrixX4(r, &Bs[st][wn * kWN + b * 8 + (lane & 7) + ((lane >> 4) << 3)]
+                         [ks * 32 + ((lane >> 3) & 1) * 16]);
+        bf[b][0] = r[0];
+        bf[b][1] = r[1];
+        bf[b + 1][0] = r[2];
+        bf[b + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int a = 0; a < kMT; ++a)
+#pragma unroll
+        for (int b = 0; b < kNT; ++b)
+          asm volatile(
+              "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+              "{%8,%9}, {%0,%1,%2,%3};\n"
+              : "+r"(acc[a][b][0]), "+r"(acc[a][b][1]), "+r"(acc[a][b][2]), "+r"(acc[a][b][3])
+              : "r"(af[a][0]), "r"(af[a][1]), "r"(af[a][2]), "r"(af[a][3]), "r"(bf[b][0]),
+                "r"(bf[b][1]));
+    }
+    __syncthreads();  // the next iteration's loads overwrite this stage
   }
 
 #pragma unroll
@@ -208,7 +218,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int b = 0; b < kNT; ++b)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int m = m0 + wm * kWM + a * 16 + g + (e >= 2 ? 8 : 0);
+        const int m = m0 + wm * 32 + a * 16 + g + (e >= 2 ? 8 : 0);
         const int k = n0 + wn * kWN + b * 8 + 2 * t4 + (e & 1);
         if (m < rows && k < p.K)
           storeOutput(p, acc[a][b][e], k, static_cast<int64_t>(m) * p.K + k, alpha, bias, z, y);
@@ -302,19 +312,20 @@ Status launchInt8Conv(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream
           a.y, total);
   } else {
     const int rows = p.N * p.P * p.Q;
-    const int bm = p.kernel == Int8ConvKernel::kMma128x64 ? 128 : 64;
-    if ((rows + bm - 1) / bm > 0x7fffffff || (p.K + 63) / 64 > 65535)
+    const int bm = p.kernel == Int8ConvKernel::kMma64x128 ? 64 : 128;
+    const int bn = p.kernel == Int8ConvKernel::kMma128x64 ? 64 : 128;
+    if ((rows + bm - 1) / bm > 0x7fffffff || (p.K + bn - 1) / bn > 65535)
       return Status(ErrorCode::kUnsupported, "int8 conv: too large for one launch");
-    if (p.kernel == Int8ConvKernel::kMma128x64) {
-      if (p.vec == 16)
-        launchMma<128, 64, 16>(p, a, st);
-      else
-        launchMma<128, 64, 4>(p, a, st);
-    } else {
-      if (p.vec == 16)
-        launchMma<64, 64, 16>(p, a, st);
-      else
-        launchMma<64, 64, 4>(p, a, st);
+    switch (p.kernel) {
+      case Int8ConvKernel::kMma128x128:
+        p.vec == 16 ? launchMma<128, 128, 16>(p, a, st) : launchMma<128, 128, 4>(p, a, st);
+        break;
+      case Int8ConvKernel::kMma128x64:
+        p.vec == 16 ? launchMma<128, 64, 16>(p, a, st) : launchMma<128, 64, 4>(p, a, st);
+        break;
+      default:
+        p.vec == 16 ? launchMma<64, 128, 16>(p, a, st) : launchMma<64, 128, 4>(p, a, st);
+        break;
     }
   }
   EI_CUDA_CHECK(cudaGetLastError());

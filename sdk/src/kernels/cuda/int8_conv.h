@@ -14,10 +14,11 @@
 // with its own scale (q * s_z).
 //
 // Candidates, each a tactic the builder times, ids "cuda-i8.<kernel>.<y>.<z>":
-//   kernel  "mma<BM>x<BN>v<16|4>" (group 1): implicit GEMM on tensor cores, mma.sync
-//           m16n8k32 s8 (sm_80 and newer: Orin, Hopper, Thor), a block tile of BM output pixels
-//           by BN output channels, double-buffered through shared memory; v16 reads the input
-//           in 16-byte vectors (C % 16 == 0), v4 in 4-byte ones (C % 4 == 0).
+//   kernel  "mma<BM>x<BN>v<16|4>" (group 1; 128x128, 128x64, 64x128): implicit GEMM on tensor
+//           cores, mma.sync m16n8k32 s8 (sm_80 and newer: Orin, Hopper, Thor), a block tile of
+//           BM output pixels by BN output channels, a two-stage cp.async pipeline, ldmatrix
+//           fragments; v16 copies the input in 16-byte pieces (C % 16 == 0), v4 in 4-byte ones
+//           (C % 4 == 0). (Hopper's wgmma is not used yet.)
 //           "dw<4|1>" (group == C_in == C_out): depthwise, one output pixel and 4 (C % 4 == 0)
 //           or 1 channels per thread.
 //   y       "i8" (when the output has a scale) or "f16"
@@ -57,21 +58,22 @@ class Int8ConvProvider : public builder::TacticProvider {
 // ---- Kernel launch interface (plain C++; the kernels are in int8_conv.cu) -------------------
 
 enum class Int8ConvKernel : int32_t {
-  kMma128x64,  ///< dense, tensor cores, 128 pixels x 64 channels per block
-  kMma64x64,   ///< dense, tensor cores, 64 x 64 (small layers: more blocks)
-  kDepthwise,  ///< depthwise, CUDA cores
+  kMma128x128,  ///< dense, tensor cores, 128 pixels x 128 channels per block
+  kMma128x64,   ///< dense, 128 x 64 (few output channels)
+  kMma64x128,   ///< dense, 64 x 128 (few output pixels: more blocks)
+  kDepthwise,   ///< depthwise, CUDA cores
 };
 
 /// One INT8 convolution, logical sizes (every index fits in int32).
 struct Int8ConvPlan {
-  Int8ConvKernel kernel = Int8ConvKernel::kMma128x64;
+  Int8ConvKernel kernel = Int8ConvKernel::kMma128x128;
   int32_t vec = 16;                    ///< bytes per input load: 16 or 4 (dense), 4 or 1 (dw)
   int32_t N = 0, C = 0, H = 0, W = 0;  ///< input
   int32_t K = 0, P = 0, Q = 0;         ///< output channels and spatial size
   int32_t R = 0, S = 0;                ///< kernel
   int32_t strideH = 1, strideW = 1, dilH = 1, dilW = 1, padTop = 0, padLeft = 0;
   int32_t gemmK = 0;     ///< R * S * C (dense)
-  int32_t gemmKPad = 0;  ///< gemmK rounded up to 32: the row length of the dense weights
+  int32_t gemmKPad = 0;  ///< gemmK rounded up to 64: the row length of the dense weights
   DeviceActivation act = DeviceActivation::kNone;
   float alpha = 0.f, beta = 0.f;  ///< activation parameters
   float yScale = 0.f;             ///< > 0: int8 output with this scale; 0: fp16 output
