@@ -40,11 +40,11 @@ __device__ __forceinline__ int8_t quantizeOut(float v, float scale) {
   return static_cast<int8_t>(fminf(fmaxf(q, -128.f), 127.f));
 }
 
-/// int8_conv.h's epilogue for one output element at NHWC index `idx`, channel `k`.
-__device__ __forceinline__ void storeOutput(const Int8ConvPlan& p, int32_t acc, int k, int64_t idx,
-                                            const float* __restrict__ alpha,
-                                            const float* __restrict__ bias, const void* z,
-                                            void* y) {
+/// int8_conv.h's epilogue for one output element at NHWC index `idx`, channel `k`: the value
+/// before it is stored (quantized or rounded to half).
+__device__ __forceinline__ float epilogue(const Int8ConvPlan& p, int32_t acc, int k, int64_t idx,
+                                          const float* __restrict__ alpha,
+                                          const float* __restrict__ bias, const void* z) {
   float v = __fmul_rn(static_cast<float>(acc), alpha[k]);
   v = __fadd_rn(v, bias[k]);
   if (p.hasZ) {
@@ -53,7 +53,15 @@ __device__ __forceinline__ void storeOutput(const Int8ConvPlan& p, int32_t acc, 
                        : __half2float(static_cast<const __half*>(z)[idx]);
     v = __fadd_rn(v, zv);
   }
-  v = dev::activate(v, p.act, p.alpha, p.beta);
+  return dev::activate(v, p.act, p.alpha, p.beta);
+}
+
+/// The epilogue written to y[idx] (int8 or fp16, as the plan says).
+__device__ __forceinline__ void storeOutput(const Int8ConvPlan& p, int32_t acc, int k, int64_t idx,
+                                            const float* __restrict__ alpha,
+                                            const float* __restrict__ bias, const void* z,
+                                            void* y) {
+  const float v = epilogue(p, acc, k, idx, alpha, bias, z);
   if (p.yScale > 0.f)
     static_cast<int8_t*>(y)[idx] = quantizeOut(v, p.yScale);
   else
@@ -91,7 +99,7 @@ __device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void* p) {
 /// ldmatrix. Rows of the shared tiles are 80 bytes apart: the 8 rows one ldmatrix phase reads
 /// fall in 8 different 4-bank groups.
 template <int BM, int BN, int VEC>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2)
     i8ConvMma(const Int8ConvPlan p, const int8_t* __restrict__ x, const int8_t* __restrict__ w,
               const float* __restrict__ alpha, const float* __restrict__ bias,
               const void* __restrict__ z, void* __restrict__ y) {
@@ -105,8 +113,10 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kARowStep = kThreads / kAChunks;
   constexpr int kBLoads = BN * (kBK / 16) / kThreads;
   static_assert(kALoads >= 1 && kBLoads >= 1, "tile too small for the block");
-  __shared__ __align__(128) int8_t As[2][BM][kLds];
-  __shared__ __align__(128) int8_t Bs[2][BN][kLds];
+  // The A and B stages, and after the main loop the output tile (staged for 16-byte stores).
+  __shared__ __align__(128) int8_t smem[2 * (BM + BN) * kLds];
+  auto As = reinterpret_cast<int8_t(*)[BM][kLds]>(smem);
+  auto Bs = reinterpret_cast<int8_t(*)[BN][kLds]>(smem + 2 * BM * kLds);
 
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int wm = warp % kWarpsM, wn = warp / kWarpsM;
@@ -212,17 +222,44 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();  // the next iteration's loads overwrite this stage
   }
 
+  // Epilogue: each value into the shared output tile (rows of BN elements, 16 bytes of padding),
+  // then whole 16-byte pieces of output rows to memory, coalesced. (The stages are free: the
+  // loop ended with a barrier.)
+  const int es = p.yScale > 0.f ? 1 : 2;
+  const int ldo = BN * es + 16;
+  static_assert(BM * (BN * 2 + 16) <= 2 * (BM + BN) * kLds, "the output tile fits the stages");
 #pragma unroll
   for (int a = 0; a < kMT; ++a)
 #pragma unroll
     for (int b = 0; b < kNT; ++b)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int m = m0 + wm * 32 + a * 16 + g + (e >= 2 ? 8 : 0);
-        const int k = n0 + wn * kWN + b * 8 + 2 * t4 + (e & 1);
-        if (m < rows && k < p.K)
-          storeOutput(p, acc[a][b][e], k, static_cast<int64_t>(m) * p.K + k, alpha, bias, z, y);
+        const int r = wm * 32 + a * 16 + g + (e >= 2 ? 8 : 0);
+        const int cl = wn * kWN + b * 8 + 2 * t4 + (e & 1);
+        const int m = m0 + r, k = n0 + cl;
+        if (m >= rows || k >= p.K) continue;
+        const float v =
+            epilogue(p, acc[a][b][e], k, static_cast<int64_t>(m) * p.K + k, alpha, bias, z);
+        if (es == 1)
+          smem[r * ldo + cl] = quantizeOut(v, p.yScale);
+        else
+          *reinterpret_cast<__half*>(&smem[r * ldo + 2 * cl]) = __float2half_rn(v);
       }
+  __syncthreads();
+  const int rowBytes = min(BN, p.K - n0) * es;  // this block's part of an output row
+  const bool vec = (static_cast<int64_t>(p.K) * es) % 16 == 0;
+  auto* out = static_cast<int8_t*>(y);
+  for (int i = tid; i < BM * (BN * 2 / 16); i += kThreads) {
+    const int r = i / (BN * 2 / 16), off = (i % (BN * 2 / 16)) * 16;
+    if (m0 + r >= rows || off >= rowBytes) continue;
+    int8_t* dst = out + (static_cast<int64_t>(m0 + r) * p.K + n0) * es + off;
+    const int8_t* src = &smem[r * ldo + off];
+    if (vec && off + 16 <= rowBytes) {
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+    } else {
+      for (int j = 0; j < 16 && off + j < rowBytes; ++j) dst[j] = src[j];
+    }
+  }
 #else
   __trap();  // the provider offers these tactics on sm_80 and newer only
 #endif
