@@ -519,7 +519,12 @@ class CudaOverlayPipeline : public ::testing::TestWithParam<GstVideoFormat> {};
 TEST_P(CudaOverlayPipeline, DrawsInCudaMemory) {
   EI_SKIP_WITHOUT_NVCODEC();
   const GstVideoFormat format = GetParam();
-  const int w = 1281, h = 721;
+  // Odd sizes, except I420: on the H100 with GStreamer 1.22, cudaupload ! cudadownload alone
+  // (a frame without a meta, which edgeoverlay leaves alone) returned zeros in part of the V
+  // plane of a 1281x721 I420 frame. Odd I420 sizes are covered by the kernel tests
+  // (CudaOverlayFrames) without GStreamer's copies.
+  const bool i420 = format == GST_VIDEO_FORMAT_I420;
+  const int w = i420 ? 1280 : 1281, h = i420 ? 720 : 721;
   const Frame frame = randomFrame(format, w, h, false);
   std::vector<eg::Results> results = scene(w, h);
   eg::Results doubled = scene(w, h, 21)[0];  // a meta for a frame twice the size
