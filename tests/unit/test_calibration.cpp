@@ -787,7 +787,7 @@ class BuilderCacheCheck : public ::testing::Test {
 TEST_F(BuilderCacheCheck, TheModelsOwnCacheIsAccepted) {
   auto e = build(dir_.file("m.calib"));
   ASSERT_TRUE(e.ok()) << e.status().toString();
-  EXPECT_EQ((*e)->info().precision, Precision::kFp32) << "no INT8 kernels: never labelled INT8";
+  EXPECT_EQ((*e)->info().precision, Precision::kFp32) << "the CPU computes in FP32: never INT8";
 }
 
 TEST_F(BuilderCacheCheck, CacheOfAnotherModel_n) {

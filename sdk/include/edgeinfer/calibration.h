@@ -23,9 +23,9 @@
 // (quantize -> dequantize of the layer's activation inputs per tensor, round half to even,
 // saturated to [-128, 127], and of its weights per channel to [-127, 127], then the FP32 op).
 //
-// No engine runs INT8 yet: the GPU builder refuses Precision::kInt8 and the CPU reference
-// computes in FP32. BuilderConfig::calibrationCachePath is loaded and checked against the
-// model at build time, so a wrong cache is reported before any INT8 kernel exists.
+// GPU INT8 builds take their per-tensor scales (amax / 127) and the per-layer policy from the
+// cache (BuilderConfig::calibrationCachePath, docs/design/int8-calibration.md); the CPU
+// reference computes in FP32 and only checks the cache against the model.
 #pragma once
 
 #include <cstdint>

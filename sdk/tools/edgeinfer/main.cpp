@@ -21,7 +21,7 @@ commands:
   device                        print the GPU, its device key and whether this binary has SASS for it
   cache   list|merge|export     list, merge or export the per-device timing caches
   calibrate MODEL --data PATH   INT8 calibration from real data: a calibration cache and a
-                                per-layer sensitivity report (--report); no INT8 kernels yet
+                                per-layer sensitivity report (--report), for `build --int8`
   version                       print the SDK version
 
 Run `edgeinfer <command> --help` for the options of a command.
