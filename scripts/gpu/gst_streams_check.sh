@@ -42,7 +42,9 @@ for step in ${STEPS:-demo streams}; do
       ;;
     streams)
       clip=/tmp/eg/long.h264
-      for _ in $(seq "${COPIES:-8}"); do cat .devcarry-gst/phone.h264; done >"$clip"
+      # CLIP_H264: another Annex B clip in .devcarry-gst (e.g. phone_4mbps.h264, the phone clip
+      # re-encoded at 4 Mbit/s, a usual camera bitrate; the original is about 15 Mbit/s).
+      for _ in $(seq "${COPIES:-8}"); do cat ".devcarry-gst/${CLIP_H264:-phone.h264}"; done >"$clip"
       for n in ${STREAMS:-1 16 64}; do
         echo "== $n streams"
         nvidia-smi --query-gpu=utilization.gpu,utilization.decoder --format=csv,noheader,nounits \
