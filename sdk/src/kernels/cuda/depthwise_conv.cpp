@@ -6,11 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <utility>
 
 #include "core/half.h"
-#include "graph/ops/conv_geometry.h"
+#include "kernels/cuda/conv2d_layer.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace edgeinfer::cuda {
@@ -19,18 +18,8 @@ namespace {
 using builder::Layout;
 using builder::TensorFormat;
 
-/// Every tensor's element count stays below this, so the kernels index in int32 (with room for
-/// the grid-stride increment).
-constexpr int64_t kMaxElements = int64_t{1} << 30;
-
 bool isFloatType(DataType t) {
   return t == DataType::kFloat32 || t == DataType::kFloat16;
-}
-
-bool allPositive(const Shape& s) {
-  for (size_t i = 0; i < s.rank(); ++i)
-    if (s[i] <= 0) return false;
-  return true;
 }
 
 bool fail(std::string* why, std::string msg) {
@@ -42,81 +31,19 @@ bool fail(std::string* why, std::string msg) {
 /// cannot run it.
 bool parseLayer(const builder::LayerContext& layer, DepthwisePlan* p, bool* hasBias, bool* hasZ,
                 std::string* why) {
-  const graph::Node* node = layer.node;
-  if (!node || !layer.graph) return fail(why, "no node");
-  const bool fused = node->opType == "FusedConv" && node->domain == graph::kEdgeInferDomain;
-  const bool conv = node->opType == "Conv" && node->domain.empty();
-  if (!fused && !conv) return fail(why, "not a Conv / FusedConv node");
-  if (layer.inputShapes.size() < 2 || layer.inputTypes.size() != layer.inputShapes.size() ||
-      layer.outputShapes.size() != 1 || layer.outputTypes.size() != 1)
-    return fail(why, "unexpected input/output count");
-  const Shape& xs = layer.inputShapes[0];
-  const Shape& ys = layer.outputShapes[0];
-  if (xs.rank() != 4 || ys.rank() != 4)
-    return fail(why, "only 2-D convolutions (4-D tensors) are supported");
-  if (!allPositive(xs) || !allPositive(ys)) return fail(why, "shapes must be static");
+  Conv2dLayer c;
+  if (!parseConv2dLayer(layer, 30, &c, why)) return false;
   if (!isFloatType(layer.inputTypes[0]) || !isFloatType(layer.outputTypes[0]))
     return fail(why, "input and output must be float32 or float16");
-  if (xs.numel() >= kMaxElements || ys.numel() >= kMaxElements)
-    return fail(why, "tensors of 2^30 elements or more are not supported");
-  const int64_t C = xs[1];
-  const int64_t group = node->attrs.getInt("group", 1);
-  if (group != C) return fail(why, "not depthwise: group != C_in");
-  const Tensor* w = layer.constantInput(1);
-  if (!w) return fail(why, "the weights are not a constant");
-  const Shape& wsh = w->shape();
-  if (!isFloatType(w->dtype()) || wsh.rank() != 4 || !allPositive(wsh))
-    return fail(why, "the weights must be a static 4-D float tensor");
-  const int64_t K = wsh[0];
-  if (wsh[1] != 1 || K % C != 0 || ys[1] != K || ys[0] != xs[0])
+  if (c.group != c.C) return fail(why, "not depthwise: group != C_in");
+  if (c.weightsPerGroup != 1 || c.K % c.C != 0)
     return fail(why, "inconsistent depthwise channel counts");
-  if (wsh[2] * wsh[3] >= kMaxElements / K) return fail(why, "kernel too large");
-  *hasBias = false;
-  if (layer.hasInput(2)) {
-    const Tensor* b = layer.constantInput(2);
-    if (!b) return fail(why, "the bias is not a constant");
-    if (!isFloatType(b->dtype()) || b->numel() != K)
-      return fail(why, "the bias must be a float tensor of K elements");
-    *hasBias = true;
-  }
-  *hasZ = false;
-  if (layer.hasInput(3)) {
-    if (!fused) return fail(why, "Conv has no fourth input");
-    if (layer.inputShapes.size() < 4 || layer.inputShapes[3] != ys ||
-        !isFloatType(layer.inputTypes[3]))
-      return fail(why, "the residual Z must be a float tensor of the output's shape");
-    *hasZ = true;
-  }
-  graph::WindowAttrs wa;
-  graph::WindowDims wd;
-  if (!graph::readWindowAttrs(node->attrs, 2, {wsh[2], wsh[3]}, &wa).ok() ||
-      !graph::computeWindowDims(wa, {xs[2], xs[3]}, &wd).ok())
-    return fail(why, "invalid window attributes");
-  if (wd.out[0] != ys[2] || wd.out[1] != ys[3])
-    return fail(why, "output shape disagrees with the window attributes");
-  // Window coordinates stay in int32: (out - 1) * stride + dilated extent + pads.
-  for (size_t i = 0; i < 2; ++i)
-    if ((wd.out[i] - 1) * wa.strides[i] + wa.effectiveKernel(i) + wd.padBegin[i] + wd.padEnd[i] >=
-        kMaxElements)
-      return fail(why, "window coordinates exceed 2^30");
-  p->N = static_cast<int32_t>(xs[0]);
-  p->C = static_cast<int32_t>(C);
-  p->H = static_cast<int32_t>(xs[2]);
-  p->W = static_cast<int32_t>(xs[3]);
-  p->K = static_cast<int32_t>(K);
-  p->M = static_cast<int32_t>(K / C);
-  p->P = static_cast<int32_t>(ys[2]);
-  p->Q = static_cast<int32_t>(ys[3]);
-  p->R = static_cast<int32_t>(wsh[2]);
-  p->S = static_cast<int32_t>(wsh[3]);
-  p->strideH = static_cast<int32_t>(wa.strides[0]);
-  p->strideW = static_cast<int32_t>(wa.strides[1]);
-  p->dilH = static_cast<int32_t>(wa.dilations[0]);
-  p->dilW = static_cast<int32_t>(wa.dilations[1]);
-  p->padTop = static_cast<int32_t>(wd.padBegin[0]);
-  p->padLeft = static_cast<int32_t>(wd.padBegin[1]);
-  p->act = DeviceActivation::kNone;
-  if (fused && !readFusedActivation(*node, &p->act, &p->alpha, &p->beta, why)) return false;
+  if (c.hasZ && !isFloatType(layer.inputTypes[3]))
+    return fail(why, "the residual Z must be a float tensor of the output's shape");
+  c.copyTo(p);
+  p->M = c.K / c.C;
+  *hasBias = c.hasBias;
+  *hasZ = c.hasZ;
   return true;
 }
 

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <utility>
 
-#include "graph/ops/conv_geometry.h"
+#include "kernels/cuda/conv2d_layer.h"
 #include "kernels/cuda/cuda_check.h"
 #include "quant/qdq.h"
 
@@ -17,9 +17,6 @@ namespace {
 
 using builder::Layout;
 using builder::TensorFormat;
-
-/// Tensors stay below 2^31 bytes (int32 indices in the kernels, 64-bit where they multiply).
-constexpr int64_t kMaxElements = int64_t{1} << 31;
 
 bool fail(std::string* why, std::string msg) {
   *why = std::move(msg);
@@ -34,83 +31,32 @@ bool positiveScale(float s) {
 /// when no INT8 kernel here runs it. `depthwise` says which kind it is.
 bool parseLayer(const builder::LayerContext& layer, Int8ConvPlan* p, bool* depthwise, bool* hasBias,
                 std::string* why) {
-  const graph::Node* node = layer.node;
-  if (!node || !layer.graph) return fail(why, "no node");
-  const bool fused = node->opType == "FusedConv" && node->domain == graph::kEdgeInferDomain;
-  const bool conv = node->opType == "Conv" && node->domain.empty();
-  if (!fused && !conv) return fail(why, "not a Conv / FusedConv node");
-  if (layer.inputShapes.size() < 2 || layer.outputShapes.size() != 1)
-    return fail(why, "unexpected input/output count");
+  if (!layer.node || layer.inputShapes.empty()) return fail(why, "no node");
   if (!positiveScale(layer.inputScale(0)))
     return fail(why, "the input has no int8 scale (not calibrated, or not an INT8 layer)");
-  const Shape& xs = layer.inputShapes[0];
-  const Shape& ys = layer.outputShapes[0];
-  if (xs.rank() != 4 || ys.rank() != 4) return fail(why, "only 2-D convolutions are supported");
-  for (size_t i = 0; i < 4; ++i)
-    if (xs[i] <= 0 || ys[i] <= 0) return fail(why, "shapes must be static and non-empty");
+  Conv2dLayer c;
+  if (!parseConv2dLayer(layer, 31, &c, why)) return false;
   if (layer.inputTypes[0] != DataType::kFloat32 || layer.outputTypes[0] != DataType::kFloat32)
     return fail(why, "the input and output must be float32 values");
-  if (xs.numel() >= kMaxElements || ys.numel() >= kMaxElements)
-    return fail(why, "tensors of 2^31 elements or more are not supported");
-  const Tensor* w = layer.constantInput(1);
-  if (!w || w->dtype() != DataType::kFloat32 || w->shape().rank() != 4)
+  if (c.weights->dtype() != DataType::kFloat32)
     return fail(why, "the weights must be a constant 4-D float32 tensor");
-  const Shape& ws = w->shape();
-  const int64_t C = xs[1], K = ws[0], group = node->attrs.getInt("group", 1);
-  if (ys[1] != K || ys[0] != xs[0]) return fail(why, "inconsistent channel counts");
-  *depthwise = group > 1;
-  if (group == 1) {
-    if (ws[1] != C) return fail(why, "weights disagree with the input channels");
-    if (C % 4 != 0) return fail(why, "dense INT8 kernels need C_in % 4 == 0");
-  } else if (group != C || K != C || ws[1] != 1) {
+  *depthwise = c.group > 1;
+  if (c.group == 1) {
+    if (c.weightsPerGroup != c.C) return fail(why, "weights disagree with the input channels");
+    if (c.C % 4 != 0) return fail(why, "dense INT8 kernels need C_in % 4 == 0");
+  } else if (c.group != c.C || c.K != c.C || c.weightsPerGroup != 1) {
     return fail(why, "only group 1 and depthwise (group == C_in == C_out) are supported");
   }
-  if (ws[2] * ws[3] * C >= (int64_t{1} << 30)) return fail(why, "kernel too large");
-  *hasBias = false;
-  if (layer.hasInput(2)) {
-    const Tensor* b = layer.constantInput(2);
-    if (!b || b->dtype() != DataType::kFloat32 || b->numel() != K)
-      return fail(why, "the bias must be a constant float32 tensor of C_out elements");
-    *hasBias = true;
-  }
-  p->hasZ = false;
-  if (layer.hasInput(3)) {
-    if (!fused) return fail(why, "Conv has no fourth input");
-    if (layer.inputShapes.size() < 4 || layer.inputShapes[3] != ys ||
-        layer.inputTypes[3] != DataType::kFloat32 || layer.constantInput(3))
-      return fail(why, "the residual Z must be a computed float32 tensor of the output's shape");
-    p->hasZ = true;
-  }
-  graph::WindowAttrs wa;
-  graph::WindowDims wd;
-  if (!graph::readWindowAttrs(node->attrs, 2, {ws[2], ws[3]}, &wa).ok() ||
-      !graph::computeWindowDims(wa, {xs[2], xs[3]}, &wd).ok())
-    return fail(why, "invalid window attributes");
-  if (wd.out[0] != ys[2] || wd.out[1] != ys[3])
-    return fail(why, "output shape disagrees with the window attributes");
-  for (size_t i = 0; i < 2; ++i)
-    if ((wd.out[i] - 1) * wa.strides[i] + wa.effectiveKernel(i) + wd.padBegin[i] + wd.padEnd[i] >=
-        (int64_t{1} << 30))
-      return fail(why, "window coordinates exceed 2^30");
-  p->N = static_cast<int32_t>(xs[0]);
-  p->C = static_cast<int32_t>(C);
-  p->H = static_cast<int32_t>(xs[2]);
-  p->W = static_cast<int32_t>(xs[3]);
-  p->K = static_cast<int32_t>(K);
-  p->P = static_cast<int32_t>(ys[2]);
-  p->Q = static_cast<int32_t>(ys[3]);
-  p->R = static_cast<int32_t>(ws[2]);
-  p->S = static_cast<int32_t>(ws[3]);
-  p->strideH = static_cast<int32_t>(wa.strides[0]);
-  p->strideW = static_cast<int32_t>(wa.strides[1]);
-  p->dilH = static_cast<int32_t>(wa.dilations[0]);
-  p->dilW = static_cast<int32_t>(wa.dilations[1]);
-  p->padTop = static_cast<int32_t>(wd.padBegin[0]);
-  p->padLeft = static_cast<int32_t>(wd.padBegin[1]);
+  if (int64_t{c.R} * c.S * c.C >= (int64_t{1} << 30)) return fail(why, "kernel too large");
+  if (c.hasBias && layer.constantInput(2)->dtype() != DataType::kFloat32)
+    return fail(why, "the bias must be a constant float32 tensor of C_out elements");
+  if (c.hasZ && layer.inputTypes[3] != DataType::kFloat32)
+    return fail(why, "the residual Z must be a computed float32 tensor of the output's shape");
+  c.copyTo(p);
+  p->hasZ = c.hasZ;
+  *hasBias = c.hasBias;
   p->gemmK = p->R * p->S * p->C;
   p->gemmKPad = (p->gemmK + 63) / 64 * 64;  // the kernels' K step
-  p->act = DeviceActivation::kNone;
-  if (fused && !readFusedActivation(*node, &p->act, &p->alpha, &p->beta, why)) return false;
   return true;
 }
 
