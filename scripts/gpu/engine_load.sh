@@ -5,15 +5,9 @@
 # steps (sdk/src/runtime/cuda/cuda_engine.cpp, LoadProfile). Fresh binaries, when the bundle
 # is older than the code, come as .devcarry/fresh/<program>.xz and replace the bundle's.
 set -uo pipefail
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-mkdir -p /tmp/ei && tar -xJf .devcarry/bundle.tar.xz -C /tmp/ei
-for f in .devcarry/fresh/*.xz; do
-  [ -f "$f" ] || continue
-  name=$(basename "$f" .xz)
-  xz -dc "$f" >"/tmp/ei/.bundle/bin/$name" && chmod +x "/tmp/ei/.bundle/bin/$name"
-done
-# shellcheck source=/dev/null
-source /tmp/ei/.bundle/env.sh
+# shellcheck source=scripts/gpu/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+gpu_cli_bundle
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
 model=${MODEL:-.devcarry/models/blazeface/blazeface_front_128.onnx}

@@ -3,13 +3,9 @@
 # compute what the same engine loaded from its file computes, and what the CPU reference does?
 # MODEL (default BlazeFace back 256), random inputs (seed 0). Prints max abs differences.
 set -uo pipefail
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-mkdir -p /tmp/ei && tar -xJf .devcarry/bundle.tar.xz -C /tmp/ei
-for f in .devcarry/fresh/*.xz; do
-  name=$(basename "$f" .xz); xz -dc "$f" >"/tmp/ei/.bundle/bin/$name" && chmod +x "/tmp/ei/.bundle/bin/$name"
-done
-# shellcheck source=/dev/null
-source /tmp/ei/.bundle/env.sh
+# shellcheck source=scripts/gpu/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+gpu_cli_bundle
 export XDG_CACHE_HOME=/tmp/ei/cache
 model=${MODEL:-.devcarry/models/blazeface/blazeface_back_256.onnx}
 o=/tmp/ei/fvl && rm -rf $o && mkdir -p $o

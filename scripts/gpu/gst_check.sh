@@ -12,11 +12,10 @@
 #      clock sync), frames per second over all streams.
 set -uo pipefail
 out=${OUT:-/tmp/out}
-mkdir -p "$out" /tmp/eg
-tar -xJf .devcarry-gst/bundle.tar.xz -C /tmp/eg
-# shellcheck source=/dev/null
-source /tmp/eg/.bundle-gst/env.sh
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib:$LD_LIBRARY_PATH
+mkdir -p "$out"
+# shellcheck source=scripts/gpu/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+gpu_gst_bundle
 export GST_REGISTRY=/tmp/eg/registry.bin
 clip=$PWD/.devcarry-gst/VID_20191220_170832.mp4
 config=$PWD/.devcarry-gst/models/blazeface/model_back.json

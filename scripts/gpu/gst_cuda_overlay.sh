@@ -10,11 +10,10 @@
 #      the 1080p clip: no host copy before the overlay (the caps edgeoverlay negotiated).
 set -uo pipefail
 out=${OUT:-/tmp/out}
-mkdir -p "$out" /tmp/eg
-tar -xJf .devcarry-gst/bundle.tar.xz -C /tmp/eg
-# shellcheck source=/dev/null
-source /tmp/eg/.bundle-gst/env.sh
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib:$LD_LIBRARY_PATH
+mkdir -p "$out"
+# shellcheck source=scripts/gpu/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+gpu_gst_bundle
 build=${BUILD_DIR:-/work/main/build/cuda}
 mkdir -p "$build/plugins/gst" "$build/tests/gst/system-plugins"
 cp /tmp/eg/.bundle-gst/gst/libgstedgeinfer.so "$build/plugins/gst/"

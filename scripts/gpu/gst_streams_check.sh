@@ -14,11 +14,10 @@
 set -uo pipefail
 out=${OUT:-/tmp/out}
 repo=$PWD  # (env.sh sets $here)
-mkdir -p "$out" /tmp/eg
-tar -xJf .devcarry-gst/bundle.tar.xz -C /tmp/eg
-# shellcheck source=/dev/null
-source /tmp/eg/.bundle-gst/env.sh
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib:$LD_LIBRARY_PATH
+mkdir -p "$out"
+# shellcheck source=scripts/gpu/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+gpu_gst_bundle
 export GST_REGISTRY=/tmp/eg/registry.bin XDG_CACHE_HOME=/tmp/eg/xdg
 # A build folder as the scripts expect it, made of the bundle's files.
 build=/tmp/eg/build

@@ -8,15 +8,9 @@
 #              2 random tensors, then FP16 / INT8 / INT8 strict at batch 1 and 64, benchmarked
 # Fresh binaries come as .devcarry/fresh/<program>.xz and replace the bundle's. Logs to $OUT.
 set -uo pipefail
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-mkdir -p /tmp/ei && tar -xJf .devcarry/bundle.tar.xz -C /tmp/ei
-for f in .devcarry/fresh/*.xz; do
-  [ -f "$f" ] || continue
-  name=$(basename "$f" .xz)
-  xz -dc "$f" >"/tmp/ei/.bundle/bin/$name" && chmod +x "/tmp/ei/.bundle/bin/$name"
-done
-# shellcheck source=/dev/null
-source /tmp/ei/.bundle/env.sh
+# shellcheck source=scripts/gpu/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+gpu_cli_bundle
 export EDGEINFER_MEDIA_DIR=$PWD/.devcarry/media EDGEINFER_MODELS_DIR=$PWD/.devcarry/models
 export XDG_CACHE_HOME=/tmp/ei/cache
 out=${OUT:-/tmp/out}

@@ -4,10 +4,9 @@
 # verbose log: every layer's sorted timing table (INT8 and FP16 candidates) and the plan with
 # the reformat steps. Then nsys (when installed) on the strict INT8 engine: time per kernel.
 set -uo pipefail
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib:/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cublas/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-mkdir -p /tmp/ei && tar -xJf .devcarry/bundle.tar.xz -C /tmp/ei
-# shellcheck source=/dev/null
-source /tmp/ei/.bundle/env.sh
+# shellcheck source=scripts/gpu/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+gpu_cli_bundle
 export XDG_CACHE_HOME=/tmp/ei/cache
 out=${OUT:-/tmp/out}
 mkdir -p "$out"

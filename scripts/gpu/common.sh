@@ -1,0 +1,34 @@
+# Sourced by the scripts of scripts/gpu/, which run on the GPU machine through the device tool,
+# in a copy of the working tree (docs: ../.library/device/README.md).
+#   gpu_cuda_libs   puts the machine's CUDA, cuDNN and cuBLAS libraries on LD_LIBRARY_PATH
+#   gpu_cli_bundle  unpacks .devcarry/bundle.tar.xz (bundle-runtime.sh of the CLI and the unit
+#                   tests) into /tmp/ei, swaps in newer programs from .devcarry/fresh/<name>.xz,
+#                   sources its env.sh and gpu_cuda_libs
+#   gpu_gst_bundle  unpacks .devcarry-gst/bundle.tar.xz (the GStreamer plugin, gst-launch-1.0 and
+#                   Debian's plugins) into /tmp/eg, sources its env.sh and gpu_cuda_libs
+# shellcheck shell=bash
+
+gpu_cuda_libs() {
+  local venv=/opt/torch/.venv/lib/python3.12/site-packages/nvidia
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$venv/cudnn/lib:$venv/cublas/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+}
+
+gpu_cli_bundle() {
+  mkdir -p /tmp/ei && tar -xJf .devcarry/bundle.tar.xz -C /tmp/ei || return 1
+  local f name
+  for f in .devcarry/fresh/*.xz; do
+    [ -f "$f" ] || continue
+    name=$(basename "$f" .xz)
+    xz -dc "$f" >"/tmp/ei/.bundle/bin/$name" && chmod +x "/tmp/ei/.bundle/bin/$name"
+  done
+  # shellcheck source=/dev/null
+  source /tmp/ei/.bundle/env.sh
+  gpu_cuda_libs
+}
+
+gpu_gst_bundle() {
+  mkdir -p /tmp/eg && tar -xJf .devcarry-gst/bundle.tar.xz -C /tmp/eg || return 1
+  # shellcheck source=/dev/null
+  source /tmp/eg/.bundle-gst/env.sh
+  gpu_cuda_libs
+}
