@@ -54,6 +54,9 @@
  * per stream. Not supported: a batch whose frames come from several edgemux elements with the
  * same stream ids (they would share one stream's state).
  *
+ * A flush (a flushing seek) starts every stream afresh: frame numbers count from 0 again and
+ * interval carries no results from before the flush.
+ *
  *   GST_PLUGIN_PATH=build/release/plugins/gst gst-launch-1.0 \
  *     edgemux name=m ! edgeinfer config=models/blazeface/model.json batch-size=2 ! \
  *       edgedemux name=d \
@@ -703,6 +706,18 @@ GstFlowReturn runBatch(GstEdgeInfer* self, GstBuffer* buf) {
   return runJobs(self, jobs);
 }
 
+// A flush (flushing seek): the frames that follow start every stream afresh, as a new run
+// would (frame numbers from 0, no results carried over from before the seek). The streaming
+// thread is stopped while flush-stop is handled.
+gboolean edgeInferSinkEvent(GstBaseTransform* trans, GstEvent* event) {
+  if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) {
+    State& s = *GST_EDGE_INFER(trans)->state;
+    s.single = StreamState{};
+    s.streams.clear();
+  }
+  return GST_BASE_TRANSFORM_CLASS(gst_edge_infer_parent_class)->sink_event(trans, event);
+}
+
 GstFlowReturn edgeInferTransformIp(GstBaseTransform* trans, GstBuffer* buf) {
   GstEdgeInfer* self = GST_EDGE_INFER(trans);
   State& s = *self->state;
@@ -990,6 +1005,7 @@ static void gst_edge_infer_class_init(GstEdgeInferClass* klass) {
   trans->set_caps = GST_DEBUG_FUNCPTR(edgeInferSetCaps);
   trans->query = GST_DEBUG_FUNCPTR(edgeInferQuery);
   trans->transform_ip = GST_DEBUG_FUNCPTR(edgeInferTransformIp);
+  trans->sink_event = GST_DEBUG_FUNCPTR(edgeInferSinkEvent);
   trans->passthrough_on_same_caps = FALSE;  // results are attached: buffers must be writable
 
   gst_type_mark_as_plugin_api(precisionGetType(), static_cast<GstPluginAPIFlags>(0));
