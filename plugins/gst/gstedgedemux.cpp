@@ -21,6 +21,12 @@
  * buffers are handed on as they are (no copy) when the batch buffer is not shared; after a tee
  * they are shared (downstream elements that write copy them as usual).
  *
+ * Seeking: a seek on any src pad goes upstream to edgemux, which seeks every stream. A flush
+ * (flush-start, flush-stop) goes to every src pad; after it each pad gets its stream's new
+ * segment before its next frame. Position and segment queries on a src pad answer for that
+ * stream (its segment and last frame, in stream time); other queries (duration, latency) go
+ * upstream through the batches, where edgemux answers them from its first stream.
+ *
  * Errors (GST_ELEMENT_ERROR, the pipeline stops): plain video or any other caps than batches
  * (put edgemux before it), a buffer without a batch meta. Pushing stops when every pad is
  * unlinked or flushing, or on the first error downstream (GstFlowCombiner).
@@ -55,7 +61,8 @@ struct StreamPad {
   bool started = false;  // stream-start sent
   GstCaps* caps = nullptr;
   bool haveSegment = false;
-  GstSegment segment{};
+  GstSegment segment{};  // written under the object lock (position and segment queries)
+  GstClockTime position = GST_CLOCK_TIME_NONE;  // the last frame's PTS, likewise
   bool eos = false;
 
   void reset() {
@@ -63,6 +70,7 @@ struct StreamPad {
     if (caps) gst_caps_unref(caps);
     caps = nullptr;
     haveSegment = false;
+    position = GST_CLOCK_TIME_NONE;
     eos = false;
   }
 };
@@ -114,8 +122,10 @@ void sendStickyEvents(GstEdgeDemux* self, StreamPad& sp, GstCaps* caps, const Gs
     gst_pad_push_event(sp.pad, gst_event_new_caps(caps));
   }
   if (segment && (!sp.haveSegment || !gst_segment_is_equal(segment, &sp.segment))) {
+    GST_OBJECT_LOCK(self);
     sp.segment = *segment;
     sp.haveSegment = true;
+    GST_OBJECT_UNLOCK(self);
     gst_pad_push_event(sp.pad, gst_event_new_segment(segment));
   }
 }
@@ -166,6 +176,11 @@ GstFlowReturn demuxChain(GstPad* /*pad*/, GstObject* parent, GstBuffer* buf) {
       continue;
     }
     sendStickyEvents(self, *sp, f.caps, &f.segment);
+    if (GST_BUFFER_PTS_IS_VALID(f.buffer)) {  // what a position query on the pad answers
+      GST_OBJECT_LOCK(self);
+      sp->position = GST_BUFFER_PTS(f.buffer);
+      GST_OBJECT_UNLOCK(self);
+    }
     GstBuffer* out = mine ? f.takeBuffer() : gst_buffer_ref(f.buffer);
     const GstFlowReturn ret = gst_pad_push(pad, out);
     combined = gst_flow_combiner_update_pad_flow(s.flows, pad, ret);
@@ -242,6 +257,7 @@ gboolean demuxSinkEvent(GstPad* pad, GstObject* parent, GstEvent* event) {
       GST_OBJECT_LOCK(self);
       for (auto& [id, sp] : s.pads) {
         sp.haveSegment = false;
+        sp.position = GST_CLOCK_TIME_NONE;
         sp.eos = false;
       }
       gst_flow_combiner_reset(s.flows);
@@ -297,7 +313,32 @@ gboolean demuxSrcQuery(GstPad* pad, GstObject* parent, GstQuery* query) {
     gst_caps_unref(caps);
     return TRUE;
   }
-  // Latency, position, duration ...: upstream, through the batches.
+  // Position and segment: the stream's own (in its segment), as it was last pushed on this
+  // pad; upstream they would be answered by whichever stream edgemux asks first.
+  if (GST_QUERY_TYPE(query) == GST_QUERY_POSITION || GST_QUERY_TYPE(query) == GST_QUERY_SEGMENT) {
+    GST_OBJECT_LOCK(self);
+    StreamPad* sp = padOf(self, pad);
+    const bool have = sp && sp->haveSegment && sp->segment.format == GST_FORMAT_TIME;
+    const GstSegment segment = have ? sp->segment : GstSegment{};
+    const GstClockTime position = have ? sp->position : GST_CLOCK_TIME_NONE;
+    GST_OBJECT_UNLOCK(self);
+    if (!have) return FALSE;  // no frame yet (or since the last flush)
+    if (GST_QUERY_TYPE(query) == GST_QUERY_SEGMENT) {
+      gst_query_set_segment(
+          query, segment.rate, GST_FORMAT_TIME, static_cast<gint64>(segment.start),
+          GST_CLOCK_TIME_IS_VALID(segment.stop) ? static_cast<gint64>(segment.stop) : -1);
+      return TRUE;
+    }
+    GstFormat format = GST_FORMAT_UNDEFINED;
+    gst_query_parse_position(query, &format, nullptr);
+    const GstClockTime t = GST_CLOCK_TIME_IS_VALID(position)
+                               ? gst_segment_to_stream_time(&segment, GST_FORMAT_TIME, position)
+                               : GST_CLOCK_TIME_NONE;
+    if (format != GST_FORMAT_TIME || !GST_CLOCK_TIME_IS_VALID(t)) return FALSE;
+    gst_query_set_position(query, GST_FORMAT_TIME, static_cast<gint64>(t));
+    return TRUE;
+  }
+  // Latency, duration, seeking ...: upstream, through the batches.
   return gst_pad_query_default(pad, parent, query);
 }
 
