@@ -38,8 +38,16 @@
  *    EOS on that stream's pad. When every stream has ended, edgemux sends EOS.
  *
  * Batch buffers have no memory of their own; their PTS is the running time of the earliest
- * frame in them (the src segment is in running time). Seeking and flushing are forwarded to
- * every stream (GstAggregator's behaviour) but are not tested.
+ * frame in them (the src segment is in running time, also after a seek).
+ *
+ * Seeking (tests/gst/test_edgemux_seek.cpp): a seek is sent to every stream (GstAggregator's
+ * behaviour). A flushing seek drops every frame waiting in edgemux (a partial batch never comes
+ * out after the flush), sends one flush-start/flush-stop downstream (edgedemux gives them to
+ * every stream, then each stream's new segment), and batches start again from the seek
+ * position. A stream that cannot seek or does not flush (a live or stalled source) is flushed
+ * by edgemux itself, so the seek does not wait for it. A seek sent to one stream's source
+ * flushes only that stream's waiting frames; the others go on (its new segment reaches its
+ * edgedemux pad, without a flush downstream).
  *
  * Errors (GST_ELEMENT_ERROR, the pipeline stops): caps edgemux cannot take (it says which
  * formats it takes; put videoconvert before it), an element after edgemux that does not take
@@ -79,6 +87,9 @@ struct PadState {
   GstCaps* caps = nullptr;  // the caps of the frames now at the head of the queue
   GstVideoInfo info{};
   bool eosAnnounced = false;  // a batch said this stream ended
+  // The seqnums of the last flush-start and flush-stop that reached the pad (any thread).
+  std::atomic<guint32> flushStartSeqnum{GST_SEQNUM_INVALID};
+  std::atomic<guint32> flushStopSeqnum{GST_SEQNUM_INVALID};
 };
 
 struct MuxState {
@@ -239,6 +250,10 @@ bool checkDownstream(GstEdgeMux* self) {
 gboolean edgeMuxSinkEvent(GstAggregator* agg, GstAggregatorPad* pad, GstEvent* event) {
   GstEdgeMux* self = GST_EDGE_MUX(agg);
   PadState& ps = *GST_EDGE_MUX_PAD(pad)->state;
+  if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_START)
+    ps.flushStartSeqnum.store(gst_event_get_seqnum(event));
+  if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP)
+    ps.flushStopSeqnum.store(gst_event_get_seqnum(event));
   // Serialized events reach this in order with the buffers (from the src pad task), so the
   // caps kept here are those of the frames that follow.
   if (GST_EVENT_TYPE(event) == GST_EVENT_CAPS) {
@@ -261,6 +276,40 @@ gboolean edgeMuxSinkEvent(GstAggregator* agg, GstAggregatorPad* pad, GstEvent* e
     GST_DEBUG_OBJECT(pad, "stream %u: %" GST_PTR_FORMAT, ps.stream, static_cast<void*>(caps));
   }
   return GST_AGGREGATOR_CLASS(gst_edge_mux_parent_class)->sink_event(agg, pad, event);
+}
+
+// A flushing seek: GstAggregator forwards it to every stream and resumes only when every sink
+// pad has had the seek's flush-start and flush-stop. A stream that cannot seek (a live camera,
+// appsrc) or has stalled sends none, and the batches would stop for good; so when at least one
+// stream flushed, edgemux flushes the others itself (their waiting frames are dropped; their
+// next frames join the batches as before).
+gboolean edgeMuxSrcEvent(GstAggregator* agg, GstEvent* event) {
+  GstSeekFlags flags = GST_SEEK_FLAG_NONE;
+  if (GST_EVENT_TYPE(event) == GST_EVENT_SEEK)
+    gst_event_parse_seek(event, nullptr, nullptr, &flags, nullptr, nullptr, nullptr, nullptr);
+  const bool flushingSeek =
+      GST_EVENT_TYPE(event) == GST_EVENT_SEEK && (flags & GST_SEEK_FLAG_FLUSH);
+  const guint32 seqnum = gst_event_get_seqnum(event);
+  const gboolean ret = GST_AGGREGATOR_CLASS(gst_edge_mux_parent_class)->src_event(agg, event);
+  if (!flushingSeek) return ret;
+  SinkPads pads(GST_EDGE_MUX(agg));
+  const bool anyFlushed = std::any_of(pads.get().begin(), pads.get().end(), [&](GstEdgeMuxPad* p) {
+    return p->state->flushStopSeqnum.load() == seqnum;
+  });
+  if (!anyFlushed) return ret;
+  for (GstEdgeMuxPad* p : pads.get()) {
+    if (p->state->flushStopSeqnum.load() == seqnum) continue;
+    GST_INFO_OBJECT(p, "stream %u did not flush for the seek: flushing it here", p->state->stream);
+    if (p->state->flushStartSeqnum.load() != seqnum) {
+      GstEvent* start = gst_event_new_flush_start();
+      gst_event_set_seqnum(start, seqnum);
+      gst_pad_send_event(GST_PAD(p), start);
+    }
+    GstEvent* stop = gst_event_new_flush_stop(TRUE);
+    gst_event_set_seqnum(stop, seqnum);
+    gst_pad_send_event(GST_PAD(p), stop);
+  }
+  return ret;
 }
 
 // Caps it cannot take: as edgeinfer does (a warning when asked, an error when pushed).
@@ -393,6 +442,17 @@ GstFlowReturn edgeMuxAggregate(GstAggregator* agg, gboolean timeout) {
     batch.endedStreams = std::move(ended);
     return pushBatch(self, std::move(batch), GST_CLOCK_TIME_NONE);
   }
+  return GST_FLOW_OK;
+}
+
+// After a flushing seek (every stream flushed): the queued frames are gone (GstAggregator
+// dropped them with the pads' queues) and the batches' segment is running time again, not the
+// seek's (GstAggregator gives the src pad the seek's segment; the batches' PTS are running time,
+// so an element after edgemux that clips, e.g. a sink, would drop them).
+GstFlowReturn edgeMuxFlush(GstAggregator* agg) {
+  GstSegment segment;
+  gst_segment_init(&segment, GST_FORMAT_TIME);
+  gst_aggregator_update_segment(agg, &segment);
   return GST_FLOW_OK;
 }
 
@@ -595,6 +655,8 @@ static void gst_edge_mux_class_init(GstEdgeMuxClass* klass) {
   agg->aggregate = GST_DEBUG_FUNCPTR(edgeMuxAggregate);
   agg->start = GST_DEBUG_FUNCPTR(edgeMuxStart);
   agg->stop = GST_DEBUG_FUNCPTR(edgeMuxStop);
+  agg->flush = GST_DEBUG_FUNCPTR(edgeMuxFlush);
+  agg->src_event = GST_DEBUG_FUNCPTR(edgeMuxSrcEvent);
 
   gst_type_mark_as_plugin_api(GST_TYPE_EDGE_MUX_PAD, static_cast<GstPluginAPIFlags>(0));
 }
