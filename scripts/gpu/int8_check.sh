@@ -5,7 +5,7 @@
 #   blazeface  BlazeFace (back, 256x256) calibrated (min-max) on the real photos, built FP16,
 #              INT8 (timed against FP16) and INT8 strict; `edgeinfer bench` of each
 #   resnet     ResNet-50 (torchvision, random weights, dynamic batch) calibrated (min-max) on
-#              2 random tensors, then FP16 / INT8 / INT8 strict at batch 1 and 64, benchmarked
+#              2 random tensors, then R50_MODES (fp16 int8 int8_strict) at R50_BATCHES (1 64)
 # Fresh binaries come as .devcarry/fresh/<program>.xz and replace the bundle's. Logs to $OUT.
 set -uo pipefail
 # shellcheck source=scripts/gpu/common.sh
@@ -69,13 +69,15 @@ PY
   /usr/bin/time -f "calibrate wall %e s" edgeinfer calibrate "$r" --data /tmp/ei/r50data \
     --method minmax --dynamic-dim 1 -o /tmp/ei/r50.calib >"$out/r50_calibrate.log" 2>&1
   echo "calibrate rc=$? $(tail -n 1 "$out/r50_calibrate.log")"
-  for b in 1 64; do
-    bench "r50_b${b}_fp16" "$r" --backend cuda --fp16 --dynamic-dim "$b"
-    EDGEINFER_LOG_LEVEL=info bench "r50_b${b}_int8" "$r" --backend cuda --int8 --dynamic-dim "$b" \
-      --calibration-cache /tmp/ei/r50.calib
-    grep -E "INT8:" "$out/bench_r50_b${b}_int8.log" | head -1
-    EDGEINFER_LOG_LEVEL=info bench "r50_b${b}_int8_strict" "$r" --backend cuda --int8 \
-      --strict-precision --dynamic-dim "$b" --calibration-cache /tmp/ei/r50.calib
-    grep -E "INT8:" "$out/bench_r50_b${b}_int8_strict.log" | head -1
+  for b in ${R50_BATCHES:-1 64}; do
+    for mode in ${R50_MODES:-fp16 int8 int8_strict}; do
+      case $mode in
+        fp16) args=(--fp16) ;;
+        int8) args=(--int8 --calibration-cache /tmp/ei/r50.calib) ;;
+        int8_strict) args=(--int8 --strict-precision --calibration-cache /tmp/ei/r50.calib) ;;
+      esac
+      EDGEINFER_LOG_LEVEL=info bench "r50_b${b}_$mode" "$r" --backend cuda --dynamic-dim "$b" "${args[@]}"
+      grep -E "INT8:" "$out/bench_r50_b${b}_$mode.log" | head -1
+    done
   done
 fi

@@ -244,6 +244,24 @@ class GpuBuilder {
     return it == scales_.end() ? 0.f : it->second;
   }
 
+  /// True when `value` has a scale and every node reading it is a Conv/FusedConv built at INT8
+  /// (reading it as its data input): the readers' INT8 tactics want it as int8.
+  bool int8ConvReaders(const std::string& value) {
+    if (const auto it = int8Readers_.find(value); it != int8Readers_.end()) return it->second;
+    bool all = scaleOf(value) > 0.f && !g_.isGraphOutput(value), any = false;
+    for (const auto& m : g_.nodes) {
+      for (size_t k = 0; all && k < m.inputs.size(); ++k) {
+        if (m.inputs[k] != value) continue;
+        any = true;
+        const bool fused = m.opType == "FusedConv" && m.domain == graph::kEdgeInferDomain;
+        const bool conv = fused || (m.opType == "Conv" && m.domain.empty());
+        // X, or FusedConv's residual Z (both have int8 variants when they have a scale).
+        all = conv && (k == 0 || (fused && k == 3)) && precisionOf(m) == Precision::kInt8;
+      }
+    }
+    return int8Readers_[value] = all && any;
+  }
+
   /// Can a reformat turn `value` stored as `src` into `dst`? Float <-> int8 needs its scale.
   bool convertible(const std::string& value, DataType src, DataType dst) const {
     if (edgeinfer::cuda::canReformatTypes(src, dst)) return true;
@@ -475,6 +493,19 @@ class GpuBuilder {
         EI_ASSIGN_OR_RETURN(auto c, reformatCost(n.inputs[k], t.inputFormat(k)));
         sum += c.first;
       }
+      // INT8: an output every reader of which is an INT8 convolution will be wanted as int8
+      // NHWC; a candidate writing another format is charged the quantize reformat now, or
+      // layers would keep choosing a slightly faster FP16 output that the next one requantizes.
+      for (size_t k = 0; precision == Precision::kInt8 && k < n.outputs.size(); ++k) {
+        const TensorFormat want{DataType::kInt8, Layout::kNHWC};
+        const graph::Value* v = g_.findValue(n.outputs[k]);
+        if (!v || !int8ConvReaders(n.outputs[k])) continue;
+        const TensorFormat have = cuda::canonicalFormat(t.outputFormat(k), v->shape);
+        if (have == cuda::canonicalFormat(want, v->shape)) continue;
+        if (!convertible(n.outputs[k], have.dtype, want.dtype)) continue;
+        EI_ASSIGN_OR_RETURN(double ms, timeReformat(n.outputs[k], have, want));
+        sum += ms;
+      }
       return sum;
     };
     if (forced) {
@@ -590,6 +621,7 @@ class GpuBuilder {
   std::map<std::string, int> constants_;              // value|format -> plan tensor
   std::map<std::string, float> scales_;               // INT8: float value -> its scale
   std::map<std::string, Precision> policy_;           // INT8: calibration policy per layer
+  std::map<std::string, bool> int8Readers_;           // INT8: int8ConvReaders() per value
   int timed_ = 0, cached_ = 0, statesAdded_ = 0;
 };
 
