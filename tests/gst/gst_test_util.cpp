@@ -206,6 +206,21 @@ Frame readBack(GstBuffer* buffer, const Frame& like) {
   return out;
 }
 
+std::string frameDifference(const Frame& got, const Frame& want) {
+  size_t n = 0, first = 0;
+  for (size_t i = 0; i < want.bytes.size() && i < got.bytes.size(); ++i)
+    if (got.bytes[i] != want.bytes[i] && n++ == 0) first = i;
+  if (n == 0) return "identical";
+  guint plane = 0;
+  for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(&want.info); ++p)
+    if (first >= want.offsets[p]) plane = p;
+  const size_t rel = first - want.offsets[plane];
+  return std::to_string(n) + " bytes differ, first in plane " + std::to_string(plane) + " row " +
+         std::to_string(rel / static_cast<size_t>(want.strides[plane])) + " byte " +
+         std::to_string(rel % static_cast<size_t>(want.strides[plane])) + ": got " +
+         std::to_string(got.bytes[first]) + " want " + std::to_string(want.bytes[first]);
+}
+
 GstHarness* harnessFor(const std::string& factory, const std::string& props, GstBus* bus) {
   const std::string desc = factory + " " + props;
   GError* err = nullptr;

@@ -77,6 +77,9 @@ struct Frame {
 Frame makeFrame(const Image& img, GstVideoFormat format, bool padded);
 /// Reads the planes of `buffer` back into a Frame of the same layout as `like`.
 Frame readBack(GstBuffer* buffer, const Frame& like);
+/// Where two frames of one layout differ: "n bytes differ, first in plane p row r byte b: got G
+/// want W", or "identical".
+std::string frameDifference(const Frame& got, const Frame& want);
 
 /// A harness around one element (created from `factory` and `props`, e.g.
 /// "config=... backend=cpu", before it starts), or null with a test failure.

@@ -152,22 +152,6 @@ std::vector<eg::OverlayRun> runsFor(const Frame& frame, const std::vector<eg::Re
                          eg::overlayPrimitives(f, all, style));
 }
 
-// "n bytes differ, first at byte i (plane p, row r, byte b): got G want W", or "identical".
-std::string difference(const Frame& got, const Frame& want) {
-  size_t n = 0, first = 0;
-  for (size_t i = 0; i < want.bytes.size() && i < got.bytes.size(); ++i)
-    if (got.bytes[i] != want.bytes[i] && n++ == 0) first = i;
-  if (n == 0) return "identical";
-  guint plane = 0;
-  for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(&want.info); ++p)
-    if (first >= want.offsets[p]) plane = p;
-  const size_t rel = first - want.offsets[plane];
-  return std::to_string(n) + " bytes differ, first in plane " + std::to_string(plane) + " row " +
-         std::to_string(rel / static_cast<size_t>(want.strides[plane])) + " byte " +
-         std::to_string(rel % static_cast<size_t>(want.strides[plane])) + ": got " +
-         std::to_string(got.bytes[first]) + " want " + std::to_string(want.bytes[first]);
-}
-
 const GstVideoFormat kFormats[] = {
     GST_VIDEO_FORMAT_NV12, GST_VIDEO_FORMAT_I420, GST_VIDEO_FORMAT_RGBA, GST_VIDEO_FORMAT_BGRA,
     GST_VIDEO_FORMAT_RGBx, GST_VIDEO_FORMAT_BGRx, GST_VIDEO_FORMAT_RGB,  GST_VIDEO_FORMAT_BGR};
@@ -216,7 +200,7 @@ TEST_P(OverlayRuns, WrittenOnTheHostGiveTheHostDrawing) {
     ASSERT_TRUE(
         eg::applyOverlayRuns(planesOf<eg::OverlayFrame>(got, got.bytes.data()), reversed).ok());
     EXPECT_TRUE(got.bytes == want.bytes) << "thickness " << style.thickness << " font-scale "
-                                         << style.fontScale << ": " << difference(got, want);
+                                         << style.fontScale << ": " << frameDifference(got, want);
   }
 }
 
@@ -309,7 +293,7 @@ TEST_P(CudaOverlay, KernelDrawsTheHostDrawing) {
       const Frame got = gpuDrawing(renderer, frame, runsFor(frame, results, style));
       EXPECT_TRUE(got.bytes == want.bytes)
           << (padded ? "padded" : "default layout") << ", thickness " << style.thickness
-          << " font-scale " << style.fontScale << ": " << difference(got, want);
+          << " font-scale " << style.fontScale << ": " << frameDifference(got, want);
     }
     // No results: the frame comes back as it went.
     EXPECT_TRUE(gpuDrawing(renderer, frame, runsFor(frame, {}, {})).bytes == frame.bytes);
@@ -334,7 +318,7 @@ TEST(CudaOverlayRenderer, GrowsAndReusesItsBuffers) {
     }
     const Frame want = hostDrawing(frame, results, {});
     const Frame got = gpuDrawing(renderer, frame, runsFor(frame, results, {}));
-    EXPECT_TRUE(got.bytes == want.bytes) << "frame " << seed << ": " << difference(got, want);
+    EXPECT_TRUE(got.bytes == want.bytes) << "frame " << seed << ": " << frameDifference(got, want);
   }
   renderer.release();
 }
@@ -464,7 +448,7 @@ TEST(CudaOverlayCaps, SystemMemoryBufferUnderCudaCapsIsDrawnOnTheHost) {
   gst_buffer_unref(out);
   gst_harness_teardown(h);
   const Frame want = hostDrawing(frame, results, {});
-  EXPECT_TRUE(got.bytes == want.bytes) << difference(got, want);
+  EXPECT_TRUE(got.bytes == want.bytes) << frameDifference(got, want);
 }
 
 #if EDGEINFER_HAVE_CUDA
@@ -573,7 +557,7 @@ TEST_P(CudaOverlayPipeline, DrawsInCudaMemory) {
     }
     EXPECT_TRUE(got.bytes == want.bytes)
         << gst_video_format_to_string(format) << (meta->empty() ? " without meta" : "") << ": "
-        << difference(got, want);
+        << frameDifference(got, want);
   }
 }
 

@@ -254,22 +254,6 @@ Frame overlay(const Frame& frame, const std::vector<eg::Results>& results,
   return got;
 }
 
-// Where two frames differ: "n bytes differ, first at plane p (x, y) byte b: got G want W".
-std::string firstDifference(const Frame& got, const Frame& want) {
-  size_t n = 0, first = 0;
-  for (size_t i = 0; i < want.bytes.size(); ++i)
-    if (got.bytes[i] != want.bytes[i] && n++ == 0) first = i;
-  if (n == 0) return "identical";
-  guint plane = 0;
-  for (guint p = 0; p < GST_VIDEO_INFO_N_PLANES(&want.info); ++p)
-    if (first >= want.offsets[p]) plane = p;
-  const size_t rel = first - want.offsets[plane];
-  return std::to_string(n) + " bytes differ, first in plane " + std::to_string(plane) + " row " +
-         std::to_string(rel / static_cast<size_t>(want.strides[plane])) + " byte " +
-         std::to_string(rel % static_cast<size_t>(want.strides[plane])) + ": got " +
-         std::to_string(got.bytes[first]) + " want " + std::to_string(want.bytes[first]);
-}
-
 using OverlayCase = std::tuple<GstVideoFormat, bool>;
 class OverlayFormats : public ::testing::TestWithParam<OverlayCase> {};
 
@@ -287,7 +271,7 @@ TEST_P(OverlayFormats, DrawsExactlyTheSpecifiedPixels) {
                               "thickness=" + std::to_string(st.thickness) +
                                   " font-scale=" + std::to_string(st.fontScale));
     EXPECT_TRUE(got.bytes == want.bytes) << gst_video_format_to_string(format) << " thickness "
-                                         << st.thickness << ": " << firstDifference(got, want);
+                                         << st.thickness << ": " << frameDifference(got, want);
   }
 }
 
@@ -313,7 +297,7 @@ TEST(EdgeOverlay, PropertiesPickWhatIsDrawn) {
     Frame want = frame;
     Expected(want).draw({&results[1]}, Style{});
     const Frame got = overlay(frame, results, "unique-id=9");
-    EXPECT_TRUE(got.bytes == want.bytes) << firstDifference(got, want);
+    EXPECT_TRUE(got.bytes == want.bytes) << frameDifference(got, want);
   }
   {
     // Without labels and keypoints only the boxes remain: the same as drawing results whose
@@ -328,7 +312,7 @@ TEST(EdgeOverlay, PropertiesPickWhatIsDrawn) {
       if (p2.x >= p1.x && p2.y >= p1.y) e.rect(p1, p2, classColour(o.detection.classId), 2);
     }
     const Frame got = overlay(frame, {results[0]}, "draw-labels=false draw-keypoints=false");
-    EXPECT_TRUE(got.bytes == want.bytes) << firstDifference(got, want);
+    EXPECT_TRUE(got.bytes == want.bytes) << frameDifference(got, want);
   }
 }
 
@@ -351,7 +335,7 @@ TEST(EdgeOverlay, NoMetaNoChangeAndResultsFittedToTheFrame) {
   Frame want = frame;
   Expected(want).draw({&results[0]}, Style{});
   const Frame got = overlay(frame, {doubled});
-  EXPECT_TRUE(got.bytes == want.bytes) << firstDifference(got, want);
+  EXPECT_TRUE(got.bytes == want.bytes) << frameDifference(got, want);
 }
 
 TEST(EdgeOverlayErrors, Gray8IsNotDrawnOn_n) {

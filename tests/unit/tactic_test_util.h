@@ -18,10 +18,25 @@
 
 #include "builder/tactic.h"
 #include "core/half.h"
+#include "edgeinfer/builder.h"
 #include "graph/op_schema.h"
 #include "kernels/ref/ref_kernels.h"
 
 namespace edgeinfer::test {
+
+/// A GPU build for tests: its timing cache at `timingCache`, one warm-up and few timed runs, so
+/// engines build fast (timings matter little in tests).
+inline BuilderConfig quickGpuConfig(const std::string& timingCache,
+                                    Precision precision = Precision::kFp32) {
+  BuilderConfig c;
+  c.backend = Backend::kCuda;
+  c.precision = precision;
+  c.timingCachePath = timingCache;
+  c.timing.warmup = 1;
+  c.timing.iterations = 2;
+  c.timing.repeats = 3;
+  return c;
+}
 
 /// True when a GPU is usable; otherwise `why` says why (for GTEST_SKIP).
 inline bool gpuAvailable(std::string* why) {

@@ -254,14 +254,7 @@ TEST(CudaPlan, CanonicalFormats) {
 // ---- On the GPU ----------------------------------------------------------------------------
 
 BuilderConfig gpuConfig(const TempDir& dir, Precision p = Precision::kFp32) {
-  BuilderConfig c;
-  c.backend = Backend::kCuda;
-  c.precision = p;
-  c.timingCachePath = dir.file("timing.cache");
-  c.timing.warmup = 1;
-  c.timing.iterations = 2;
-  c.timing.repeats = 3;
-  return c;
+  return test::quickGpuConfig(dir.file("timing.cache"), p);
 }
 
 TEST(CudaEngine, MatchesTheCpuReferenceFp32AndFp16) {

@@ -443,15 +443,9 @@ struct Int8Fixture {
                : Status(ErrorCode::kIoError, "mkdir " + p);
   }
   BuilderConfig config(bool strict) const {
-    BuilderConfig c;
-    c.backend = Backend::kCuda;
-    c.precision = Precision::kInt8;
+    BuilderConfig c = test::quickGpuConfig(dir.file("timing.cache"), Precision::kInt8);
     c.calibrationCachePath = cache;
     c.strictPrecision = strict;
-    c.timingCachePath = dir.file("timing.cache");
-    c.timing.warmup = 1;
-    c.timing.iterations = 2;
-    c.timing.repeats = 3;
     return c;
   }
 };

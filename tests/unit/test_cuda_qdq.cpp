@@ -180,14 +180,8 @@ ActScales chooseScales(const Block& b, const Tensor& x) {
 }
 
 BuilderConfig gpuConfig(Precision p, const test::TempDir& dir) {
-  BuilderConfig c;
-  c.backend = Backend::kCuda;
-  c.precision = p;
+  BuilderConfig c = test::quickGpuConfig(dir.file("timing.cache"), p);
   c.strictPrecision = true;
-  c.timingCachePath = dir.file("timing.cache");
-  c.timing.warmup = 1;
-  c.timing.iterations = 2;
-  c.timing.repeats = 3;
   return c;
 }
 
