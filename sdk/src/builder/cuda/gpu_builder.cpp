@@ -432,14 +432,15 @@ class GpuBuilder {
     const graph::Node& n = g_.nodes[i];
     builder::LayerContext layer = cuda::makeLayerContext(g_, i);
     const Precision precision = precisionOf(n);
+    if (precision == Precision::kInt8) {  // the scales the INT8 tactics quantize with
+      for (const auto& in : n.inputs) layer.inputScales.push_back(in.empty() ? 0.f : scaleOf(in));
+      for (const auto& out : n.outputs) layer.outputScales.push_back(scaleOf(out));
+    }
     std::vector<std::unique_ptr<Tactic>> cands =
         edgeinfer::cuda::allCandidates(providers_, layer, precision);
     if (precision == Precision::kInt8) {
       // INT8 allows FP16 (as in TensorRT): the INT8 tactics compete with every FP16 and FP32
       // one, reformats (quantize / dequantize) included, and the fastest wins.
-      for (const auto& in : n.inputs) layer.inputScales.push_back(in.empty() ? 0.f : scaleOf(in));
-      for (const auto& out : n.outputs) layer.outputScales.push_back(scaleOf(out));
-      cands = edgeinfer::cuda::allCandidates(providers_, layer, precision);
       if (cands.empty() || !cfg_.strictPrecision)
         for (auto& c : edgeinfer::cuda::allCandidates(providers_, layer, Precision::kFp16))
           cands.push_back(std::move(c));
