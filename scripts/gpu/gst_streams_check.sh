@@ -5,6 +5,9 @@
 # plugins the pipelines use), models/ (BlazeFace), the 1080p phone clip as an H.264 MP4 and as
 # an Annex B stream (phone.h264), and, when an earlier run left one, cache/ (a timing cache of
 # this kind of GPU, so the engines build from it). STEPS (default "demo streams"):
+#   detector the ResNet-18/34-class detector of the goal (scripts/bench/make_detector.py,
+#            DET_ARCH, default resnet34, 960x544, random weights) becomes the model of the
+#            streams step that follows it (default: BlazeFace back, 256x256)
 #   demo     scripts/demo.sh's GPU path (BACKEND=gpu: nvh264dec -> edgeinfer in CUDA memory)
 #            on the phone clip, setup/build/fetch skipped (the bundle is the build)
 #   streams  scripts/bench/gst_streams.sh for each N in STREAMS (default "1 16 64"), on
@@ -38,6 +41,14 @@ for step in ${STEPS:-demo streams}; do
       echo "demo rc=$?"
       grep -vE "^(Setting|Pipeline|Prerolling|Redistribute|New clock|Got EOS|Execution|Freeing|Waiting|Got context|Progress)" \
         "$out/demo.log" | tail -n 16
+      ;;
+    detector)
+      arch=${DET_ARCH:-resnet34}
+      echo "== $arch detector 960x544 for the streams step"
+      mkdir -p /tmp/det
+      /opt/torch/.venv/bin/python scripts/bench/make_detector.py --arch "$arch" \
+        --out "/tmp/det/${arch}_det.onnx" 2>&1 | grep -v -i warn | tail -n 2
+      config=/tmp/det/${arch}_det.json
       ;;
     streams)
       clip=/tmp/eg/long.h264
