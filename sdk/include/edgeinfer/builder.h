@@ -34,13 +34,22 @@ struct PassOptions {
   bool explicitQuantization = true;
 };
 
-/// How the GPU builder times each candidate implementation ("tactic") of a layer:
-/// `iterations` launches captured into one CUDA graph (as the runtime runs them), `warmup`
-/// replays, then the median of `repeats` replays timed with CUDA events.
+/// How the GPU builder times each candidate implementation ("tactic") of a layer: one
+/// untimed launch and one timed launch (the probe), then `iterations` launches captured into
+/// one CUDA graph (as the runtime runs them), `warmup` replays, and the median of `repeats`
+/// replays timed with CUDA events.
 struct TimingOptions {
   int warmup = 2;
   int iterations = 8;
   int repeats = 5;
+  /// Slow candidates get fewer launches per replay, so that a replay takes about this long
+  /// (at least one launch): the graph exists to hide launch overhead, which does not matter
+  /// next to a millisecond kernel. A 10 ms convolution is then timed with 9 launches, not 58.
+  double replayMs = 1.0;
+  /// A candidate whose probe is over this many times the fastest time of the layer so far
+  /// (and over 0.05 ms) is not timed further: the probe is its time. It cannot win, and big
+  /// layers have cuDNN engines 100x slower than their best. 0 times every candidate fully.
+  double pruneFactor = 8.0;
 };
 
 /// Everything that decides how an engine is built. Defaults are what a user wants for a

@@ -69,6 +69,8 @@ GPU builder options:
   --layer-precision LAYER=P     per-layer precision fp32|fp16|int8 (repeatable)
   --no-cpu-fallback             a layer without a GPU kernel is an error, not run on the CPU
   --timing-iterations N         launches per timing measurement (default 8; median of 5)
+  --timing-prune F              stop timing a tactic whose first launch is F times slower than
+                                the layer's fastest so far (default 8; 0 times every one fully)
 )";
 
 Expected<BuilderConfig> builderConfigFrom(const Args& a) {
@@ -105,6 +107,14 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
     c.timing.iterations = std::atoi(a.get("timing-iterations").c_str());
     if (c.timing.iterations < 1)
       return Status(ErrorCode::kInvalidArgument, "--timing-iterations needs a positive integer");
+  }
+  if (a.has("timing-prune")) {
+    char* end = nullptr;
+    c.timing.pruneFactor = std::strtod(a.get("timing-prune").c_str(), &end);
+    if (!end || *end || !(c.timing.pruneFactor == 0.0 || c.timing.pruneFactor >= 1.0))
+      return Status(ErrorCode::kInvalidArgument,
+                    "--timing-prune needs 0 (off) or a factor of at least 1, not '" +
+                        a.get("timing-prune") + "'");
   }
   for (const std::string& kv : a.all("tactic")) {
     const auto eq = kv.rfind('=');

@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
                                            "tactics",
                                            "timing-cache",
                                            "timing-iterations",
+                                           "timing-prune",
                                            "warmup",
                                            "config",
                                            "data",

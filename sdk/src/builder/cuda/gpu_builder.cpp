@@ -77,13 +77,51 @@ class DeviceBuffer {
   void* p_ = nullptr;
 };
 
-/// Median time of one `launch` with CUDA events: `iterations` launches are captured into a
-/// CUDA graph (the runtime replays graphs, so host launch overhead must not decide between
-/// tactics whose kernels take microseconds), the graph is replayed `warmup` times, then timed
-/// `repeats` times. A tactic that cannot be captured is timed with direct launches instead.
+/// Time of one `launch` with CUDA events. First one untimed launch (lazy module loading,
+/// caches) and one timed launch, the probe: above `pruneAboveMs` the probe is the result (the
+/// caller's bound: far slower than the best so far). Otherwise `iterations` launches (fewer
+/// for slow launches, TimingOptions::replayMs) are captured into a CUDA graph (the runtime
+/// replays graphs, so host launch overhead must not decide between tactics whose kernels take
+/// microseconds), the graph is replayed `warmup` times, then timed `repeats` times; the median
+/// per launch is the result. A tactic that cannot be captured is timed with direct launches.
 Expected<double> timeLaunches(const std::function<Status()>& launch, const TimingOptions& o,
-                              cudaStream_t stream) {
-  const int iters = std::max(o.iterations, 1);
+                              cudaStream_t stream, double pruneAboveMs = kInfinity) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  const auto destroyEvents = [&] {
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+  };
+  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
+    destroyEvents();
+    return Status(ErrorCode::kCudaError, "cudaEventCreate failed");
+  }
+  float probe = 0.f;
+  {
+    Status s = launch();
+    if (s.ok())
+      s = edgeinfer::cuda::cudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize",
+                                      __FILE__, __LINE__);
+    if (s.ok()) {
+      cudaEventRecord(start, stream);
+      s = launch();
+      cudaEventRecord(stop, stream);
+      const cudaError_t se = cudaEventSynchronize(stop);
+      if (s.ok() && se != cudaSuccess)
+        s = edgeinfer::cuda::cudaStatus(se, "cudaEventSynchronize", __FILE__, __LINE__);
+      if (s.ok()) cudaEventElapsedTime(&probe, start, stop);
+    }
+    if (!s.ok()) {
+      destroyEvents();
+      return s;
+    }
+  }
+  if (static_cast<double>(probe) > pruneAboveMs) {
+    destroyEvents();
+    return static_cast<double>(probe);
+  }
+  int iters = std::max(o.iterations, 1);
+  if (probe > 0.f && o.replayMs > 0.0)
+    iters = std::clamp(static_cast<int>(std::ceil(o.replayMs / probe)), 1, iters);
   cudaGraphExec_t exec = nullptr;
   {
     cudaGraph_t graph = nullptr;
@@ -108,9 +146,6 @@ Expected<double> timeLaunches(const std::function<Status()>& launch, const Timin
   };
   std::vector<double> samples;
   Status status;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess)
-    status = Status(ErrorCode::kCudaError, "cudaEventCreate failed");
   for (int i = 0; i < std::max(o.warmup, 0) && status.ok(); ++i) status = run();
   if (status.ok())
     status = edgeinfer::cuda::cudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize",
@@ -126,8 +161,7 @@ Expected<double> timeLaunches(const std::function<Status()>& launch, const Timin
     if (status.ok()) cudaEventElapsedTime(&ms, start, stop);
     samples.push_back(static_cast<double>(ms) / iters);
   }
-  if (start) cudaEventDestroy(start);
-  if (stop) cudaEventDestroy(stop);
+  destroyEvents();
   if (exec) cudaGraphExecDestroy(exec);
   EI_RETURN_IF_ERROR(status);
   std::sort(samples.begin(), samples.end());
@@ -389,7 +423,7 @@ class GpuBuilder {
 
   /// Times one candidate: initialises it (weights to the device), then launches it on zeroed
   /// scratch inputs (constants it reads as inputs: their real values).
-  Expected<double> timeTactic(Tactic& t, const builder::LayerContext& layer) {
+  Expected<double> timeTactic(Tactic& t, const builder::LayerContext& layer, double pruneAboveMs) {
     EI_RETURN_IF_ERROR(t.initialize(layer));
     const graph::Node& n = *layer.node;
     std::vector<DeviceBuffer> bufs;
@@ -424,7 +458,7 @@ class GpuBuilder {
       args.workspace = bufs.back().get();
       args.workspaceBytes = t.workspaceBytes();
     }
-    return timeLaunches([&] { return t.enqueue(args); }, cfg_.timing, stream_);
+    return timeLaunches([&] { return t.enqueue(args); }, cfg_.timing, stream_, pruneAboveMs);
   }
 
   /// Adds the step of node i: the cheapest GPU tactic (true), or a CPU-fallback step (false).
@@ -474,9 +508,16 @@ class GpuBuilder {
                                                        "(candidates: " + all + ")");
       }
     } else {
+      // Candidates far slower than the fastest so far are cut short (TimingOptions).
+      double fastest = kInfinity;
       const auto timer = [&](const std::string& id) -> Expected<double> {
         initialized.insert(id);
-        return timeTactic(*byId.at(id), layer);
+        const double f = cfg_.timing.pruneFactor;
+        const double bound =
+            f > 0.0 && std::isfinite(fastest) ? std::max(f * fastest, 0.05) : kInfinity;
+        auto ms = timeTactic(*byId.at(id), layer, bound);
+        if (ms.ok()) fastest = std::min(fastest, *ms);
+        return ms;
       };
       auto e = cache_.lookupOrTime(sig, list, timer, &fromCache);
       if (!e.ok()) return e.status().withContext("layer '" + n.name + "' (" + n.opType + ")");
