@@ -200,6 +200,10 @@ struct State {
   uint64_t framesInPlace = 0;  // CUDA frames read in place by the GPU engine (zero copy)
   uint64_t framesCopied = 0;   // CUDA frames mapped to the host (another context, or CPU)
   uint64_t batchCount = 0;     // batches run (one VisionModel::infer call each)
+  // Time in transform_ip, and from the first buffer to the end of the last (the log at stop
+  // says how busy the element was and where its time went: what limits a pipeline).
+  double busyMs = 0.0;
+  std::chrono::steady_clock::time_point firstBuffer, lastBufferEnd;
 };
 
 // One frame to process: a buffer of its own, or one frame of a batch.
@@ -396,6 +400,22 @@ gboolean edgeInferStop(GstBaseTransform* trans) {
                   static_cast<unsigned long long>(s.batchCount),
                   static_cast<unsigned long long>(s.framesInPlace),
                   static_cast<unsigned long long>(s.framesCopied));
+  if (s.model && s.busyMs > 0.0) {
+    const vision::VisionStageTimes t = s.model->stageTimes();
+    const double span =
+        std::chrono::duration<double, std::milli>(s.lastBufferEnd - s.firstBuffer).count();
+    const double runs = static_cast<double>(std::max<int64_t>(t.batches, 1));
+    const double other = s.busyMs - t.preprocessMs - t.engineMs - t.outputMs - t.decodeMs;
+    GST_INFO_OBJECT(trans,
+                    "busy %.0f%% of %.2f s (the rest waiting for frames); per engine run (%lld, "
+                    "%.1f frames each): preprocess %.3f ms, engine %.3f ms, outputs %.3f ms, "
+                    "decode %.3f ms, element (mapping, metas, messages) %.3f ms",
+                    span > 0.0 ? 100.0 * s.busyMs / span : 100.0, span / 1e3,
+                    static_cast<long long>(t.batches), static_cast<double>(t.frames) / runs,
+                    t.preprocessMs / runs, t.engineMs / runs, t.outputMs / runs, t.decodeMs / runs,
+                    other / runs);
+  }
+  s.busyMs = 0.0;
   s.model.reset();
   s.haveInfo = false;
   s.batches = false;
@@ -726,12 +746,22 @@ GstFlowReturn edgeInferTransformIp(GstBaseTransform* trans, GstBuffer* buf) {
                       (nullptr));
     return GST_FLOW_NOT_NEGOTIATED;
   }
-  if (s.batches) return runBatch(self, buf);
-  std::vector<Job> jobs(1);
-  jobs[0].buf = buf;
-  jobs[0].info = &s.info;
-  jobs[0].stream = &s.single;
-  return runJobs(self, jobs);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (s.busyMs == 0.0) s.firstBuffer = t0;
+  GstFlowReturn ret;
+  if (s.batches) {
+    ret = runBatch(self, buf);
+  } else {
+    std::vector<Job> jobs(1);
+    jobs[0].buf = buf;
+    jobs[0].info = &s.info;
+    jobs[0].stream = &s.single;
+    ret = runJobs(self, jobs);
+  }
+  s.lastBufferEnd = std::chrono::steady_clock::now();
+  s.busyMs +=
+      std::max(1e-6, std::chrono::duration<double, std::milli>(s.lastBufferEnd - t0).count());
+  return ret;
 }
 
 void edgeInferSetProperty(GObject* object, guint id, const GValue* value, GParamSpec* pspec) {

@@ -28,7 +28,9 @@
 # into build/bench/). EDGEINFER_BUILD_DIR (default build/release), EDGEINFER_CONFIG (default
 # models/blazeface/model.json), EDGEINFER_BACKEND (default auto), EDGEINFER_BATCH (the engine's
 # batch, default STREAMS: one engine call per batch; smaller, one engine serves every N),
-# REALTIME_FPS (default 30).
+# REALTIME_FPS (default 30). For the infer mode it also prints edgeinfer's own summary (GST_DEBUG
+# edgeinfer:4): the engine's build or load time, how busy the element was, and its time per
+# engine run by stage (preprocess, engine, outputs, decode, the element's own work).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../pipelines/common.sh"
 
@@ -104,7 +106,8 @@ run() {
   esac
   local t0 t1 out
   t0=$(date +%s.%N)
-  if ! out=$(gst-launch-1.0 "${desc[@]}" 2>&1); then
+  # edgeinfer's INFO lines: how its engine came to be, and at the end where its time went.
+  if ! out=$(GST_DEBUG="${GST_DEBUG:-edgeinfer:4}" GST_DEBUG_NO_COLOR=1 gst-launch-1.0 "${desc[@]}" 2>&1); then
     echo "$mode: the pipeline failed:" >&2
     tail -5 <<<"$out" >&2
     return 1
@@ -124,6 +127,7 @@ ok = "yes" if min(per) >= realtime else "no"
 print(f"{mode:7s} {n:7d} {total:7d} {secs:8.3f} {total / secs:10.1f} {min(per):9.1f} {max(per):9.1f} "
       f"{ok:>9s} {t1 - t0:10.2f}")
 EOF
+  grep -E "ready on the|busy [0-9]+% of" "$work/$mode.log" | sed 's/^.*> /    edgeinfer: /' || true
 }
 
 printf "%-7s %7s %7s %8s %10s %9s %9s %9s %10s\n" mode streams frames seconds "total FPS" \

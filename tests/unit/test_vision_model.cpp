@@ -510,9 +510,23 @@ TEST(VisionModel, ClassifierTemplateOnAGeneratedClassifier) {
   VisionModelOptions o = cpuOptions(tempDir("cls"));
   auto model = VisionModel::create(*cfg, o);
   ASSERT_TRUE(model.ok()) << model.status().toString();
+  EXPECT_EQ((*model)->stageTimes().batches, 0);
   auto r = (*model)->infer({img.view(), img.view()});  // two frames, engine batch 1
   ASSERT_TRUE(r.ok()) << r.status().toString();
   ASSERT_EQ(r->size(), 2u);
+  // Two frames on an engine of batch 1: two runs, each stage timed (a 224x224 conv on the CPU
+  // takes measurable time; the sums only grow).
+  const VisionStageTimes t = (*model)->stageTimes();
+  EXPECT_EQ(t.frames, 2);
+  EXPECT_EQ(t.batches, 2);
+  EXPECT_GT(t.preprocessMs, 0.0);
+  EXPECT_GT(t.engineMs, 0.0);
+  EXPECT_GE(t.outputMs, 0.0);
+  EXPECT_GT(t.decodeMs, 0.0);
+  ASSERT_TRUE((*model)->infer({img.view()}).ok());
+  EXPECT_EQ((*model)->stageTimes().frames, 3);
+  EXPECT_EQ((*model)->stageTimes().batches, 3);
+  EXPECT_GT((*model)->stageTimes().engineMs, t.engineMs);
   Tensor raw;
   Transform tf;
   rawOutput(*cfg, img, raw, tf);

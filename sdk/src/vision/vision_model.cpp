@@ -129,6 +129,7 @@ class VisionModelImpl final : public VisionModel {
   const Engine& engine() const override { return *engine_; }
   bool onGpu() const override { return gpu_; }
   const std::string& engineSource() const override { return source_; }
+  VisionStageTimes stageTimes() const override { return times_; }
 
   Expected<std::vector<FrameResult>> infer(const std::vector<FrameView>& wholeFrames,
                                            const std::vector<PixelRect>& rois) override {
@@ -160,9 +161,15 @@ class VisionModelImpl final : public VisionModel {
     const std::vector<FrameView>& frames = rois.empty() ? wholeFrames : cropped;
     std::vector<FrameResult> results;
     results.reserve(frames.size());
+    using Clock = std::chrono::steady_clock;
+    const auto msSince = [](Clock::time_point t0) {
+      return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    };
+    times_.frames += static_cast<int64_t>(frames.size());
     for (size_t start = 0; start < frames.size(); start += static_cast<size_t>(batch_)) {
       const size_t n = std::min(frames.size() - start, static_cast<size_t>(batch_));
       std::vector<Transform> transforms(n);
+      auto t0 = Clock::now();
       if (gpu_) {
         const std::vector<FrameView> part(frames.begin() + static_cast<std::ptrdiff_t>(start),
                                           frames.begin() + static_cast<std::ptrdiff_t>(start + n));
@@ -187,18 +194,26 @@ class VisionModelImpl final : public VisionModel {
           transforms[i].frameHeight = static_cast<float>(whole.height);
         }
       }
+      times_.preprocessMs += msSince(t0);
+      t0 = Clock::now();
       EI_RETURN_IF_ERROR(ctx_->execute());
+      times_.engineMs += msSince(t0);
+      ++times_.batches;
+      t0 = Clock::now();
       std::map<std::string, Tensor> outputs;
       for (const TensorDesc& d : engine_->outputs()) {
         auto t = ctx_->getOutput(d.name);
         if (!t.ok()) return t.status();
         outputs[d.name] = *t;
       }
+      times_.outputMs += msSince(t0);
+      t0 = Clock::now();
       // Images beyond n (a partial last batch) are decoded too and dropped here.
       std::vector<Transform> all(static_cast<size_t>(batch_), transforms.back());
       for (size_t i = 0; i < n; ++i) all[i] = transforms[i];
       std::vector<FrameResult> part(static_cast<size_t>(batch_));
       EI_RETURN_IF_ERROR(decode(outputs, all, part));
+      times_.decodeMs += msSince(t0);
       for (size_t i = 0; i < n; ++i) {
         part[i].transform = transforms[i];
         results.push_back(std::move(part[i]));
@@ -255,6 +270,7 @@ class VisionModelImpl final : public VisionModel {
   Tensor input_;
   int64_t batch_ = 1;
   bool gpu_ = false;
+  VisionStageTimes times_;
 };
 
 Expected<std::vector<uint8_t>> readFile(const std::string& path) {

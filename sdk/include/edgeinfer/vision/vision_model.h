@@ -54,6 +54,18 @@ struct FrameResult {
   Transform transform;                          ///< tensor-to-frame mapping used
 };
 
+/// Where infer() has spent its time since the model was loaded (wall clock of the calling
+/// thread, summed over batches): what limits a pipeline. GPU preprocessing is queued, not
+/// waited for; the engine's time includes that wait.
+struct VisionStageTimes {
+  int64_t batches = 0;        ///< engine runs
+  int64_t frames = 0;         ///< frames (or regions) given to infer()
+  double preprocessMs = 0.0;  ///< frames -> input tensor
+  double engineMs = 0.0;      ///< ExecutionContext::execute(), until the outputs are ready
+  double outputMs = 0.0;      ///< fetching the outputs (device -> host copies on the GPU)
+  double decodeMs = 0.0;      ///< the decoder (boxes, NMS, top-k) on the CPU
+};
+
 class VisionModel {
  public:
   /// Reads the config and builds (or loads the cached) engine. Errors name the config file
@@ -71,6 +83,9 @@ class VisionModel {
   virtual bool onGpu() const = 0;
   /// "built in 12.3 s" or "loaded from <file>": how the engine came to be.
   virtual const std::string& engineSource() const = 0;
+
+  /// Time spent per stage by infer() so far.
+  virtual VisionStageTimes stageTimes() const = 0;
 
   /// Runs frames (host or, with a GPU engine, device memory) through the model: one result per
   /// frame, in order. Batches larger than the engine's batch run in several passes.
