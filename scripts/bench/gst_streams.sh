@@ -107,7 +107,7 @@ run() {
   local t0 t1 out
   t0=$(date +%s.%N)
   # edgeinfer's INFO lines: how its engine came to be, and at the end where its time went.
-  if ! out=$(GST_DEBUG="${GST_DEBUG:-edgeinfer:4}" GST_DEBUG_NO_COLOR=1 gst-launch-1.0 "${desc[@]}" 2>&1); then
+  if ! out=$(GST_DEBUG="${GST_DEBUG:-edgeinfer:4,edgeinfer-sdk:4}" GST_DEBUG_NO_COLOR=1 gst-launch-1.0 "${desc[@]}" 2>&1); then
     echo "$mode: the pipeline failed:" >&2
     tail -5 <<<"$out" >&2
     return 1
@@ -127,7 +127,7 @@ ok = "yes" if min(per) >= realtime else "no"
 print(f"{mode:7s} {n:7d} {total:7d} {secs:8.3f} {total / secs:10.1f} {min(per):9.1f} {max(per):9.1f} "
       f"{ok:>9s} {t1 - t0:10.2f}")
 EOF
-  grep -E "ready on the|busy [0-9]+% of" "$work/$mode.log" | sed 's/^.*> /    edgeinfer: /' || true
+  grep -E "ready on the|busy [0-9]+% of|GPU engine for" "$work/$mode.log" | sed 's/^.*> /    edgeinfer: /' || true
 }
 
 printf "%-7s %7s %7s %8s %10s %9s %9s %9s %10s\n" mode streams frames seconds "total FPS" \

@@ -253,6 +253,15 @@ class GpuBuilder {
     return std::move(providers_);
   }
   int timedLayers() const { return timed_; }
+  /// Candidates timed, how many were cut short (TimingOptions::pruneFactor), and the seconds
+  /// spent initialising them (weights, cuDNN plans) and timing them: where a cold build goes.
+  std::string timingSummary() const {
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "%d candidates timed (%d cut short): %.1f s initialising them, %.1f s timing",
+                  candidatesTimed_, candidatesPruned_, initSeconds_, timingSeconds_);
+    return buf;
+  }
   /// Tactic states (cuDNN plans) recorded in the timing cache by this build.
   int statesAdded() const { return statesAdded_; }
   int cachedLayers() const { return cached_; }
@@ -424,7 +433,12 @@ class GpuBuilder {
   /// Times one candidate: initialises it (weights to the device), then launches it on zeroed
   /// scratch inputs (constants it reads as inputs: their real values).
   Expected<double> timeTactic(Tactic& t, const builder::LayerContext& layer, double pruneAboveMs) {
-    EI_RETURN_IF_ERROR(t.initialize(layer));
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    const Status init = t.initialize(layer);
+    const auto t1 = Clock::now();
+    initSeconds_ += std::chrono::duration<double>(t1 - t0).count();
+    EI_RETURN_IF_ERROR(init);
     const graph::Node& n = *layer.node;
     std::vector<DeviceBuffer> bufs;
     bufs.reserve(n.inputs.size() + n.outputs.size() + 1);
@@ -458,7 +472,11 @@ class GpuBuilder {
       args.workspace = bufs.back().get();
       args.workspaceBytes = t.workspaceBytes();
     }
-    return timeLaunches([&] { return t.enqueue(args); }, cfg_.timing, stream_, pruneAboveMs);
+    auto ms = timeLaunches([&] { return t.enqueue(args); }, cfg_.timing, stream_, pruneAboveMs);
+    timingSeconds_ += std::chrono::duration<double>(Clock::now() - t1).count();
+    ++candidatesTimed_;
+    if (ms.ok() && *ms > pruneAboveMs) ++candidatesPruned_;
+    return ms;
   }
 
   /// Adds the step of node i: the cheapest GPU tactic (true), or a CPU-fallback step (false).
@@ -665,6 +683,8 @@ class GpuBuilder {
   std::map<std::string, Precision> policy_;           // INT8: calibration policy per layer
   std::map<std::string, bool> int8Readers_;           // INT8: int8ConvReaders() per value
   int timed_ = 0, cached_ = 0, statesAdded_ = 0;
+  int candidatesTimed_ = 0, candidatesPruned_ = 0;
+  double initSeconds_ = 0.0, timingSeconds_ = 0.0;
 };
 
 }  // namespace
@@ -781,10 +801,11 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph g, EngineInfo inf
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f s", secs);
-  log(Severity::kInfo,
-      "GPU engine for " + dev.name + ": " + std::to_string(timed) + " layer signatures timed, " +
-          std::to_string(cached) + " from the timing cache" +
-          (cachePath.empty() ? std::string() : " (" + cachePath + ")") + ", " + buf);
+  log(Severity::kInfo, "GPU engine for " + dev.name + ": " + std::to_string(timed) +
+                           " layer signatures timed, " + std::to_string(cached) +
+                           " from the timing cache" +
+                           (cachePath.empty() ? std::string() : " (" + cachePath + ")") + ", " +
+                           buf + (timed > 0 ? "; " + b.timingSummary() : std::string()));
   return std::unique_ptr<Engine>(std::move(engine));
 }
 
