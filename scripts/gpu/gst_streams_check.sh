@@ -13,7 +13,7 @@
 #   streams  scripts/bench/gst_streams.sh for each N in STREAMS (default "1 16 64"), on
 #            COPIES concatenated copies of the clip (default 8: 328 frames a stream),
 #            modes MODES (default decode,mux,infer), engine batch EDGEINFER_BATCH (default 16)
-# The timing cache and the engine cache are copied back to $OUT.
+# The timing caches come back to $OUT as timing_cache.tgz (carry it as .devcarry-gst/ next time).
 set -uo pipefail
 out=${OUT:-/tmp/out}
 repo=$PWD  # (env.sh sets $here)
@@ -29,6 +29,8 @@ ln -sf /tmp/eg/.bundle-gst/gst/libgstedgeinfer.so "$build/plugins/gst/"
 ln -sf /tmp/eg/.bundle-gst/lib/libedgeinfer-gstmeta.so "$build/lib/"
 [ -x /tmp/eg/.bundle-gst/bin/edgeinfer ] && ln -sf /tmp/eg/.bundle-gst/bin/edgeinfer "$build/"
 [ -d .devcarry-gst/cache ] && cp -r .devcarry-gst/cache/. "$XDG_CACHE_HOME/"
+# timing_cache.tgz: the timing caches an earlier run returned (engines then build in seconds).
+[ -f .devcarry-gst/timing_cache.tgz ] && tar -xzf .devcarry-gst/timing_cache.tgz -C "$XDG_CACHE_HOME"
 config=$repo/.devcarry-gst/models/blazeface/model_back.json
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for step in ${STEPS:-demo streams}; do
@@ -72,5 +74,7 @@ for step in ${STEPS:-demo streams}; do
   esac
 done
 nvidia-smi --query-gpu=utilization.gpu,utilization.decoder,memory.used --format=csv
-mkdir -p "$out/cache" && cp -r "$XDG_CACHE_HOME"/. "$out/cache/" 2>/dev/null
-du -sh "$out/cache"
+# The timing caches (not the engines) as one file: the device tool returns files two folders
+# deep at most. Put it in .devcarry-gst/ for the next run.
+(cd "$XDG_CACHE_HOME" && find edgeinfer -name 'timing.cache*' -print0 |
+  tar -czf "$out/timing_cache.tgz" --null -T -) && ls -la "$out/timing_cache.tgz"

@@ -25,7 +25,7 @@ Expected<std::vector<std::vector<Classification>>> classify(const Tensor& scores
     return Status(ErrorCode::kInvalidArgument, std::string(what) + ": too many classes");
   EI_RETURN_IF_ERROR(detail::checkLabels(params.labels, static_cast<int>(c), "classification"));
 
-  const std::vector<float> v = detail::toFloats(scores);
+  const detail::FloatElements v(scores);
   std::vector<std::vector<Classification>> out(static_cast<size_t>(n));
   std::vector<float> p(static_cast<size_t>(c));
   std::vector<int> ids;

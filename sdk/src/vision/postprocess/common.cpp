@@ -37,6 +37,15 @@ std::vector<float> toFloats(const Tensor& t) {
   return out;
 }
 
+FloatElements::FloatElements(const Tensor& t) {
+  if (t.dtype() == DataType::kFloat32) {
+    p_ = t.data<float>();
+  } else {
+    widened_ = toFloats(t);
+    p_ = widened_.data();
+  }
+}
+
 Status checkLabels(const std::vector<std::string>& labels, int numClasses, const char* what) {
   if (!labels.empty() && static_cast<int64_t>(labels.size()) != numClasses)
     return Status(ErrorCode::kInvalidArgument,

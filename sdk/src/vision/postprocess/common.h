@@ -19,6 +19,22 @@ Status checkFloatTensor(const Tensor& t, const char* what, size_t rank);
 /// The tensor's elements widened to float32 (float16 exactly).
 std::vector<float> toFloats(const Tensor& t);
 
+/// The tensor's elements as float32 without a copy when they are float32 already (a decoder's
+/// usual case: the output of a batch can be megabytes, and a fresh copy per batch costs more
+/// than the decoding), else widened into its own buffer (float16 exactly). The tensor must
+/// outlive it. Not copyable (it may point into itself).
+class FloatElements {
+ public:
+  explicit FloatElements(const Tensor& t);
+  FloatElements(const FloatElements&) = delete;
+  FloatElements& operator=(const FloatElements&) = delete;
+  const float* data() const { return p_; }
+
+ private:
+  std::vector<float> widened_;
+  const float* p_ = nullptr;
+};
+
 inline float sigmoid(float v) {
   return 1.f / (1.f + std::exp(-v));
 }

@@ -20,7 +20,7 @@ Expected<Tensor> segmentationArgmax(const Tensor& scores, DataType outType) {
   if (outType == DataType::kInt32 && c > INT32_MAX)
     return Status(ErrorCode::kInvalidArgument, "segmentation: too many classes");
   EI_ASSIGN_OR_RETURN(Tensor out, Tensor::create(outType, Shape{n, h, w}));
-  const std::vector<float> v = detail::toFloats(scores);
+  const detail::FloatElements v(scores);
   const int64_t hw = h * w;
   for (int64_t b = 0; b < n; ++b) {
     const float* img = v.data() + b * c * hw;

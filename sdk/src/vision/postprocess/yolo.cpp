@@ -76,7 +76,7 @@ Expected<std::vector<Detection>> decodeYoloV5(const Tensor& output, const YoloV5
   EI_RETURN_IF_ERROR(checkClasses(p.numClasses, row - 5, what, output));
   EI_RETURN_IF_ERROR(detail::checkLabels(p.labels, p.numClasses, "YOLOv5"));
   EI_RETURN_IF_ERROR(detail::checkTransforms(transforms, n));
-  const std::vector<float> v = detail::toFloats(output);
+  const detail::FloatElements v(output);
   std::vector<Detection> cands;
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t i = 0; i < nb; ++i) {
@@ -141,7 +141,7 @@ Expected<std::vector<Detection>> decodeYoloV8(const Tensor& output, const YoloV8
                         "x" + std::to_string(p.inputHeight) + " give " + std::to_string(ax.size()));
   }
 
-  const std::vector<float> v = detail::toFloats(output);
+  const detail::FloatElements v(output);
   std::vector<Detection> cands;
   for (int64_t b = 0; b < n; ++b) {
     const float* img = v.data() + b * ch * na;
