@@ -8,6 +8,8 @@
 #   detector the ResNet-18/34-class detector of the issue's goal (scripts/bench/make_detector.py,
 #            DET_ARCH, default resnet34, 960x544, random weights) becomes the model of the
 #            streams step that follows it (default: BlazeFace back, 256x256)
+#   coldbuild ResNet-50 engines built with an empty timing cache at COLD_BATCHES (default "1 64")
+#            through edgeinfer's start: the build time and where it went
 #   demo     scripts/demo.sh's GPU path (BACKEND=gpu: nvh264dec -> edgeinfer in CUDA memory)
 #            on the phone clip, setup/build/fetch skipped (the bundle is the build)
 #   streams  scripts/bench/gst_streams.sh for each N in STREAMS (default "1 16 64"), on
@@ -51,6 +53,29 @@ for step in ${STEPS:-demo streams}; do
       /opt/torch/.venv/bin/python scripts/bench/make_detector.py --arch "$arch" \
         --out "/tmp/det/${arch}_det.onnx" 2>&1 | grep -v -i warn | tail -n 2
       config=/tmp/det/${arch}_det.json
+      ;;
+    coldbuild)
+      # Cold builds (an empty timing cache) of ResNet-50 (torchvision, random weights) at
+      # COLD_BATCHES (default "1 64"), FP16, through edgeinfer's start: the builder's summary
+      # says how long it took and where the time went (initialising vs timing candidates).
+      mkdir -p /tmp/r50
+      /opt/torch/.venv/bin/python - <<'PY' 2>&1 | grep -v -i warn | tail -n 1
+import torch, torchvision
+torch.manual_seed(0)
+m = torchvision.models.resnet50(weights=None).eval()
+torch.onnx.export(m, torch.rand(1, 3, 224, 224), "/tmp/r50/model.onnx", opset_version=17,
+                  input_names=["input"], output_names=["output"],
+                  dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, dynamo=False)
+print("exported /tmp/r50/model.onnx")
+PY
+      cp models/imagenet-classifier/model.json /tmp/r50/model.json
+      for b in ${COLD_BATCHES:-1 64}; do
+        echo "== ResNet-50 cold build, batch $b"
+        XDG_CACHE_HOME=/tmp/eg/cold_$b GST_DEBUG=edgeinfer:4,edgeinfer-sdk:4 GST_DEBUG_NO_COLOR=1 \
+          timeout -k 5 400 gst-launch-1.0 videotestsrc num-buffers=2 ! edgeinfer \
+          config=/tmp/r50/model.json backend=gpu batch-size="$b" ! fakesink 2>&1 |
+          grep -E "GPU engine for|ERROR" | sed 's/^.*log: /   /'
+      done
       ;;
     streams)
       clip=/tmp/eg/long.h264
