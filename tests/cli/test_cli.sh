@@ -102,5 +102,49 @@ fi
 "$py" -c "import numpy as np; np.save('$work/bad.npy', np.zeros((2, 2), np.float32))"
 check "wrong input shape_n" expect_exit 2 "shape" "$cli" run "$work/m.engine" --input "x=$work/bad.npy"
 
+# Input shapes and shape profiles (--shapes): a model with a dynamic batch, built for batches 1
+# and 3; run and bench pick the profile to feed; inspect lists the profiles.
+"$py" - "$work" <<'PY'
+import sys, numpy as np, onnx
+from onnx import helper, TensorProto, numpy_helper
+w = sys.argv[1]
+rng = np.random.default_rng(1)
+k = rng.standard_normal((2, 3, 1, 1)).astype(np.float32)
+g = helper.make_graph(
+    [helper.make_node("Conv", ["x", "k"], ["c"]), helper.make_node("Relu", ["c"], ["y"])],
+    "cli_profiles",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4, 4])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2, 4, 4])],
+    [numpy_helper.from_array(k, "k")])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{w}/dyn.onnx")
+x = rng.standard_normal((3, 3, 4, 4)).astype(np.float32)
+np.save(f"{w}/x3.npy", x)
+np.save(f"{w}/y3_ref.npy", np.maximum(np.einsum("oi,nihw->nohw", k[:, :, 0, 0], x), 0))
+PY
+check "build with two shape profiles" bash -c "'$cli' build '$work/dyn.onnx' -o '$work/p.engine' --shapes x:1x3x4x4 --shapes x:3x3x4x4 | grep -q '2 shape profiles'"
+check "inspect lists the profiles" bash -c "out=\$('$cli' inspect '$work/p.engine') && grep -q 'shape profiles (2)' <<<\"\$out\" && grep -q '\\[0\\] x:1x3x4x4' <<<\"\$out\" && grep -q '\\[1\\] x:3x3x4x4' <<<\"\$out\" && grep -q 'x: float32 \\[?x3x4x4\\]' <<<\"\$out\""
+check "run feeds the first profile by default" bash -c "'$cli' run '$work/p.engine' | grep -q 'shape profile: x:1x3x4x4'"
+check "run --shapes picks a profile" bash -c "'$cli' run '$work/p.engine' --shapes x:3x3x4x4 | grep -q 'y: float32\\[3,2,4,4\\]'"
+check "run the batch-3 profile from a file" "$cli" run "$work/p.engine" --input "x=$work/x3.npy" --outputs "$work/out3"
+check "batch-3 outputs match numpy" "$py" -c "
+import numpy as np, sys
+y = np.load('$work/out3/y.npy'); r = np.load('$work/y3_ref.npy')
+sys.exit(0 if y.shape == r.shape and np.allclose(y, r, rtol=1e-5, atol=1e-5) else 1)"
+check "bench --shapes" bash -c "'$cli' bench '$work/p.engine' --shapes x:3x3x4x4 --iterations 3 --warmup 1 --json '$work/pb.json' >/dev/null && grep -q '\"input_shapes\": \"x:3x3x4x4\"' '$work/pb.json'"
+check "run a model with --shapes" bash -c "'$cli' run '$work/dyn.onnx' --shapes x:3x3x4x4 | grep -q 'y: float32\\[3,2,4,4\\]'"
+check "inspect a model with --shapes" bash -c "'$cli' inspect '$work/dyn.onnx' --shapes x:2x3x4x4 | grep -q 'input shapes: x:2x3x4x4'"
+check "a shape in no profile_n" expect_exit 2 "[1] x:3x3x4x4" "$cli" run "$work/p.engine" --shapes x:2x3x4x4
+check "a file of a shape in no profile_n" expect_exit 2 "no shape profile" "$cli" run "$work/p.engine" --input "x=$work/x.npy"
+check "several --shapes on an engine_n" expect_exit 2 "fixed when it was built" "$cli" run "$work/p.engine" --shapes x:1x3x4x4 --shapes x:3x3x4x4
+check "--shapes syntax_n" expect_exit 2 "--shapes needs NAME:" "$cli" build "$work/dyn.onnx" -o "$work/t.engine" --shapes x:1xAx4x4
+check "--shapes without a name_n" expect_exit 2 "has no NAME:" "$cli" build "$work/dyn.onnx" -o "$work/t.engine" --shapes 1x3x4x4
+check "--shapes against a static dim_n" expect_exit 2 "input 'x' dim 1: the model fixes it to 3, the shape gives 5" "$cli" build "$work/dyn.onnx" -o "$work/t.engine" --shapes x:1x5x4x4
+check "--shapes of another rank_n" expect_exit 2 "has rank 3" "$cli" build "$work/dyn.onnx" -o "$work/t.engine" --shapes x:1x3x4
+check "--shapes of an unknown input_n" expect_exit 2 "not an input of the model" "$cli" build "$work/dyn.onnx" -o "$work/t.engine" --shapes images:1x3x4x4
+check "duplicate profiles_n" expect_exit 2 "are the same" "$cli" build "$work/dyn.onnx" -o "$work/t.engine" --shapes x:1x3x4x4 --shapes x:1x3x4x4
+check "--shapes of an unknown input on an engine_n" expect_exit 3 "not an input of the engine" "$cli" run "$work/p.engine" --shapes images:1x3x4x4
+head -c 200 "$work/p.engine" >"$work/ptrunc.engine"
+check "truncated profile engine_n" expect_exit 1 "truncated" "$cli" inspect "$work/ptrunc.engine"
+
 echo "$pass passed, $failures failed"
 [[ $failures -eq 0 ]]

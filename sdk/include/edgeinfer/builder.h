@@ -63,6 +63,20 @@ struct BuilderConfig {
   /// Value used for every dynamic (unnamed or symbolic) input dimension when the engine's
   /// static shapes are planned. -1 keeps them dynamic (shapes are resolved per run).
   int64_t dynamicDimDefault = -1;
+  /// Input shapes to build for, by input name (like trtexec's --shapes): each fixes the
+  /// dynamic dims of its input and wins over dynamicDimDefault. A shape must have the
+  /// input's rank, agree with every static dim of the model and have dims >= 1; a name the
+  /// model lacks is an error too (each names the input, the dim and both values).
+  std::map<std::string, Shape> inputShapes;
+  /// Shape profiles: one input-shape map per profile (each over inputShapes: a profile names
+  /// only the inputs it sets, the others take inputShapes'). Two or more make an engine that
+  /// holds one complete build per profile (the GPU builder times and plans each; the memory
+  /// plan is static per profile); a context runs the profile whose shapes equal the bound
+  /// inputs' (Engine::profiles() lists them). Each profile holds its own copy of the weights
+  /// on the GPU and in the engine file (memory x profiles; a CPU engine shares the host copy
+  /// of the constants that are equal across profiles). Two profiles of equal shapes are an
+  /// error. One profile is the same as inputShapes (an ordinary single-shape engine file).
+  std::vector<std::map<std::string, Shape>> shapeProfiles;
   /// Reject models whose single tensor (input, weight or inferred activation) would exceed
   /// this many bytes: protects against corrupt files declaring absurd dimensions.
   int64_t maxTensorBytes = int64_t{4} << 30;  // 4 GiB

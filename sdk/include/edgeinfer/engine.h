@@ -42,12 +42,22 @@ struct EngineInfo {
   std::string modelName;
   std::string modelHash;  // hex SHA-256-free FNV digest of the ONNX bytes it was built from
   int64_t nodeCount = 0;
+  /// Bytes of the optimised graph's constants (weights), from the engine's graph (not stored
+  /// in the file). An engine with several shape profiles holds one copy per profile (on the
+  /// GPU and in the file) and reports the sum.
+  int64_t weightBytes = 0;
 };
+
+/// The input shapes of one shape profile (BuilderConfig::shapeProfiles): input name -> shape.
+using ShapeProfile = std::map<std::string, Shape>;
+
+/// "x:1x3x224x224,y:1x10" (a dynamic dim, which only CPU engines keep, is "?").
+std::string formatShapeProfile(const ShapeProfile& profile);
 
 class ExecutionContext;
 
 /// Memory and launch figures of an execution context (memory: the largest over the input
-/// shapes it has run).
+/// shapes it has run; launch counts: summed over them, e.g. one graph capture per shape).
 struct ContextStats {
   int64_t activationArenaBytes = 0;  ///< activation memory after liveness planning (peak)
   int64_t activationNaiveBytes = 0;  ///< what one buffer per activation would take
@@ -79,6 +89,12 @@ class Engine {
   virtual const std::vector<TensorDesc>& outputs() const = 0;
   virtual const EngineInfo& info() const = 0;
 
+  /// The input shapes the engine was built for, one entry per shape profile, in build order
+  /// (every input named). An engine built for one shape (no profiles, or one) returns one
+  /// entry, its inputs' shapes (a CPU engine may keep dynamic dims: -1, any size). A context
+  /// runs the profile whose shapes equal the bound inputs' (-1 matches any size).
+  virtual std::vector<ShapeProfile> profiles() const;
+
   /// A context holds the per-run state (activations); several contexts may share one
   /// engine and run concurrently from different threads.
   virtual Expected<std::unique_ptr<ExecutionContext>> createExecutionContext(
@@ -105,11 +121,15 @@ class ExecutionContext {
   /// The engine this context runs (it must outlive the context).
   virtual const Engine& engine() const = 0;
 
-  /// Binds an input. Its shape must match the engine's input, dynamic dims excepted; the
+  /// Binds an input. Its shape must match the engine's input, dynamic dims excepted (an engine
+  /// with several shape profiles: the shape of that input in one of its profiles); the
   /// tensor is read during execute() and not copied before. GPU engines also take a device
   /// tensor (of the engine's device), read in place without a host copy.
   virtual Status setInput(const std::string& name, const Tensor& tensor) = 0;
-  /// Runs the engine on the bound inputs.
+  /// Runs the engine on the bound inputs. An engine with several shape profiles runs the
+  /// profile whose shapes equal the bound inputs' shapes (kInvalidArgument listing the
+  /// profiles when none does); each profile's state (GPU: stream, arena, CUDA graph) is
+  /// created on the first run of its shape.
   virtual Status execute() = 0;
   /// An output of the last execute() (valid until the next execute()).
   virtual Expected<Tensor> getOutput(const std::string& name) const = 0;

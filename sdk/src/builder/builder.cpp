@@ -1,8 +1,11 @@
 #include "edgeinfer/builder.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "builder/engine_format.h"
@@ -15,6 +18,7 @@
 #include "quant/qdq_absorb.h"
 #include "runtime/cuda_backend.h"
 #include "runtime/graph_engine.h"
+#include "runtime/profile_engine.h"
 
 namespace edgeinfer {
 namespace {
@@ -151,7 +155,110 @@ void applyGpuStaticShapes(graph::Graph& g, const BuilderConfig& cfg) {
   }
   if (!dyn.empty())
     log(Severity::kWarning, "GPU engines are built for static shapes: the dynamic dims of " + dyn +
-                                " are set to 1 (choose with --dynamic-dim N)");
+                                " are set to 1 (choose with --shapes or --dynamic-dim N)");
+}
+
+/// The shape profiles to build (BuilderConfig::inputShapes / shapeProfiles), each naming every
+/// input whose shape is known, checked against the model's inputs: none when neither option is
+/// set (the model's shapes, as always). The dims no shape sets take dynamicDimDefault, and on
+/// the GPU 1 (with a warning), so that equal profiles are found before anything is built.
+Expected<std::vector<ShapeProfile>> resolveProfiles(const graph::Graph& g, const BuilderConfig& cfg,
+                                                    Backend backend) {
+  std::vector<std::map<std::string, Shape>> given;
+  if (cfg.shapeProfiles.empty()) {
+    if (!cfg.inputShapes.empty()) given.push_back(cfg.inputShapes);
+  } else {
+    for (const auto& p : cfg.shapeProfiles) {
+      std::map<std::string, Shape> merged = cfg.inputShapes;
+      for (const auto& [name, shape] : p) merged[name] = shape;
+      given.push_back(std::move(merged));
+    }
+  }
+  std::string inputNames;
+  for (const auto& in : g.inputs) inputNames += (inputNames.empty() ? "'" : ", '") + in + "'";
+  std::vector<ShapeProfile> out;
+  std::set<std::string> filledWithOne;
+  for (size_t i = 0; i < given.size(); ++i) {
+    const std::string where =
+        cfg.shapeProfiles.empty() ? std::string() : "shape profile " + std::to_string(i) + ": ";
+    const auto error = [&](const std::string& what) {
+      return Status(ErrorCode::kInvalidArgument, where + what);
+    };
+    for (const auto& [name, shape] : given[i])
+      if (std::find(g.inputs.begin(), g.inputs.end(), name) == g.inputs.end())
+        return error("a shape is given for '" + name + "', which is not an input of the model (" +
+                     (inputNames.empty() ? std::string("it has none") : "inputs: " + inputNames) +
+                     ")");
+    ShapeProfile full;
+    for (const auto& in : g.inputs) {
+      const graph::Value& v = *g.findValue(in);
+      const auto it = given[i].find(in);
+      if (it == given[i].end() && !v.shapeKnown) continue;  // any shape, as in the model
+      Shape s = v.shape;
+      if (it != given[i].end()) {
+        const Shape& want = it->second;
+        const std::string model = runtime::shapeText(v.shape, &v.dimNames);
+        if (v.shapeKnown && want.rank() != v.shape.rank())
+          return error("input '" + in + "': the shape " + runtime::shapeText(want) + " has rank " +
+                       std::to_string(want.rank()) + ", but the model's input has rank " +
+                       std::to_string(v.shape.rank()) + " (" + model + ")");
+        for (size_t d = 0; d < want.rank(); ++d) {
+          const std::string modelDim =
+              !v.shapeKnown ? std::string("no shape")
+              : v.shape[d] >= 0
+                  ? std::to_string(v.shape[d])
+                  : (d < v.dimNames.size() && !v.dimNames[d].empty() ? "'" + v.dimNames[d] + "'"
+                                                                     : std::string("'?'"));
+          if (want[d] < 1)
+            return error("input '" + in + "' dim " + std::to_string(d) + ": " +
+                         std::to_string(want[d]) +
+                         " is not a size (sizes are >= 1; the model has " + modelDim + ")");
+          if (v.shapeKnown && v.shape[d] >= 0 && v.shape[d] != want[d])
+            return error("input '" + in + "' dim " + std::to_string(d) +
+                         ": the model fixes it to " + std::to_string(v.shape[d]) +
+                         ", the shape gives " + std::to_string(want[d]) + " (" + model + " vs " +
+                         runtime::shapeText(want) + ")");
+        }
+        s = want;
+      }
+      for (auto& d : s.dims()) {
+        if (d >= 0) continue;
+        if (cfg.dynamicDimDefault >= 0) {
+          d = cfg.dynamicDimDefault;
+        } else if (backend == Backend::kCuda) {
+          d = 1;
+          filledWithOne.insert(in);
+        }
+      }
+      full[in] = s;
+    }
+    for (size_t j = 0; j < out.size(); ++j)
+      if (out[j] == full)
+        return Status(ErrorCode::kInvalidArgument, "shape profiles " + std::to_string(j) + " and " +
+                                                       std::to_string(i) + " are the same (" +
+                                                       formatShapeProfile(full) +
+                                                       "): give each profile its own shapes");
+    out.push_back(std::move(full));
+  }
+  if (!filledWithOne.empty()) {
+    std::string names;
+    for (const auto& n : filledWithOne) names += (names.empty() ? "'" : ", '") + n + "'";
+    log(Severity::kWarning, "GPU engines are built for static shapes: the dynamic dims of " +
+                                names +
+                                " that no shape sets are 1 (choose with --shapes or "
+                                "--dynamic-dim N)");
+  }
+  return out;
+}
+
+/// Sets the graph's input shapes to the profile's.
+void applyProfile(graph::Graph& g, const ShapeProfile& profile) {
+  for (const auto& [name, shape] : profile) {
+    graph::Value& v = g.value(name);
+    v.shape = shape;
+    v.shapeKnown = true;
+    v.dimNames.resize(shape.rank());
+  }
 }
 
 /// The importer's options from the builder's: external data next to the model (`defaultDir`)
@@ -164,15 +271,14 @@ onnx_import::ImportOptions importOptions(const BuilderConfig& cfg, const std::st
   return io;
 }
 
-Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const BuilderConfig& cfg,
-                                                 const std::string& defaultDir) {
-  EI_ASSIGN_OR_RETURN(Backend backend, resolveBackend(cfg));
-  if (cfg.precision != Precision::kFp32 && backend == Backend::kCpu)
-    log(Severity::kWarning, std::string("the CPU backend computes in fp32; precision ") +
-                                precisionName(cfg.precision) + " is ignored");
-  const onnx_import::ImportOptions io = importOptions(cfg, defaultDir);
-  EI_ASSIGN_OR_RETURN(graph::Graph g,
-                      onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
+/// Builds one engine (one input shape, or dynamic dims on the CPU) from the imported graph
+/// `g`: the profile's input shapes (when given), the passes, the backend's build. `pool`
+/// (optional) shares equal constants with earlier profiles (shareConstants).
+Expected<std::unique_ptr<Engine>> buildOne(graph::Graph g, const std::string& bytes,
+                                           const BuilderConfig& cfg, Backend backend,
+                                           const ShapeProfile* profile,
+                                           std::map<std::string, Tensor>* pool) {
+  if (profile) applyProfile(g, *profile);
   applyDynamicDefault(g, cfg.dynamicDimDefault);
   if (backend == Backend::kCuda) applyGpuStaticShapes(g, cfg);
   // GPU INT8 builds of a model with its own Q/DQ nodes take the model's scales (explicit
@@ -180,6 +286,7 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
   quant::ExplicitInt8 explicitInt8;
   const bool gpuInt8 = backend == Backend::kCuda && cfg.precision == Precision::kInt8;
   EI_RETURN_IF_ERROR(optimize(g, cfg, gpuInt8 ? &explicitInt8 : nullptr));
+  if (pool) runtime::shareConstants(g, *pool);
   // A calibration cache is checked against the model before anything is built (the GPU
   // builder takes its int8 scales from it; the CPU computes in FP32): a cache from another
   // model, or one that misses layers of this graph, is an error now, not later. Tensors the
@@ -203,6 +310,53 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
   return std::unique_ptr<Engine>(new runtime::GraphEngine(std::move(g), std::move(info)));
 }
 
+Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const BuilderConfig& cfg,
+                                                 const std::string& defaultDir) {
+  EI_ASSIGN_OR_RETURN(Backend backend, resolveBackend(cfg));
+  if (cfg.precision != Precision::kFp32 && backend == Backend::kCpu)
+    log(Severity::kWarning, std::string("the CPU backend computes in fp32; precision ") +
+                                precisionName(cfg.precision) + " is ignored");
+  const onnx_import::ImportOptions io = importOptions(cfg, defaultDir);
+  EI_ASSIGN_OR_RETURN(graph::Graph g,
+                      onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
+  EI_ASSIGN_OR_RETURN(std::vector<ShapeProfile> profiles, resolveProfiles(g, cfg, backend));
+  if (profiles.size() <= 1)  // one shape: an ordinary engine (file format unchanged)
+    return buildOne(std::move(g), bytes, cfg, backend, profiles.empty() ? nullptr : &profiles[0],
+                    nullptr);
+
+  // Several profiles: one complete build each (passes, GPU tactic timing and memory plan for
+  // its shapes), from a fresh import, since the passes rewrite the graph for its shapes. The
+  // timing cache is read and written by each build in turn: its entries are keyed by shape.
+  std::vector<std::unique_ptr<Engine>> engines;
+  std::map<std::string, Tensor> pool;
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    log(Severity::kInfo, "shape profile " + std::to_string(i) + " of " +
+                             std::to_string(profiles.size()) + ": " +
+                             formatShapeProfile(profiles[i]));
+    if (i > 0) {
+      EI_ASSIGN_OR_RETURN(g, onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
+    }
+    auto e = buildOne(std::move(g), bytes, cfg, backend, &profiles[i], &pool);
+    if (!e.ok()) return e.status().withContext("shape profile " + std::to_string(i));
+    engines.push_back(std::move(e).value());
+  }
+  EI_ASSIGN_OR_RETURN(auto engine, runtime::ProfileEngine::create(profiles, std::move(engines),
+                                                                  ErrorCode::kInternal));
+  const EngineInfo& info = engine->info();
+  char buf[96];
+  std::snprintf(
+      buf, sizeof buf, "%.2f MiB per profile, %.2f MiB in all",
+      static_cast<double>(info.weightBytes) / static_cast<double>(profiles.size()) / 1048576.0,
+      static_cast<double>(info.weightBytes) / 1048576.0);
+  log(Severity::kInfo,
+      "engine with " + std::to_string(profiles.size()) +
+          " shape profiles: each holds its own weights (" + buf +
+          (backend == Backend::kCuda ? std::string(" on the GPU and in the engine file)")
+                                     : std::string(" in the engine file; the CPU shares the "
+                                                   "host copy of equal constants)")));
+  return std::unique_ptr<Engine>(std::move(engine));
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Engine>> Builder::buildFromFile(const std::string& path,
@@ -221,9 +375,21 @@ Expected<std::unique_ptr<Engine>> Builder::buildFromBuffer(const void* data, siz
 Expected<std::string> Builder::inspect(const std::string& path, const BuilderConfig& cfg) {
   const onnx_import::ImportOptions io = importOptions(cfg, builder::modelDir(path));
   EI_ASSIGN_OR_RETURN(graph::Graph g, onnx_import::importFromFile(path, io));
+  // The graph of the first shape profile (of inputShapes when no profiles are given).
+  auto profiles = resolveProfiles(g, cfg, Backend::kCpu);
+  if (!profiles.ok()) return profiles.status().withContext("'" + path + "'");
+  std::string out;
+  if (!profiles->empty()) {
+    applyProfile(g, profiles->front());
+    out += "=== input shapes" +
+           std::string(profiles->size() > 1
+                           ? " (shape profile 0 of " + std::to_string(profiles->size()) + ")"
+                           : "") +
+           ": " + formatShapeProfile(profiles->front()) + "\n";
+  }
   applyDynamicDefault(g, cfg.dynamicDimDefault);
   EI_RETURN_IF_ERROR(graph::inferShapes(g, cfg.maxTensorBytes).withContext("'" + path + "'"));
-  std::string out = "=== before optimisation\n" + g.toString();
+  out += "=== before optimisation\n" + g.toString();
   EI_RETURN_IF_ERROR(optimize(g, cfg).withContext("'" + path + "'"));
   out += "\n=== after optimisation\n" + g.toString();
   return out;
@@ -253,6 +419,9 @@ Expected<graph::Graph> importAndOptimize(const std::string& bytes, const Builder
   const onnx_import::ImportOptions io = importOptions(cfg, defaultDir);
   EI_ASSIGN_OR_RETURN(graph::Graph g,
                       onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
+  // The first shape profile's shapes (inputShapes when no profiles are given).
+  EI_ASSIGN_OR_RETURN(std::vector<ShapeProfile> profiles, resolveProfiles(g, cfg, Backend::kCpu));
+  if (!profiles.empty()) applyProfile(g, profiles.front());
   applyDynamicDefault(g, cfg.dynamicDimDefault);
   EI_RETURN_IF_ERROR(optimize(g, cfg, explicitInt8));
   return g;

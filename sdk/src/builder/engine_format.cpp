@@ -25,17 +25,6 @@ uint32_t getU32(const uint8_t* p) {
          static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
 }
 
-uint32_t crc32Of(const uint8_t* p, size_t n) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  while (n > 0) {  // zlib takes uInt lengths
-    const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-    crc = crc32(crc, p, chunk);
-    p += chunk;
-    n -= chunk;
-  }
-  return static_cast<uint32_t>(crc);
-}
-
 void attributeToProto(const std::string& name, const graph::Attribute& a, onnx::AttributeProto* p) {
   using K = graph::Attribute::Kind;
   p->set_name(name);
@@ -132,6 +121,17 @@ Status graphFromProto(const onnx::ModelProto& m, graph::Graph* g) {
 }
 
 }  // namespace
+
+uint32_t crc32Of(const uint8_t* p, size_t n) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (n > 0) {  // zlib takes uInt lengths
+    const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+    crc = crc32(crc, p, chunk);
+    p += chunk;
+    n -= chunk;
+  }
+  return static_cast<uint32_t>(crc);
+}
 
 std::string currentDeviceKey(Backend backend) {
   // CPU reference engines are portable across CPUs of one architecture; GPU engines are

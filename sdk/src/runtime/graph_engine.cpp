@@ -4,7 +4,9 @@
 #include <iterator>
 
 #include "builder/engine_format.h"
+#include "builder/profile_format.h"
 #include "runtime/cuda_backend.h"
+#include "runtime/profile_engine.h"
 
 namespace edgeinfer {
 
@@ -64,11 +66,22 @@ Expected<std::unique_ptr<Engine>> Engine::load(const std::string& path) {
 }
 
 Expected<std::unique_ptr<Engine>> Engine::deserialize(const void* data, size_t size) {
+  if (builder::isProfileContainer(data, size)) return runtime::loadProfileEngine(data, size);
   EI_ASSIGN_OR_RETURN(auto parts, builder::decodeEngine(data, size));
-  if (parts.info.backend == Backend::kCuda)
-    return runtime::loadCudaEngine(std::move(parts.graph), std::move(parts.info), parts.plan);
-  return std::unique_ptr<Engine>(
-      new runtime::GraphEngine(std::move(parts.graph), std::move(parts.info)));
+  return runtime::makeEngine(std::move(parts.graph), std::move(parts.info), parts.plan);
+}
+
+std::vector<ShapeProfile> Engine::profiles() const {
+  ShapeProfile p;
+  for (const auto& d : inputs()) p[d.name] = d.shape;
+  return {p};
+}
+
+std::string formatShapeProfile(const ShapeProfile& profile) {
+  std::string s;
+  for (const auto& [name, shape] : profile)
+    s += (s.empty() ? "" : ",") + name + ":" + runtime::shapeText(shape);
+  return s;
 }
 
 Expected<std::map<std::string, Tensor>> ExecutionContext::run(
@@ -118,6 +131,34 @@ TensorDesc describeValue(const graph::Graph& g, const std::string& name) {
   return d;
 }
 
+int64_t constantBytes(const graph::Graph& g) {
+  int64_t n = 0;
+  for (const auto& [name, v] : g.values())
+    if (v.constant) n += static_cast<int64_t>(v.constant->bytes());
+  return n;
+}
+
+std::string shapeText(const Shape& s, const std::vector<std::string>* names) {
+  if (s.rank() == 0) return "scalar";
+  std::string t;
+  for (size_t i = 0; i < s.rank(); ++i) {
+    if (i) t += "x";
+    if (s[i] >= 0)
+      t += std::to_string(s[i]);
+    else if (names && i < names->size() && !(*names)[i].empty())
+      t += (*names)[i];
+    else
+      t += "?";
+  }
+  return t;
+}
+
+Expected<std::unique_ptr<Engine>> makeEngine(graph::Graph g, EngineInfo info,
+                                             const std::string& plan) {
+  if (info.backend == Backend::kCuda) return loadCudaEngine(std::move(g), std::move(info), plan);
+  return std::unique_ptr<Engine>(new GraphEngine(std::move(g), std::move(info)));
+}
+
 Expected<const TensorDesc*> findInput(const Engine& engine, const std::string& name) {
   for (const auto& d : engine.inputs())
     if (d.name == name) return &d;
@@ -132,6 +173,7 @@ GraphEngine::GraphEngine(graph::Graph g, EngineInfo info)
   for (const auto& n : graph_.inputs) inputs_.push_back(describeValue(graph_, n));
   for (const auto& n : graph_.outputs) outputs_.push_back(describeValue(graph_, n));
   info_.nodeCount = static_cast<int64_t>(graph_.nodes.size());
+  info_.weightBytes = constantBytes(graph_);
 }
 
 Expected<std::unique_ptr<ExecutionContext>> GraphEngine::createExecutionContext(

@@ -35,6 +35,14 @@ class GraphEngine final : public Engine {
 
 /// The engine-facing description of graph value `name` (type, shape, dim names).
 TensorDesc describeValue(const graph::Graph& g, const std::string& name);
+/// Bytes of the graph's constants (EngineInfo::weightBytes).
+int64_t constantBytes(const graph::Graph& g);
+/// "1x3x224x224", "scalar" for rank 0; a dynamic dim as its name in `names` (when given and
+/// not empty), else "?".
+std::string shapeText(const Shape& s, const std::vector<std::string>* names = nullptr);
+/// The engine of the backend `info` names, from the parts of a decoded engine file.
+Expected<std::unique_ptr<Engine>> makeEngine(graph::Graph g, EngineInfo info,
+                                             const std::string& plan);
 /// The input `name` of `engine`, or kNotFound listing the inputs it has.
 Expected<const TensorDesc*> findInput(const Engine& engine, const std::string& name);
 

@@ -376,10 +376,14 @@ Expected<std::unique_ptr<VisionModel>> VisionModel::create(const ModelConfig& co
         options.engineCacheDir.empty() ? defaultCacheDir() : options.engineCacheDir;
     EI_RETURN_IF_ERROR(makeDirs(dir));
     // A dynamic dimension's value (e.g. the batch) is planned into the engine, so it is part
-    // of the key when it is not the default 1.
+    // of the key when it is not the default 1; so are input shapes and shape profiles.
+    std::string shapes;
+    if (!bc.inputShapes.empty()) shapes += formatShapeProfile(bc.inputShapes) + ";";
+    for (const auto& p : bc.shapeProfiles) shapes += formatShapeProfile(p) + "|";
     cachePath = dir + "/" + fileSafe(config.name) + "-" + hash + "-" + backendName(backend) +
                 (backend == Backend::kCuda ? std::string("-") + precisionName(bc.precision) : "") +
                 (bc.dynamicDimDefault != 1 ? "-d" + std::to_string(bc.dynamicDimDefault) : "") +
+                (shapes.empty() ? "" : "-s" + builder::fnv1aHex(shapes.data(), shapes.size())) +
                 ".engine";
     engine = loadCached(cachePath, hash, bc.precision);
     if (engine) source = "loaded from " + cachePath;

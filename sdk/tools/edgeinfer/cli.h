@@ -31,16 +31,30 @@ Expected<Args> parseArgs(int argc, char** argv, int first,
                          const std::vector<std::string>& flagOptions,
                          const std::vector<std::string>& valueOptions);
 
-/// Applies the builder options shared by build/run/inspect (--backend, --fp16, --no-fusion ...).
+/// One --shapes value: "NAME:1x3x224x224[,NAME2:...]" (a name may hold ':', the last one
+/// separates the dims; "NAME:scalar" is a rank-0 shape).
+Expected<ShapeProfile> parseShapes(const std::string& text);
+
+/// Applies the builder options shared by build/run/inspect (--backend, --fp16, --no-fusion ...):
+/// one --shapes sets BuilderConfig::inputShapes, several make one shape profile each.
 Expected<BuilderConfig> builderConfigFrom(const Args& a);
 extern const char* kBuilderOptionsHelp;
 
+/// Is `path` a saved engine (of one shape or several shape profiles)?
+bool isEngineFile(const std::string& path);
 /// Builds the model (ONNX, with the builder options in `a`) or loads the engine file at `path`.
 Expected<std::unique_ptr<Engine>> loadEngine(const std::string& path, const Args& a);
+/// The input shapes to run: the first --shapes (its inputs; the others from the profile it
+/// matches), or the engine's first shape profile; kInvalidArgument listing the profiles when
+/// --shapes matches none.
+Expected<ShapeProfile> shapesToRun(const Engine& engine, const Args& a);
 /// Binds every input of `engine` on `ctx`: from --input NAME=FILE.npy, --inputs DIR, or
-/// random (--seed, --dim NAME=VALUE for dynamic dims). Returns the bound tensors.
+/// random in the shapes of shapesToRun() (--seed; --dim NAME=VALUE for dims still dynamic).
+/// Returns the bound tensors.
 Expected<std::map<std::string, Tensor>> bindInputs(const Engine& engine, ExecutionContext& ctx,
                                                    const Args& a);
+/// "float32 [Nx3x224x224]" (dynamic dims by name, or "?").
+std::string describeTensor(const TensorDesc& d);
 /// A file name for a tensor name (graph names may contain '/' or ':').
 std::string safeName(std::string name);
 

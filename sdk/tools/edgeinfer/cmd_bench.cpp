@@ -20,6 +20,9 @@ const char* kBenchHelp = R"(usage: edgeinfer bench MODEL.onnx|ENGINE [options]
   --device-inputs     GPU engines: inputs stay on the GPU (copied there once), as a camera
                       pipeline with GPU decode has them; default: copied from the host each run
   --no-cuda-graphs    GPU engines: launch layer by layer instead of replaying a CUDA graph
+  --shapes NAME:DxDx..[,..] input shapes: an engine's shape profile to feed (default: its
+                      first); for a model, as in build (repeated: one profile each, the first
+                      is run)
   --input / --inputs / --dim / --seed    inputs, as for `edgeinfer run` (default random)
 )";
 
@@ -94,8 +97,15 @@ int cmdBench(const Args& a) {
   std::printf("model: %s (backend %s, precision %s, %lld nodes, device %s)\n",
               a.positional[0].c_str(), backendName(info.backend), precisionName(info.precision),
               static_cast<long long>(info.nodeCount), info.deviceKey.c_str());
+  ShapeProfile bound;
+  for (const auto& [name, t] : *inputs) bound[name] = t.shape();
+  const size_t profileCount = (*engine)->profiles().size();
   std::printf("build/load: %.1f ms; batch %lld; %d runs after %d warm-up runs\n", loadMs,
               static_cast<long long>(batch), iters, warmup);
+  std::printf("input shapes: %s%s\n", formatShapeProfile(bound).c_str(),
+              profileCount > 1
+                  ? (" (one of " + std::to_string(profileCount) + " shape profiles)").c_str()
+                  : "");
   std::printf("latency (ms): mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  min %.3f  max %.3f\n", mean,
               p50, p90, p99, ms.front(), ms.back());
   std::printf("throughput: %.1f inferences/s (batch %lld / median latency)\n",
@@ -126,6 +136,8 @@ int cmdBench(const Args& a) {
         {"precision", precisionName(info.precision)},
         {"device", info.deviceKey},
         {"batch", batch},
+        {"input_shapes", formatShapeProfile(bound)},
+        {"shape_profiles", profileCount},
         {"iterations", iters},
         {"mean_ms", mean},
         {"p50_ms", p50},

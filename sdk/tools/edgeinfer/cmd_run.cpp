@@ -17,6 +17,9 @@ const char* kRunHelp = R"(usage: edgeinfer run MODEL.onnx|ENGINE [options]
   --input NAME=FILE.npy     bind an input from a .npy file (repeatable)
   --inputs DIR              bind every input from DIR/<input name>.npy
   --outputs DIR             write every output as DIR/<output name>.npy
+  --shapes NAME:DxDx..[,..] input shapes to run: an engine's shape profile to feed (default:
+                            its first); for a model, as in build (repeated: one profile each,
+                            the first is run)
   --dim NAME=VALUE          value of a named dynamic dimension for random inputs (default 1)
   --seed N                  seed of the random inputs (default 0)
   --iterations N            timed runs (default 1)
@@ -67,6 +70,12 @@ int cmdRun(const Args& a) {
   auto inputs = bindInputs(**engine, **ctx, a);
   if (!inputs.ok()) return fail(inputs.status());
   for (const auto& d : (*engine)->inputs()) printSummary(d.name, inputs->at(d.name));
+  if ((*engine)->profiles().size() > 1) {
+    ShapeProfile bound;
+    for (const auto& [name, t] : *inputs) bound[name] = t.shape();
+    std::cout << "shape profile: " << formatShapeProfile(bound) << " (of "
+              << (*engine)->profiles().size() << ")\n";
+  }
   const int warmup = std::max(0, std::atoi(a.get("warmup", "0").c_str()));
   const int iters = std::max(1, std::atoi(a.get("iterations", "1").c_str()));
   for (int i = 0; i < warmup; ++i) {

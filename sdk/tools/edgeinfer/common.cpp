@@ -55,6 +55,10 @@ const char* kBuilderOptionsHelp = R"(builder options:
   --no-constant-folding         switch off constant folding
   --no-batchnorm-folding        keep BatchNormalization nodes
   --dynamic-dim N               value for every dynamic input dimension at build time
+  --shapes NAME:DxDx..[,NAME:..] input shapes to build for (fix their dynamic dims; win over
+                                --dynamic-dim). Repeat for an engine of several shape profiles,
+                                one complete build per profile (each holds its own weights);
+                                a run picks the profile of the bound input shapes
   --allow-non-finite-weights    accept NaN/Inf in weights
   --calibration-cache FILE      INT8 calibration cache (edgeinfer calibrate): the int8 scales and
                                 the per-layer policy (checked against the model)
@@ -72,6 +76,41 @@ GPU builder options:
   --timing-prune F              stop timing a tactic whose first launch is F times slower than
                                 the layer's fastest so far (default 8; 0 times every one fully)
 )";
+
+Expected<ShapeProfile> parseShapes(const std::string& text) {
+  ShapeProfile p;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    const size_t colon = item.rfind(':');
+    const auto bad = [&](const std::string& why) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "--shapes needs NAME:1x3x224x224[,NAME2:...]; '" + item + "' " + why);
+    };
+    if (colon == std::string::npos || colon == 0) return bad("has no NAME:");
+    const std::string name = item.substr(0, colon), dims = item.substr(colon + 1);
+    std::vector<int64_t> v;
+    if (dims != "scalar") {
+      size_t d = 0;
+      while (true) {
+        const size_t x = std::min(dims.find('x', d), dims.size());
+        const std::string num = dims.substr(d, x - d);
+        char* end = nullptr;
+        const long long n = std::strtoll(num.c_str(), &end, 10);
+        if (num.empty() || !end || *end || n < 1)
+          return bad("has '" + num + "' where a size (>= 1) belongs");
+        v.push_back(n);
+        if (x == dims.size()) break;
+        d = x + 1;
+      }
+    }
+    if (p.count(name)) return bad("names '" + name + "' twice");
+    p[name] = Shape(std::move(v));
+    start = comma + 1;
+  }
+  return p;
+}
 
 Expected<BuilderConfig> builderConfigFrom(const Args& a) {
   BuilderConfig c;
@@ -132,6 +171,14 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
     c.layerPrecision[kv.substr(0, eq)] = p == "int8"   ? Precision::kInt8
                                          : p == "fp16" ? Precision::kFp16
                                                        : Precision::kFp32;
+  }
+  const std::vector<std::string> shapes = a.all("shapes");
+  for (const std::string& text : shapes) {
+    EI_ASSIGN_OR_RETURN(ShapeProfile p, parseShapes(text));
+    if (shapes.size() == 1)
+      c.inputShapes = std::move(p);
+    else
+      c.shapeProfiles.push_back(std::move(p));
   }
   if (a.has("dynamic-dim")) {
     char* end = nullptr;

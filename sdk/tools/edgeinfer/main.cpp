@@ -13,8 +13,10 @@ namespace {
 const char* kUsage = R"(usage: edgeinfer <command> [options]
 
 commands:
-  inspect MODEL.onnx            print the graph before and after optimisation, with shapes
-  build   MODEL.onnx -o FILE    build an engine and save it
+  inspect MODEL.onnx|ENGINE     a model: the graph before and after optimisation, with shapes;
+                                an engine: its facts, inputs, outputs and shape profiles
+  build   MODEL.onnx -o FILE    build an engine and save it (--shapes NAME:1x3x224x224, repeated
+                                for one shape profile each)
   run     MODEL.onnx|FILE       run a model or a saved engine and print its outputs
   bench   MODEL.onnx|FILE       latency percentiles, throughput and memory of a model or engine
   bench-vision preprocess|nms   GPU frame preprocessing and NMS benchmarks
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
                                            "output",
                                            "outputs",
                                            "seed",
+                                           "shapes",
                                            "size",
                                            "tactic",
                                            "tactics",

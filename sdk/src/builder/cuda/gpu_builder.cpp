@@ -215,7 +215,7 @@ class GpuBuilder {
               return Status(ErrorCode::kInvalidArgument,
                             "GPU engines need static shapes, but '" + o + "' (output of '" +
                                 n.name + "', " + n.opType + ") is " + v->shape.toString() +
-                                ": set the input dims (--dynamic-dim)");
+                                ": set the input dims (--shapes or --dynamic-dim)");
       }
       if (isViewOp(n) && n.hasInput(0) && !g_.isConstant(n.inputs[0])) {
         EI_RETURN_IF_ERROR(addView(i));

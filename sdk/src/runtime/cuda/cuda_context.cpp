@@ -103,8 +103,8 @@ class CudaContext final : public ExecutionContext {
       return Status(ErrorCode::kInvalidArgument,
                     "input '" + name + "' must have shape " + desc->shape.toString() + ", got " +
                         t.shape().toString() +
-                        " (GPU engines are built for static shapes: rebuild with --dynamic-dim "
-                        "or another input shape)");
+                        " (GPU engines are built for static shapes: rebuild with --shapes, one "
+                        "shape profile per shape to run)");
     if (!t.onHost()) {
       cudaPointerAttributes attr{};
       if (cudaPointerGetAttributes(&attr, t.raw()) != cudaSuccess ||

@@ -135,6 +135,7 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(
   e->graph_ = std::make_unique<graph::Graph>(std::move(g));
   e->info_ = std::move(info);
   e->info_.nodeCount = static_cast<int64_t>(e->graph_->nodes.size());
+  e->info_.weightBytes = constantBytes(*e->graph_);
   e->plan_ = std::move(plan);
   e->providers_ = std::move(providers);
   e->deviceId_ = deviceId;
