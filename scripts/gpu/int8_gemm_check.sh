@@ -3,7 +3,8 @@
 # convolutions and Gemm/MatMul, issue 6). Carry a folder CARRY (default .devcarry-i8gemm) holding
 # bundle.tar.xz (bundle-runtime.sh of build/cuda/edgeinfer and tests/edgeinfer_unit_tests into
 # a folder "b") and this script with common.sh. Everything is bounded by BUDGET_S (default 540 s):
-# a step that would start after it is skipped and says so. Logs to $OUT.
+# a step that would start after it is skipped and says so. Logs: $OUT/logs.tgz (the device tool
+# returns at most 8 files).
 #   STEPS (default "unit perf strict timed64 timed1"):
 #   unit     the INT8 unit tests (UNIT_FILTER)
 #   perf     ResNet-50's 1x1 convolutions at batch 64: cublaslt-i8 vs cuda-i8 vs cuDNN FP16
@@ -24,8 +25,10 @@ mkdir -p /tmp/ei && tar -xJf "$carry/bundle.tar.xz" -C /tmp/ei || exit 1
 source /tmp/ei/b/env.sh
 gpu_cuda_libs
 export XDG_CACHE_HOME=/tmp/ei/cache
-out=${OUT:-/tmp/out}
-mkdir -p "$out"
+final=${OUT:-/tmp/out}
+out=/tmp/ei/logs
+mkdir -p "$out" "$final"
+trap 'tar -C "$out" -czf "$final/logs.tgz" .' EXIT
 steps=${STEPS:-unit perf strict timed64 timed1}
 deadline=$((SECONDS + ${BUDGET_S:-540}))
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
