@@ -15,6 +15,7 @@
 #   timed64  INT8 timed against FP16 at batch 64, verbose: every layer's timing table, and per
 #            1x1 layer the best cublaslt-i8, cuda-i8 and FP16/FP32 candidate
 #   timed1   INT8 timed at batch 1
+#   fp16     FP16 at batch 64 and 1 (the same session's baseline; not in the default STEPS)
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=scripts/gpu/common.sh
@@ -144,5 +145,11 @@ if want timed1 60; then
   echo "== ResNet-50 INT8 timed, batch 1"
   resnet
   run_model b1_timed 1 --int8
+fi
+if want fp16 150; then
+  echo "== ResNet-50 FP16, batch 64 and 1"
+  resnet
+  run_model b64_fp16 64 --fp16
+  want fp16 60 && run_model b1_fp16 1 --fp16
 fi
 echo "done, $(left) s of the budget left"
