@@ -6,11 +6,12 @@
 // Tolerances, and why:
 //   - "i32" tactics: bit-exact. cuBLASLt's int32 products are exact, and our epilogue evaluates
 //     the reference's float expressions one rounding at a time.
-//   - "e8" tactics: within one quantization step, on at most 1 % of the elements. cuBLASLt folds
-//     the division by s_y into alpha and bias (alpha' = s_x s_w / s_y, bias' = B / s_y, beta =
-//     s_z / s_y) and rounds in its own order, so a value within a few ulps of a half step may
-//     round the other way; anything systematic (truncation instead of rounding, a missing bias,
-//     residual or ReLU, no saturation) moves far more elements or by more than a step.
+//   - "e8" tactics: within one quantization step, on at most 1 % of the elements (at least
+//     one). cuBLASLt folds the division by s_y into alpha and bias (alpha' = s_x s_w / s_y,
+//     bias' = B / s_y, beta = s_z / s_y) and rounds in its own order, so a value within a few
+//     ulps of a half step may round the other way; anything systematic (truncation instead of
+//     rounding, a missing bias, residual or ReLU, no saturation) moves far more elements or by
+//     more than a step. (On an H100 every e8 case was bit-exact.)
 // Which layers are offered, and the negative cases (_n), need no GPU; the rest skip without one.
 #include <gtest/gtest.h>
 
@@ -170,7 +171,8 @@ Counts checkCandidates(std::vector<std::unique_ptr<builder::Tactic>>& cands,
       ++n.e8;
       EXPECT_TRUE(yInt8);
       EXPECT_LE(worst, 1.0) << "steps";
-      EXPECT_LE(differ * 100, ref.numel()) << "more than 1 % of the elements differ";
+      EXPECT_LE(differ, std::max<int64_t>(1, ref.numel() / 100))
+          << "more than 1 % of the elements differ";
     } else {
       ++n.i32;
       EXPECT_EQ(differ, 0) << "of " << ref.numel();
