@@ -12,6 +12,7 @@
 
 #include "core/half.h"
 #include "kernels/cuda/cublas_check.h"
+#include "kernels/cuda/cublaslt_algo.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/ref/activation.h"
 
@@ -233,29 +234,9 @@ Status makeDescs(const GemmSpec& s, DataType dt, const void* bias, Descs* out) {
   return Status::Ok();
 }
 
-/// Reads one algorithm configuration attribute into T.
-template <typename T>
-T algoAttr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
-  T v{};
-  size_t written = 0;
-  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written) !=
-      CUBLAS_STATUS_SUCCESS)
-    return T{};
-  return v;
-}
-
 std::string algoId(DataType dt, const cublasLtMatmulAlgo_t& algo) {
-  const auto n = [](auto v) { return std::to_string(static_cast<long long>(v)); };
-  return std::string("cublaslt.") + (dt == DataType::kFloat16 ? "fp16" : "fp32") + ".a" +
-         n(algoAttr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID)) + ".t" +
-         n(algoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)) + ".s" +
-         n(algoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID)) + ".sk" +
-         n(algoAttr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM)) + ".r" +
-         n(algoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME)) + ".sw" +
-         n(algoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING)) + ".c" +
-         n(algoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION)) + ".in" +
-         n(algoAttr<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID)) + ".cl" +
-         n(algoAttr<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID));
+  return std::string("cublaslt.") + (dt == DataType::kFloat16 ? "fp16" : "fp32") + "." +
+         cublasLtAlgoText(algo);
 }
 
 struct AlgoChoice {

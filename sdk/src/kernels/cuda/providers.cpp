@@ -2,6 +2,7 @@
 
 #include "kernels/cuda/batched_matmul.h"
 #include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/cublaslt_int8.h"
 #include "kernels/cuda/cuda_provider.h"
 #include "kernels/cuda/cudnn_conv.h"
 #include "kernels/cuda/depthwise_conv.h"
@@ -19,6 +20,7 @@ std::vector<std::unique_ptr<builder::TacticProvider>> makeCudaProviders() {
   p.push_back(std::make_unique<FusedEltwiseProvider>());
   p.push_back(std::make_unique<CudaKernelProvider>());
   p.push_back(std::make_unique<Int8ConvProvider>());
+  p.push_back(std::make_unique<CublasLtInt8Provider>());
   return p;
 }
 
