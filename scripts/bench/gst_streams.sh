@@ -122,10 +122,13 @@ m = re.search(r"Execution ended after (\d+):(\d+):([\d.]+)", open(f"{work}/{mode
 secs = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3)) if m else float("nan")
 frames = [sum(1 for _ in open(f"{work}/{mode}-{i}.jsonl")) for i in range(n)]
 total = sum(frames)
+boxes = sum(open(f"{work}/{mode}-{i}.jsonl").read().count('"box"') for i in range(n))
 per = [f / secs for f in frames]
 ok = "yes" if min(per) >= realtime else "no"
 print(f"{mode:7s} {n:7d} {total:7d} {secs:8.3f} {total / secs:10.1f} {min(per):9.1f} {max(per):9.1f} "
       f"{ok:>9s} {t1 - t0:10.2f}")
+if mode == "infer" and total:
+    print(f"    {boxes / total:.1f} detections a frame")
 EOF
   grep -E "ready on the|busy [0-9]+% of|GPU engine for" "$work/$mode.log" | sed 's/^.*> /    edgeinfer: /' || true
 }
