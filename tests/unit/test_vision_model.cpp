@@ -610,17 +610,15 @@ TEST(VisionModel, YoloV8TemplateOnAGeneratedDetector) {
   }
 }
 
-TEST(VisionModel, YoloV5TemplateOnAGeneratedDetector) {
-  Image img;
-  if (!loadPhoto(img)) GTEST_SKIP() << "run scripts/fetch_media.sh";
-  // images [1,3,640,640] -> per stride 8/16/32 a patchify conv to 3 anchors x 85 channels ->
-  // [1,3,85,HW] -> [1,3,HW,85] -> [1,3HW,85]; concat -> output0 [1,25200,85], as YOLOv5's
-  // export: (cx, cy, w, h) in pixels (x 64 + 320 here), objectness and 80 class scores
-  // (sigmoid).
+// images [B,3,640,640] -> per stride 8/16/32 a patchify conv to 3 anchors x 85 channels ->
+// [B,3,85,HW] -> [B,3,HW,85] -> [B,3HW,85]; concat -> output0 [B,25200,85], as YOLOv5's
+// export: (cx, cy, w, h) in pixels (x 64 + 320 here), objectness and 80 class scores
+// (sigmoid). The same weights whatever B.
+test::TestModel yoloV5Model(int64_t batch) {
   test::TestModel m;
-  m.input("images", {1, 3, 640, 640})
-      .initializerI64("s4", {4}, {1, 3, 85, -1})
-      .initializerI64("s3", {3}, {1, -1, 85})
+  m.input("images", {batch, 3, 640, 640})
+      .initializerI64("s4", {4}, {batch, 3, 85, -1})
+      .initializerI64("s3", {3}, {batch, -1, 85})
       .output("output0");
   std::vector<std::string> heads;
   for (int st : {8, 16, 32}) {
@@ -636,6 +634,13 @@ TEST(VisionModel, YoloV5TemplateOnAGeneratedDetector) {
     heads.push_back("h" + t);
   }
   yoloOutput(m, heads, 1, 2, 81);
+  return m;
+}
+
+TEST(VisionModel, YoloV5TemplateOnAGeneratedDetector) {
+  Image img;
+  if (!loadPhoto(img)) GTEST_SKIP() << "run scripts/fetch_media.sh";
+  test::TestModel m = yoloV5Model(1);
   test::TempDir dir;
   auto cfg = templateWithModel("yolov5", m, dir);
   ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
@@ -657,6 +662,46 @@ TEST(VisionModel, YoloV5TemplateOnAGeneratedDetector) {
     EXPECT_EQ(got[i].score, (*expected)[i].score);
     EXPECT_EQ(got[i].box.y2, (*expected)[i].box.y2);
   }
+}
+
+// A batch whose outputs are large is decoded on several threads, a few images each: the
+// results are those of each image run alone (NMS and max_detections per image, batch indices
+// and transforms kept). Four regions of a photo in one batch-4 run against four batch-1 runs.
+TEST(VisionModel, BatchDecodedOnThreadsEqualsOneImageAtATime) {
+  Image img;
+  if (!loadPhoto(img)) GTEST_SKIP() << "run scripts/fetch_media.sh";
+  const std::vector<PixelRect> rois = {
+      {0, 0, 0, 0}, {10, 20, 300, 200}, {100, 50, 250, 250}, {40, 0, 200, 330}};
+  test::TempDir d1, d4;
+  auto cfg1 = templateWithModel("yolov5", yoloV5Model(1), d1);
+  auto cfg4 = templateWithModel("yolov5", yoloV5Model(4), d4);
+  ASSERT_TRUE(cfg1.ok() && cfg4.ok());
+  auto one = VisionModel::create(*cfg1, cpuOptions(tempDir("yolo5b1")));
+  auto four = VisionModel::create(*cfg4, cpuOptions(tempDir("yolo5b4")));
+  ASSERT_TRUE(one.ok()) << one.status().toString();
+  ASSERT_TRUE(four.ok()) << four.status().toString();
+  const std::vector<FrameView> frames(rois.size(), img.view());
+  auto batched = (*four)->infer(frames, rois);
+  ASSERT_TRUE(batched.ok()) << batched.status().toString();
+  ASSERT_EQ(batched->size(), rois.size());
+  EXPECT_EQ((*four)->stageTimes().batches, 1);
+  size_t total = 0;
+  for (size_t i = 0; i < rois.size(); ++i) {
+    auto alone = (*one)->infer({img.view()}, {rois[i]});
+    ASSERT_TRUE(alone.ok()) << alone.status().toString();
+    const auto& want = (*alone)[0].detections;
+    const auto& got = (*batched)[i].detections;
+    ASSERT_EQ(got.size(), want.size()) << "region " << i;
+    total += got.size();
+    for (size_t k = 0; k < got.size(); ++k) {
+      EXPECT_EQ(got[k].batchIndex, static_cast<int>(i));
+      EXPECT_EQ(got[k].classId, want[k].classId);
+      EXPECT_NEAR(got[k].score, want[k].score, 1e-6f);
+      EXPECT_NEAR(got[k].box.x1, want[k].box.x1, 1e-3f);
+      EXPECT_NEAR(got[k].box.y2, want[k].box.y2, 1e-3f);
+    }
+  }
+  EXPECT_GT(total, 0u) << "the generated detector should yield detections";
 }
 
 #if EDGEINFER_HAVE_CUDA
