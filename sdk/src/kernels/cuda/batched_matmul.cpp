@@ -18,16 +18,9 @@ namespace edgeinfer::cuda {
 using builder::Layout;
 using builder::TensorFormat;
 
-struct CublasBatchedMatMulProvider::HandleHolder {
-  cublasLtHandle_t handle = nullptr;
-  ~HandleHolder() {
-    if (handle) cublasLtDestroy(handle);
-  }
-};
-
 namespace {
 
-using Holder = CublasBatchedMatMulProvider::HandleHolder;
+using Holder = CublasLtHandle;
 
 constexpr int kRequestedAlgos = 8;
 constexpr uint64_t kMaxWorkspace = 32ull << 20;  // 32 MiB
@@ -335,25 +328,8 @@ std::vector<std::unique_ptr<builder::Tactic>> CublasBatchedMatMulProvider::candi
     return out;
   }
   if (!parseLayer(layer, &spec, &lastReason_)) return out;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    cudaGetLastError();
-    lastReason_ = "no CUDA device";
-    return out;
-  }
-  std::shared_ptr<Holder>& holder = handles_[device];
-  if (!holder) {
-    auto h = std::make_shared<Holder>();
-    const Status s = cublasStatus(cublasLtCreate(&h->handle), "cublasLtCreate", __FILE__, __LINE__);
-    if (!s.ok()) {
-      h->handle = nullptr;
-      handles_.erase(device);
-      lastReason_ = s.message();
-      return out;
-    }
-    holder = h;
-  }
-  const std::shared_ptr<Holder> h = holder;
+  const std::shared_ptr<Holder> h = handles_.current(&lastReason_);
+  if (!h) return out;
   std::vector<DataType> types;
   if (precision == Precision::kFp16) types.push_back(DataType::kFloat16);
   types.push_back(DataType::kFloat32);

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "builder/tactic.h"
+#include "kernels/cuda/library_handles.h"
 
 namespace edgeinfer::cuda {
 
@@ -43,10 +44,8 @@ class CublasBatchedMatMulProvider : public builder::TacticProvider {
   /// Why the last candidates() call returned what it did (for logs and tests).
   const std::string& lastReason() const { return lastReason_; }
 
-  struct HandleHolder;
-
  private:
-  std::map<int, std::shared_ptr<HandleHolder>> handles_;  // per CUDA device
+  DeviceHandles<CublasLtHandle> handles_;  // per CUDA device, shared process-wide
   std::string lastReason_;
 };
 

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "builder/tactic.h"
+#include "kernels/cuda/library_handles.h"
 
 namespace edgeinfer::cuda {
 
@@ -60,10 +61,8 @@ class CublasLtGemmProvider : public builder::TacticProvider {
   /// For logs and tests.
   const std::string& lastReason() const { return lastReason_; }
 
-  struct HandleHolder;
-
  private:
-  std::map<int, std::shared_ptr<HandleHolder>> handles_;  // per CUDA device
+  DeviceHandles<CublasLtHandle> handles_;  // per CUDA device, shared process-wide
   std::string lastReason_;
 };
 

@@ -24,16 +24,9 @@ namespace edgeinfer::cuda {
 using builder::Layout;
 using builder::TensorFormat;
 
-struct CublasLtInt8Provider::HandleHolder {
-  cublasLtHandle_t handle = nullptr;
-  ~HandleHolder() {
-    if (handle) cublasLtDestroy(handle);
-  }
-};
-
 namespace {
 
-using Holder = CublasLtInt8Provider::HandleHolder;
+using Holder = CublasLtHandle;
 
 constexpr int kRequestedAlgos = 8;
 constexpr uint64_t kMaxWorkspace = 32ull << 20;  // cuBLASLt's own workspace, at most
@@ -523,25 +516,8 @@ std::vector<std::unique_ptr<builder::Tactic>> CublasLtInt8Provider::candidates(
   GemmLayer g;
   if (!parseLayer(layer, &g, &lastReason_)) return out;
 
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    cudaGetLastError();
-    lastReason_ = "no CUDA device";
-    return out;
-  }
-  std::shared_ptr<Holder>& holder = handles_[device];
-  if (!holder) {
-    auto h = std::make_shared<Holder>();
-    const Status s = cublasStatus(cublasLtCreate(&h->handle), "cublasLtCreate", __FILE__, __LINE__);
-    if (!s.ok()) {
-      h->handle = nullptr;
-      handles_.erase(device);
-      lastReason_ = s.message();
-      return out;
-    }
-    holder = h;
-  }
-  const std::shared_ptr<Holder> h = holder;
+  const std::shared_ptr<Holder> h = handles_.current(&lastReason_);
+  if (!h) return out;
 
   const float sy = layer.outputScale(0), sz = g.hasZ ? layer.inputScale(3) : 0.f;
   std::vector<float> yScales{0.f}, zScales{0.f};

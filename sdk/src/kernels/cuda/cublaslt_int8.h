@@ -59,6 +59,7 @@
 #include "builder/tactic.h"
 #include "edgeinfer/status.h"
 #include "kernels/cuda/fused_activation.h"
+#include "kernels/cuda/library_handles.h"
 
 namespace edgeinfer::cuda {
 
@@ -73,10 +74,8 @@ class CublasLtInt8Provider : public builder::TacticProvider {
   /// heuristic returned and how many failed the check. For logs and tests.
   const std::string& lastReason() const { return lastReason_; }
 
-  struct HandleHolder;
-
  private:
-  std::map<int, std::shared_ptr<HandleHolder>> handles_;  // per CUDA device
+  DeviceHandles<CublasLtHandle> handles_;  // per CUDA device, shared process-wide
   std::string lastReason_;
 };
 

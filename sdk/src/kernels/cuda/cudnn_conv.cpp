@@ -23,17 +23,9 @@ namespace edgeinfer::cuda {
 using builder::Layout;
 using builder::TensorFormat;
 
-struct CudnnConvProvider::HandleHolder {
-  cudnnHandle_t handle = nullptr;
-  std::mutex mu;  // guards cudnnSetStream + cudnnBackendExecute and plan building
-  ~HandleHolder() {
-    if (handle) cudnnDestroy(handle);
-  }
-};
-
 namespace {
 
-using Holder = CudnnConvProvider::HandleHolder;
+using Holder = CudnnHandle;
 
 /// A backend descriptor, destroyed with its last owner.
 using Desc = std::shared_ptr<void>;
@@ -683,7 +675,7 @@ std::unique_ptr<builder::Tactic> CudnnConvProvider::restore(const builder::Layer
     const std::string prefix = "cudnn.conv." + formatTag(f) + ".";
     if (id.compare(0, prefix.size(), prefix) == 0) fmt = f, known = true;
   }
-  if (!known || !parseLayer(layer, &spec, &why) || !(h = handleForCurrentDevice(&why)))
+  if (!known || !parseLayer(layer, &spec, &why) || !(h = handles_.current(&why)))
     return find(layer, precision, id);
   Desc plan;
   int64_t workspace = 0;
@@ -698,29 +690,6 @@ std::unique_ptr<builder::Tactic> CudnnConvProvider::restore(const builder::Layer
     return find(layer, precision, id);
   }
   return std::make_unique<CudnnConvTactic>(id, spec, fmt, h, std::move(plan), workspace, state);
-}
-
-std::shared_ptr<CudnnConvProvider::HandleHolder> CudnnConvProvider::handleForCurrentDevice(
-    std::string* why) {
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    cudaGetLastError();
-    *why = "no CUDA device";
-    return nullptr;
-  }
-  std::shared_ptr<Holder>& holder = handles_[device];
-  if (!holder) {
-    auto h = std::make_shared<Holder>();
-    const Status s = cudnnStatus(cudnnCreate(&h->handle), "cudnnCreate", __FILE__, __LINE__);
-    if (!s.ok()) {
-      h->handle = nullptr;
-      handles_.erase(device);
-      *why = s.message();
-      return nullptr;
-    }
-    holder = h;
-  }
-  return holder;
 }
 
 std::unique_ptr<builder::Tactic> CudnnConvProvider::find(const builder::LayerContext& layer,
@@ -740,7 +709,7 @@ std::vector<std::unique_ptr<builder::Tactic>> CudnnConvProvider::enumerate(
   }
   if (!parseLayer(layer, &spec, &lastReason_)) return out;
 
-  std::shared_ptr<Holder> h = handleForCurrentDevice(&lastReason_);
+  std::shared_ptr<Holder> h = handles_.current(&lastReason_);
   if (!h) return out;
   std::lock_guard<std::mutex> lock(h->mu);
 

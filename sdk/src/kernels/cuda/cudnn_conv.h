@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "builder/tactic.h"
+#include "kernels/cuda/library_handles.h"
 
 namespace edgeinfer::cuda {
 
@@ -60,17 +61,12 @@ class CudnnConvProvider : public builder::TacticProvider {
   /// failed to finalize. For logs and tests.
   const std::string& lastReason() const { return lastReason_; }
 
-  struct HandleHolder;
-
  private:
   // candidates() and find(): every candidate, or (wanted != null) only the one with that id.
   std::vector<std::unique_ptr<builder::Tactic>> enumerate(const builder::LayerContext& layer,
                                                           Precision precision,
                                                           const std::string* wanted);
-  /// The shared handle of the current CUDA device, created on first use; null (with `why`)
-  /// when there is no device or cudnnCreate fails.
-  std::shared_ptr<HandleHolder> handleForCurrentDevice(std::string* why);
-  std::map<int, std::shared_ptr<HandleHolder>> handles_;  // per CUDA device
+  DeviceHandles<CudnnHandle> handles_;  // per CUDA device, shared process-wide
   std::string lastReason_;
 };
 
