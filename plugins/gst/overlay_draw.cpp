@@ -4,8 +4,12 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <list>
+#include <memory>
 #include <opencv2/imgproc.hpp>
+#include <unordered_map>
 
 namespace edgeinfer::gst {
 
@@ -247,9 +251,9 @@ void maskRuns(const cv::Mat& mask, cv::Point origin, const OverlayPrimitive& p,
   }
 }
 
-// The runs one primitive writes in `plane`, appended to `out`.
-void primitiveRuns(const OverlayPrimitive& p, const OverlayPlane& plane, cv::Mat& scratch,
-                   std::vector<OverlayRun>& out) {
+// The runs one primitive writes in `plane`, drawn into a mask (`scratch`), appended to `out`.
+void drawnRuns(const OverlayPrimitive& p, const OverlayPlane& plane, cv::Mat& scratch,
+               std::vector<OverlayRun>& out) {
   const cv::Rect planeRect(0, 0, plane.width, plane.height);
   for (int margin = 2;; margin *= 2) {
     const cv::Rect box = reach(p, margin) & planeRect;
@@ -265,15 +269,186 @@ void primitiveRuns(const OverlayPrimitive& p, const OverlayPlane& plane, cv::Mat
   }
 }
 
+// Runs relative to a reference point, row by row: `rows[i]` holds the [x0, x1) of row top + i.
+struct RelativeRuns {
+  int top = 0;
+  std::vector<std::vector<std::pair<int, int>>> rows;
+};
+
+// The runs of a one-channel `mask` relative to its pixel `ref` (rows from the first drawn one).
+RelativeRuns relativeRuns(const cv::Mat& mask, cv::Point ref) {
+  OverlayPrimitive none;
+  std::vector<OverlayRun> runs;
+  maskRuns(mask, {0, 0}, none, runs);
+  RelativeRuns out;
+  if (runs.empty()) return out;
+  out.top = runs.front().y - ref.y;
+  out.rows.resize(static_cast<size_t>(runs.back().y - runs.front().y + 1));
+  for (const OverlayRun& r : runs)
+    out.rows[static_cast<size_t>(r.y - runs.front().y)].emplace_back(r.x0 - ref.x, r.x1 - ref.x);
+  return out;
+}
+
+// A rectangle of one thickness (or filled) drawn once by OpenCV from (0, 0) to (size, size),
+// its runs relative to (0, 0). cv::rectangle draws four edges (for thickness > 1 a band each,
+// with a disc at each corner) whose pixels within `reach` of a corner depend on that corner
+// only: between the corners every row (column) is the middle one, so a rectangle of
+// width, height >= size has this template's runs with the middle row and column repeated.
+struct RectangleTemplate {
+  bool usable = false;
+  int size = 0, mid = 0;
+  RelativeRuns runs;
+};
+
+RelativeRuns drawnRectangle(int thickness, int width, int height, int margin) {
+  cv::Mat mask(height + 2 * margin + 1, width + 2 * margin + 1, CV_8UC1, cv::Scalar(0));
+  cv::rectangle(mask, {margin, margin}, {margin + width, margin + height}, cv::Scalar(255),
+                thickness, cv::LINE_8);
+  // The margin must hold the whole drawing: an empty border.
+  const bool inside =
+      cv::countNonZero(mask.row(0)) == 0 && cv::countNonZero(mask.row(mask.rows - 1)) == 0 &&
+      cv::countNonZero(mask.col(0)) == 0 && cv::countNonZero(mask.col(mask.cols - 1)) == 0;
+  if (!inside) return {};
+  return relativeRuns(mask, {margin, margin});
+}
+
+// The runs of a template-built rectangle of width x height (>= the template's size), relative
+// to its top-left corner, in rows [from, to] (relative; only those the rectangle draws): `f(y,
+// x0, x1)` for each, row by row, left to right.
+template <typename F>
+void eachStretchedRun(const RectangleTemplate& t, int width, int height, int from, int to, F&& f) {
+  const RelativeRuns& ref = t.runs;
+  const int grow = width - t.size;
+  const int bottom =
+      std::min(to, ref.top + static_cast<int>(ref.rows.size()) - 1 + (height - t.size));
+  for (int y = std::max(from, ref.top); y <= bottom; ++y) {
+    const int r = y < t.mid ? y : y > height - t.size + t.mid ? y - (height - t.size) : t.mid;
+    for (const auto& [a, b] : ref.rows[static_cast<size_t>(r - ref.top)]) {
+      if (b <= t.mid)
+        f(y, a, b);
+      else if (a > t.mid)
+        f(y, a + grow, b + grow);
+      else
+        f(y, a, b + grow);
+    }
+  }
+}
+
+RelativeRuns stretched(const RectangleTemplate& t, int width, int height) {
+  RelativeRuns out;
+  out.top = t.runs.top;
+  eachStretchedRun(t, width, height, INT_MIN, INT_MAX, [&out](int y, int a, int b) {
+    out.rows.resize(static_cast<size_t>(y - out.top + 1));
+    out.rows.back().emplace_back(a, b);
+  });
+  return out;
+}
+
+bool sameRuns(const RelativeRuns& a, const RelativeRuns& b) {
+  return a.top == b.top && a.rows == b.rows;
+}
+
+RectangleTemplate makeTemplate(int thickness) {
+  // Everything a corner draws lies within `reach` of it (a band of half-width ceil(t / 2) and
+  // a disc of radius (t + 1) / 2; a filled rectangle's corner is one pixel).
+  const int reach = thickness < 0 ? 2 : thickness + 2;
+  RectangleTemplate t;
+  t.size = 2 * reach + 2;
+  t.mid = t.size / 2;
+  const int margin = reach + 4;
+  t.runs = drawnRectangle(thickness, t.size, t.size, margin);
+  if (t.runs.rows.empty()) return t;
+  // Checked once against OpenCV: the template stretched by one and by several pixels (each way)
+  // is what OpenCV draws at those sizes; otherwise the mask path is taken.
+  for (const auto& [w, h] : {std::pair<int, int>{t.size + 1, t.size + 2}, {t.size + 7, t.size}})
+    if (!sameRuns(stretched(t, w, h), drawnRectangle(thickness, w, h, margin))) return t;
+  t.usable = true;
+  return t;
+}
+
+// The largest coordinate a shortcut takes (OpenCV works in 16.16 fixed point; beyond this the
+// mask path's clamping decides).
+constexpr int kDirectLimit = 1 << 20;
+
+bool withinLimit(int v) {
+  return v > -kDirectLimit && v < kDirectLimit;
+}
+
+// Appends `rel` moved to `origin`, clipped to `plane`, as runs of `p` to `out`.
+void placeRuns(const RelativeRuns& rel, cv::Point origin, const OverlayPrimitive& p,
+               const OverlayPlane& plane, std::vector<OverlayRun>& out) {
+  const int first = std::max(0, origin.y + rel.top) - origin.y - rel.top;
+  const int last = std::min(static_cast<int>(rel.rows.size()), plane.height - origin.y - rel.top);
+  OverlayRun r;
+  r.plane = static_cast<uint8_t>(p.plane);
+  std::memcpy(r.value, p.value, sizeof r.value);
+  for (int i = first; i < last; ++i) {
+    r.y = origin.y + rel.top + i;
+    for (const auto& [a, b] : rel.rows[static_cast<size_t>(i)]) {
+      r.x0 = std::max(0, origin.x + a);
+      r.x1 = std::min(plane.width, origin.x + b);
+      if (r.x0 < r.x1) out.push_back(r);
+    }
+  }
+}
+
+// A label's text drawn once: its runs relative to the text's origin and the box they fill.
+struct CachedText {
+  RelativeRuns runs;
+  int x0 = 0, x1 = 0;  // columns [x0, x1) relative to the origin; x0 == x1: nothing drawn
+};
+
+CachedText drawnText(const std::string& text, double fontScale) {
+  int baseline = 0;
+  const cv::Size size = cv::getTextSize(text, kFont, fontScale, 1, &baseline);
+  CachedText out;
+  for (int margin = size.height + 4;; margin *= 2) {
+    cv::Mat mask(size.height + baseline + 2 * margin, size.width + 2 * margin, CV_8UC1,
+                 cv::Scalar(0));
+    const cv::Point origin(margin, margin + size.height);
+    cv::putText(mask, text, origin, kFont, fontScale, cv::Scalar(255), 1, cv::LINE_8);
+    const bool inside =
+        cv::countNonZero(mask.row(0)) == 0 && cv::countNonZero(mask.row(mask.rows - 1)) == 0 &&
+        cv::countNonZero(mask.col(0)) == 0 && cv::countNonZero(mask.col(mask.cols - 1)) == 0;
+    if (!inside) continue;
+    out.runs = relativeRuns(mask, origin);
+    if (out.runs.rows.empty()) return out;
+    out.x0 = INT_MAX, out.x1 = INT_MIN;
+    for (const auto& row : out.runs.rows)
+      for (const auto& [a, b] : row) out.x0 = std::min(out.x0, a), out.x1 = std::max(out.x1, b);
+    return out;
+  }
+}
+
+// Buffers resolveRow reuses from row to row and frame to frame.
+struct RowScratch {
+  std::vector<std::pair<int, int>> covered, merged;  // sorted, disjoint [x0, x1)
+  std::vector<OverlayRun> row;
+};
+
 // The runs of one row of one plane, in drawing order, as non-overlapping runs with the bytes
 // of the last one covering each pixel, appended to `out` sorted by column.
-void resolveRow(const OverlayRun* first, const OverlayRun* last, std::vector<OverlayRun>& out) {
+void resolveRow(const OverlayRun* first, const OverlayRun* last, RowScratch& s,
+                std::vector<OverlayRun>& out) {
   if (last - first == 1) {
     out.push_back(*first);
     return;
   }
-  std::vector<std::pair<int, int>> covered, merged;  // sorted, disjoint [x0, x1)
-  std::vector<OverlayRun> row;
+  auto byColumn = [](const OverlayRun& a, const OverlayRun& b) { return a.x0 < b.x0; };
+  // Most rows hold runs that do not overlap (a box's two sides, a disc, text strokes): sorted,
+  // they are the answer.
+  std::vector<OverlayRun>& row = s.row;
+  row.assign(first, last);
+  std::sort(row.begin(), row.end(), byColumn);
+  bool disjoint = true;
+  for (size_t i = 1; i < row.size() && disjoint; ++i) disjoint = row[i - 1].x1 <= row[i].x0;
+  if (disjoint) {
+    out.insert(out.end(), row.begin(), row.end());
+    return;
+  }
+  std::vector<std::pair<int, int>>&covered = s.covered, &merged = s.merged;
+  covered.clear();
+  row.clear();
   auto emit = [&row](const OverlayRun& r, int x0, int x1) {
     OverlayRun part = r;
     part.x0 = x0;
@@ -307,8 +482,7 @@ void resolveRow(const OverlayRun* first, const OverlayRun* last, std::vector<Ove
     if (!placed) merged.push_back(cur);
     covered.swap(merged);
   }
-  std::sort(row.begin(), row.end(),
-            [](const OverlayRun& a, const OverlayRun& b) { return a.x0 < b.x0; });
+  std::sort(row.begin(), row.end(), byColumn);
   out.insert(out.end(), row.begin(), row.end());
 }
 
@@ -376,27 +550,159 @@ std::vector<OverlayPrimitive> overlayPrimitives(vision::PixelFormat format,
   return list.take();
 }
 
-std::vector<OverlayRun> overlayRuns(vision::PixelFormat format, int width, int height,
-                                    const std::vector<OverlayPrimitive>& primitives) {
+OverlayRunOptions OverlayRunOptions::fromEnvironment() {
+  OverlayRunOptions o;
+  const char* v = std::getenv("EDGEINFER_OVERLAY_MASK_RUNS");
+  if (v && std::strcmp(v, "1") == 0) o.directRectangles = o.textCache = false;
+  return o;
+}
+
+struct OverlayRunBuilder::Impl {
+  OverlayRunOptions options;
+  cv::Mat scratch;
+  std::vector<OverlayRun> drawn, grouped;  // runs() keeps its buffers between frames
+  std::vector<size_t> rowStart, rowNext;
+  RowScratch rowScratch;
+  Counts counts;
+  // By thickness + 1 (0: filled), made on first use.
+  std::vector<std::unique_ptr<RectangleTemplate>> templates =
+      std::vector<std::unique_ptr<RectangleTemplate>>(kMaxTemplateThickness + 2);
+  // Texts, the most recently used first; `index` finds them by textKey.
+  std::list<std::pair<std::string, CachedText>> texts;
+  std::unordered_map<std::string, std::list<std::pair<std::string, CachedText>>::iterator> index;
+
+  const RectangleTemplate* rectangle(int thickness) {
+    if (thickness < -1 || thickness == 0 || thickness > kMaxTemplateThickness) return nullptr;
+    std::unique_ptr<RectangleTemplate>& t = templates[static_cast<size_t>(thickness + 1)];
+    if (!t) t = std::make_unique<RectangleTemplate>(makeTemplate(thickness));
+    return t->usable ? t.get() : nullptr;
+  }
+
+  static std::string textKey(const std::string& text, double scale) {
+    std::string key(sizeof scale, '\0');
+    std::memcpy(&key[0], &scale, sizeof scale);
+    return key + text;
+  }
+
+  const CachedText& text(const std::string& text, double scale) {
+    const std::string key = textKey(text, scale);
+    const auto it = index.find(key);
+    if (it != index.end()) {
+      texts.splice(texts.begin(), texts, it->second);  // now the most recently used
+      return it->second->second;
+    }
+    if (texts.size() >= kTextCacheEntries) {
+      index.erase(texts.back().first);
+      texts.pop_back();
+    }
+    texts.emplace_front(key, drawnText(text, scale));
+    index.emplace(key, texts.begin());
+    return texts.front().second;
+  }
+
+  // Whether `p` was turned into runs without a mask.
+  bool direct(const OverlayPrimitive& p, const OverlayPlane& plane, std::vector<OverlayRun>& out) {
+    for (int v : {p.x1, p.y1, p.x2, p.y2})
+      if (!withinLimit(v)) return false;
+    if (p.kind == Kind::kRectangle && options.directRectangles) {
+      const int w = p.x2 - p.x1, h = p.y2 - p.y1;
+      const RectangleTemplate* t = rectangle(p.thickness);
+      if (!t || w < t->size || h < t->size) return false;
+      // Only the rows inside the plane: a box may reach far past it.
+      OverlayRun r;
+      r.plane = static_cast<uint8_t>(p.plane);
+      std::memcpy(r.value, p.value, sizeof r.value);
+      eachStretchedRun(*t, w, h, -p.y1, plane.height - 1 - p.y1, [&](int y, int a, int b) {
+        r.y = p.y1 + y;
+        r.x0 = std::max(0, p.x1 + a);
+        r.x1 = std::min(plane.width, p.x1 + b);
+        if (r.x0 < r.x1) out.push_back(r);
+      });
+      return true;
+    }
+    if (p.kind == Kind::kText && options.textCache) {
+      const CachedText& t = text(p.text, p.fontScale);
+      if (t.runs.rows.empty()) return true;  // nothing drawn
+      // Strokes 2 pixels or more inside the plane: OpenCV clips none of them.
+      const int top = p.y1 + t.runs.top, bottom = top + static_cast<int>(t.runs.rows.size());
+      if (p.x1 + t.x0 < 2 || p.x1 + t.x1 > plane.width - 2 || top < 2 || bottom > plane.height - 2)
+        return false;
+      placeRuns(t.runs, {p.x1, p.y1}, p, plane, out);
+      return true;
+    }
+    return false;
+  }
+};
+
+OverlayRunBuilder::OverlayRunBuilder(OverlayRunOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+}
+OverlayRunBuilder::~OverlayRunBuilder() = default;
+OverlayRunBuilder::OverlayRunBuilder(OverlayRunBuilder&&) noexcept = default;
+OverlayRunBuilder& OverlayRunBuilder::operator=(OverlayRunBuilder&&) noexcept = default;
+
+OverlayRunBuilder::Counts OverlayRunBuilder::counts() const {
+  return impl_->counts;
+}
+
+size_t OverlayRunBuilder::cachedTexts() const {
+  return impl_->texts.size();
+}
+
+void OverlayRunBuilder::primitiveRuns(const OverlayPrimitive& p, const OverlayPlane& plane,
+                                      std::vector<OverlayRun>& out) {
+  if (impl_->direct(p, plane, out)) {
+    ++impl_->counts.direct;
+  } else {
+    ++impl_->counts.masked;
+    drawnRuns(p, plane, impl_->scratch, out);
+  }
+}
+
+void maskPrimitiveRuns(const OverlayPrimitive& p, const OverlayPlane& plane,
+                       std::vector<OverlayRun>& out) {
+  cv::Mat scratch;
+  drawnRuns(p, plane, scratch, out);
+}
+
+std::vector<OverlayRun> OverlayRunBuilder::runs(vision::PixelFormat format, int width, int height,
+                                                const std::vector<OverlayPrimitive>& primitives) {
   OverlayPlane planes[3];
   const int n = overlayPlanes(format, width, height, planes);
-  std::vector<OverlayRun> drawn;  // in drawing order, overlapping
-  cv::Mat scratch;
+  Impl& m = *impl_;
+  std::vector<OverlayRun>& drawn = m.drawn;  // in drawing order, overlapping
+  drawn.clear();
   for (const OverlayPrimitive& p : primitives)
-    if (p.plane >= 0 && p.plane < n) primitiveRuns(p, planes[p.plane], scratch, drawn);
-  // Group by plane and row, keeping the drawing order within a row; then resolve overlaps.
-  std::stable_sort(drawn.begin(), drawn.end(), [](const OverlayRun& a, const OverlayRun& b) {
-    return a.plane != b.plane ? a.plane < b.plane : a.y < b.y;
-  });
+    if (p.plane >= 0 && p.plane < n) primitiveRuns(p, planes[p.plane], drawn);
+  // Grouped by plane and row, keeping the drawing order within a row (a counting sort: one
+  // bucket per row of every plane); then overlaps are resolved row by row.
+  int rowBase[3] = {0, 0, 0};
+  for (int i = 1; i < n; ++i) rowBase[i] = rowBase[i - 1] + planes[i - 1].height;
+  const size_t rows = static_cast<size_t>(n > 0 ? rowBase[n - 1] + planes[n - 1].height : 0);
+  std::vector<size_t>& start = m.rowStart;
+  start.assign(rows + 1, 0);
+  for (const OverlayRun& r : drawn) ++start[static_cast<size_t>(rowBase[r.plane] + r.y) + 1];
+  for (size_t i = 1; i <= rows; ++i) start[i] += start[i - 1];
+  std::vector<OverlayRun>& grouped = m.grouped;
+  grouped.resize(drawn.size());
+  {
+    std::vector<size_t>& next = m.rowNext;
+    next.assign(start.begin(), start.end() - 1);
+    for (const OverlayRun& r : drawn)
+      grouped[next[static_cast<size_t>(rowBase[r.plane] + r.y)]++] = r;
+  }
   std::vector<OverlayRun> out;
   out.reserve(drawn.size());
-  for (size_t i = 0; i < drawn.size();) {
-    size_t j = i + 1;
-    while (j < drawn.size() && drawn[j].plane == drawn[i].plane && drawn[j].y == drawn[i].y) ++j;
-    resolveRow(drawn.data() + i, drawn.data() + j, out);
-    i = j;
-  }
+  for (size_t i = 0; i < rows; ++i)
+    if (start[i] < start[i + 1])
+      resolveRow(grouped.data() + start[i], grouped.data() + start[i + 1], m.rowScratch, out);
   return out;
+}
+
+std::vector<OverlayRun> overlayRuns(vision::PixelFormat format, int width, int height,
+                                    const std::vector<OverlayPrimitive>& primitives,
+                                    const OverlayRunOptions& options) {
+  return OverlayRunBuilder(options).runs(format, width, height, primitives);
 }
 
 Status applyOverlayRuns(const OverlayFrame& frame, const std::vector<OverlayRun>& runs) {

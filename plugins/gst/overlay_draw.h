@@ -13,6 +13,10 @@
 // by that offset; a mask has the plane's edges where the plane clips the primitive and a
 // margin elsewhere (widened until the primitive leaves it empty), so the runs hold exactly the
 // pixels the host drawing writes (tests/gst/test_cuda_overlay.cpp checks both on many frames).
+// Two shortcuts skip the mask (OverlayRunBuilder, OverlayRunOptions): a rectangle is the runs
+// of one OpenCV drawing per thickness with its middle row and column repeated, and label text
+// is drawn once per (text, font scale) and its runs moved; both give the mask's runs exactly
+// (the same tests compare them primitive by primitive).
 //
 // Colours: class c is drawn in classColour(c) = kPalette[c mod 12] (RGB); keypoints in
 // kKeypointColour. On packed formats a colour is written in the frame's byte order, with 255 in
@@ -45,7 +49,9 @@
 // for white); the label bar is drawn on every plane.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -118,11 +124,69 @@ std::vector<OverlayPrimitive> overlayPrimitives(vision::PixelFormat format,
                                                 const std::vector<const Results*>& results,
                                                 const OverlayStyle& style);
 
-/// What drawing `primitives` on a `format` frame of width x height writes, as runs: inside the
-/// planes, none overlapping another (where primitives overlap, the later one's bytes), sorted
-/// by plane, row and column. Written in any order they give the host drawing's pixels.
+/// Which shortcuts OverlayRunBuilder takes instead of drawing a primitive into a mask. Each
+/// gives the runs the mask gives (tests/gst/test_cuda_overlay.cpp compares them); each can be
+/// switched off.
+struct OverlayRunOptions {
+  /// A rectangle (outline or filled) at least its thickness's template size wide and high: its
+  /// runs are the template's (one OpenCV drawing per thickness, kept), its middle row and
+  /// column repeated to the rectangle's size. Smaller rectangles are drawn into a mask.
+  bool directRectangles = true;
+  /// Label text: the runs of one (text, font scale) drawn once, kept in a least-recently-used
+  /// cache of kTextCacheEntries and moved to each origin; text reaching within 2 pixels of the
+  /// plane's edge (where OpenCV clips its strokes) is drawn into a mask.
+  bool textCache = true;
+  /// Both off when the environment has EDGEINFER_OVERLAY_MASK_RUNS=1.
+  static OverlayRunOptions fromEnvironment();
+};
+
+/// Turns primitives into runs, keeping what it can reuse between frames (the rectangle
+/// templates, the text cache). One per element; not thread-safe.
+class OverlayRunBuilder {
+ public:
+  static constexpr size_t kTextCacheEntries = 512;
+  /// Rectangle templates are kept for thicknesses up to this (and filled); thicker outlines
+  /// are drawn into a mask.
+  static constexpr int kMaxTemplateThickness = 64;
+
+  explicit OverlayRunBuilder(OverlayRunOptions options = {});
+  ~OverlayRunBuilder();
+  OverlayRunBuilder(OverlayRunBuilder&&) noexcept;
+  OverlayRunBuilder& operator=(OverlayRunBuilder&&) noexcept;
+
+  /// What drawing `primitives` on a `format` frame of width x height writes, as runs: inside
+  /// the planes, none overlapping another (where primitives overlap, the later one's bytes),
+  /// sorted by plane, row and column. Written in any order they give the host drawing's pixels.
+  std::vector<OverlayRun> runs(vision::PixelFormat format, int width, int height,
+                               const std::vector<OverlayPrimitive>& primitives);
+
+  /// The runs one primitive writes in `plane` (sorted by row and column, each row's runs
+  /// maximal), appended to `out`; the same runs as maskPrimitiveRuns gives.
+  void primitiveRuns(const OverlayPrimitive& p, const OverlayPlane& plane,
+                     std::vector<OverlayRun>& out);
+
+  /// Texts in the cache now (at most kTextCacheEntries).
+  size_t cachedTexts() const;
+  /// Primitives turned into runs so far without a mask (`direct`) and with one (`masked`).
+  struct Counts {
+    size_t direct = 0, masked = 0;
+  };
+  Counts counts() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The runs of one primitive in `plane` found by drawing it into a mask with OpenCV (sorted by
+/// row and column, each row's runs maximal), appended to `out`: the reference of the shortcuts.
+void maskPrimitiveRuns(const OverlayPrimitive& p, const OverlayPlane& plane,
+                       std::vector<OverlayRun>& out);
+
+/// OverlayRunBuilder(options).runs(...): nothing kept between calls.
 std::vector<OverlayRun> overlayRuns(vision::PixelFormat format, int width, int height,
-                                    const std::vector<OverlayPrimitive>& primitives);
+                                    const std::vector<OverlayPrimitive>& primitives,
+                                    const OverlayRunOptions& options = {});
 
 /// Writes `runs` into a host frame (the reference of the CUDA kernel, for the tests).
 /// kInvalidArgument, nothing written, when a run lies outside its plane.

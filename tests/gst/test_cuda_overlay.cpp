@@ -13,7 +13,9 @@
 // secondary and whole-frame classifications, and empty results.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -244,6 +246,268 @@ TEST(OverlayRunsEdges, RunOutsideTheFrameIsRejected_n) {
     EXPECT_NE(st.message().find("outside the frame"), std::string::npos) << st.message();
     EXPECT_TRUE(frame.bytes == before.bytes) << "a rejected list must write nothing";
   }
+}
+
+// ---- The shortcuts: runs found without a mask equal the runs of the OpenCV-drawn mask ---------
+
+std::string runText(const eg::OverlayRun& r) {
+  return "plane " + std::to_string(r.plane) + " row " + std::to_string(r.y) + " " +
+         std::to_string(r.x0) + ".." + std::to_string(r.x1) + " value " +
+         std::to_string(r.value[0]) + "," + std::to_string(r.value[1]) + "," +
+         std::to_string(r.value[2]) + "," + std::to_string(r.value[3]);
+}
+
+// The first difference of two run lists, or "" when they are equal.
+std::string runsDifference(const std::vector<eg::OverlayRun>& got,
+                           const std::vector<eg::OverlayRun>& want) {
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
+    if (runText(got[i]) != runText(want[i]))
+      return "run " + std::to_string(i) + ": " + runText(got[i]) + ", the mask gives " +
+             runText(want[i]);
+  if (got.size() != want.size())
+    return std::to_string(got.size()) + " runs, the mask gives " + std::to_string(want.size());
+  return "";
+}
+
+eg::OverlayPrimitive rectangle(int x1, int y1, int x2, int y2, int thickness, int plane = 0) {
+  eg::OverlayPrimitive p;
+  p.kind = eg::OverlayPrimitive::Kind::kRectangle;
+  p.plane = plane;
+  p.x1 = x1, p.y1 = y1, p.x2 = x2, p.y2 = y2;
+  p.thickness = thickness;
+  p.value[0] = 200, p.value[1] = 7, p.value[2] = 99;
+  return p;
+}
+
+eg::OverlayPrimitive text(const std::string& s, int x, int y, double scale) {
+  eg::OverlayPrimitive p;
+  p.kind = eg::OverlayPrimitive::Kind::kText;
+  p.x1 = p.x2 = x, p.y1 = p.y2 = y;
+  p.text = s;
+  p.fontScale = scale;
+  p.value[0] = 16;
+  return p;
+}
+
+// `p`'s runs from the builder and from the mask; "" when equal.
+std::string shortcutDifference(eg::OverlayRunBuilder& builder, const eg::OverlayPrimitive& p,
+                               const eg::OverlayPlane& plane) {
+  std::vector<eg::OverlayRun> got, want;
+  builder.primitiveRuns(p, plane, got);
+  eg::maskPrimitiveRuns(p, plane, want);
+  const std::string d = runsDifference(got, want);
+  if (d.empty()) return d;
+  return "(" + std::to_string(p.x1) + ", " + std::to_string(p.y1) + ")-(" + std::to_string(p.x2) +
+         ", " + std::to_string(p.y2) + ") thickness " + std::to_string(p.thickness) + " '" +
+         p.text + "' on a " + std::to_string(plane.width) + "x" + std::to_string(plane.height) +
+         " plane: " + d;
+}
+
+const int kThicknesses[] = {-1, 1, 2, 3, 4, 5, 6, 7, 10, 16};
+
+TEST(OverlayRunsShortcuts, RectanglesInsideThePlaneEqualTheMask) {
+  eg::OverlayRunBuilder builder;
+  const eg::OverlayPlane plane{160, 150, 1};
+  for (int t : kThicknesses)
+    for (int w = 0; w <= 60; ++w)
+      for (int h = 0; h <= 60; h += (h < 44 ? 1 : 8)) {
+        const eg::OverlayPrimitive p =
+            rectangle(37 + w % 3, 41 + h % 2, 37 + w % 3 + w, 41 + h % 2 + h, t);
+        const std::string d = shortcutDifference(builder, p, plane);
+        ASSERT_TRUE(d.empty()) << d;
+      }
+  // Both ways were taken: rectangles at least a template wide and high computed, the smaller
+  // ones drawn.
+  EXPECT_GT(builder.counts().direct, 10000u);
+  EXPECT_GT(builder.counts().masked, 10000u);
+}
+
+TEST(OverlayRunsShortcuts, LargeRectanglesEqualTheMask) {
+  eg::OverlayRunBuilder builder;
+  const eg::OverlayPlane plane{1920, 1080, 4};
+  for (int t : kThicknesses)
+    for (const auto& [x1, y1, x2, y2] :
+         {std::make_tuple(10, 30, 180, 199), std::make_tuple(301, 277, 1500, 1000),
+          std::make_tuple(0, 0, 1919, 1079)}) {
+      const std::string d = shortcutDifference(builder, rectangle(x1, y1, x2, y2, t), plane);
+      EXPECT_TRUE(d.empty()) << d;
+    }
+  EXPECT_EQ(builder.counts().masked, 0u);
+}
+
+TEST(OverlayRunsShortcuts, LabelTextEqualsTheMask) {
+  eg::OverlayRunBuilder builder;
+  const eg::OverlayPlane plane{640, 360, 1};
+  for (double scale : {0.4, 0.5, 0.8, 1.3})
+    for (const char* s : {"face 0.93", "class 3 0.50 | dog 0.75", "a long class name 0.13", "Ag",
+                          "|{}~_^`'\"", "x"})
+      for (const auto& [x, y] : {std::make_pair(50, 60), std::make_pair(51, 61)}) {
+        const std::string d = shortcutDifference(builder, text(s, x, y, scale), plane);
+        EXPECT_TRUE(d.empty()) << "scale " << scale << ": " << d;
+      }
+  EXPECT_EQ(builder.counts().masked, 0u);
+  // Again, from the cache.
+  const size_t cached = builder.cachedTexts();
+  for (int x = 40; x < 60; ++x) {
+    const std::string d = shortcutDifference(builder, text("face 0.93", x, 60 + x % 5, 0.5), plane);
+    EXPECT_TRUE(d.empty()) << d;
+  }
+  EXPECT_EQ(builder.cachedTexts(), cached);
+}
+
+TEST(OverlayRunsShortcuts, RectanglesAcrossThePlaneEdgesEqualTheMask_n) {
+  eg::OverlayRunBuilder builder;
+  const eg::OverlayPlane plane{97, 61, 2};
+  for (int t : kThicknesses)
+    for (int x1 = -50; x1 <= 100; x1 += 7)
+      for (int y1 = -40; y1 <= 64; y1 += 5)
+        for (const auto& [w, h] : {std::make_pair(30, 25), std::make_pair(140, 90),
+                                   std::make_pair(1, 40), std::make_pair(40, 0)}) {
+          const std::string d =
+              shortcutDifference(builder, rectangle(x1, y1, x1 + w, y1 + h, t), plane);
+          ASSERT_TRUE(d.empty()) << d;
+        }
+}
+
+TEST(OverlayRunsShortcuts, TinyAndThickRectanglesEqualTheMask_n) {
+  // Width and height 1 and 2 (p2 - p1 of 0 and 1), thickness far past the box, flipped corners.
+  eg::OverlayRunBuilder builder;
+  const eg::OverlayPlane plane{120, 90, 3};
+  for (int t : {-1, 1, 2, 3, 9, 25})
+    for (int w : {0, 1, 2})
+      for (int h : {0, 1, 2, 30}) {
+        for (const eg::OverlayPrimitive& p :
+             {rectangle(60, 40, 60 + w, 40 + h, t), rectangle(60, 40, 60 + h, 40 + w, t),
+              rectangle(60 + w, 40 + h, 60, 40, t), rectangle(-1, -1, -1 + w, -1 + h, t)}) {
+          const std::string d = shortcutDifference(builder, p, plane);
+          EXPECT_TRUE(d.empty()) << d;
+        }
+      }
+}
+
+TEST(OverlayRunsShortcuts, OutOfRangeRectanglesEqualTheMask_n) {
+  // Thicker than any template; coordinates past the shortcut's limit; wholly outside.
+  eg::OverlayRunBuilder builder;
+  const eg::OverlayPlane plane{200, 100, 1};
+  for (const eg::OverlayPrimitive& p :
+       {rectangle(20, 20, 180, 90, 80), rectangle(-3000000, 10, 3000000, 50, 2),
+        rectangle(10, -3000000, 150, 3000000, 3), rectangle(300, 10, 400, 50, 2),
+        rectangle(-400, -300, -100, -200, -1), rectangle(10, 150, 100, 300, 4)}) {
+    const std::string d = shortcutDifference(builder, p, plane);
+    EXPECT_TRUE(d.empty()) << d;
+  }
+}
+
+TEST(OverlayRunsShortcuts, TextAtThePlaneEdgesEqualsTheMask_n) {
+  // Text clipped by the plane (OpenCV clips its strokes: drawn into a mask) or just inside it.
+  eg::OverlayRunBuilder builder;
+  const eg::OverlayPlane plane{150, 40, 4};
+  for (double scale : {0.4, 0.5, 1.3})
+    for (int x : {-30, -3, -1, 0, 1, 2, 3, 60, 90, 110, 140, 149, 151})
+      for (int y : {-5, 0, 5, 9, 10, 11, 12, 30, 35, 37, 38, 39, 40, 45}) {
+        const std::string d = shortcutDifference(builder, text("face 0.93", x, y, scale), plane);
+        EXPECT_TRUE(d.empty()) << "scale " << scale << ": " << d;
+      }
+  const std::string d = shortcutDifference(builder, text("   ", 20, 20, 0.5), plane);
+  EXPECT_TRUE(d.empty()) << "nothing drawn: " << d;
+}
+
+TEST(OverlayRunsShortcuts, ChromaOfOddAndFractionalBoxesEqualsTheMask_n) {
+  // Boxes at odd and fractional coordinates (lround, then halved for NV12/I420 chroma), every
+  // primitive of the drawing compared one by one, on every plane.
+  for (vision::PixelFormat f :
+       {vision::PixelFormat::kNV12, vision::PixelFormat::kI420, vision::PixelFormat::kBGR}) {
+    const int w = 333, h = 177;
+    eg::Results r;
+    r.width = w, r.height = h;
+    const float coords[] = {-7.5f, -0.5f, 0.5f, 1.49f, 2.5f, 3.f, 10.5f, 11.5f, 12.49f, 101.5f};
+    for (float x : coords)
+      for (float y : coords)
+        for (float size : {0.6f, 1.5f, 2.5f, 3.5f, 21.5f, 64.5f})
+          r.objects.push_back(object(static_cast<int>(x), {x, y, x + size, y + size * 0.7f}, 0.5f,
+                                     "o", {{x + 1.5f, y + 0.5f, 1.f}}));
+    eg::OverlayPlane planes[3];
+    const int n = eg::overlayPlanes(f, w, h, planes);
+    for (int thickness : {1, 2, 3, 5}) {
+      eg::OverlayStyle style;
+      style.thickness = thickness;
+      eg::OverlayRunBuilder builder;
+      for (const eg::OverlayPrimitive& p : eg::overlayPrimitives(f, {&r}, style)) {
+        ASSERT_LT(p.plane, n);
+        const std::string d = shortcutDifference(builder, p, planes[p.plane]);
+        ASSERT_TRUE(d.empty()) << "thickness " << thickness << ": " << d;
+      }
+      EXPECT_GT(builder.counts().direct, 0u);
+    }
+  }
+}
+
+TEST(OverlayRunsShortcuts, FramesEqualTheMaskOnlyRuns) {
+  // One builder for many frames (its caches warm) against runs with every shortcut off.
+  eg::OverlayRunOptions off;
+  off.directRectangles = off.textCache = false;
+  for (vision::PixelFormat f : {vision::PixelFormat::kNV12, vision::PixelFormat::kI420,
+                                vision::PixelFormat::kRGBA, vision::PixelFormat::kRGB}) {
+    eg::OverlayRunBuilder builder;
+    for (unsigned seed = 1; seed <= 3; ++seed)
+      for (const eg::OverlayStyle& style : styles()) {
+        const auto results = scene(1281, 721, seed);
+        const auto prims = eg::overlayPrimitives(f, {&results[0], &results[1]}, style);
+        const std::string d = runsDifference(builder.runs(f, 1281, 721, prims),
+                                             eg::overlayRuns(f, 1281, 721, prims, off));
+        EXPECT_TRUE(d.empty()) << "seed " << seed << " thickness " << style.thickness << ": " << d;
+      }
+    EXPECT_GT(builder.counts().direct, builder.counts().masked);
+  }
+}
+
+TEST(OverlayRunsShortcuts, TextCacheIsBounded_n) {
+  eg::OverlayRunBuilder builder;
+  const eg::OverlayPlane plane{400, 100, 1};
+  const size_t n = eg::OverlayRunBuilder::kTextCacheEntries + 20;
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<eg::OverlayRun> runs;
+    builder.primitiveRuns(text("t" + std::to_string(i), 30, 50, 0.5), plane, runs);
+    EXPECT_FALSE(runs.empty());
+  }
+  EXPECT_EQ(builder.cachedTexts(), eg::OverlayRunBuilder::kTextCacheEntries);
+  // The first texts were evicted (the least recently used): drawn again, the same runs.
+  for (size_t i = 0; i < 30; ++i) {
+    const std::string d =
+        shortcutDifference(builder, text("t" + std::to_string(i), 30, 50, 0.5), plane);
+    EXPECT_TRUE(d.empty()) << d;
+  }
+  EXPECT_EQ(builder.cachedTexts(), eg::OverlayRunBuilder::kTextCacheEntries);
+  // The same text at another scale is another entry: the key holds the scale.
+  std::vector<eg::OverlayRun> small, large;
+  builder.primitiveRuns(text("t1", 30, 50, 0.5), plane, small);
+  builder.primitiveRuns(text("t1", 30, 50, 1.0), plane, large);
+  EXPECT_LT(small.size(), large.size());
+}
+
+TEST(OverlayRunsShortcuts, EnvironmentSwitchesTheShortcutsOff_n) {
+  const char* before = std::getenv("EDGEINFER_OVERLAY_MASK_RUNS");
+  const std::string saved = before ? before : "";
+  setenv("EDGEINFER_OVERLAY_MASK_RUNS", "1", 1);
+  const eg::OverlayRunOptions off = eg::OverlayRunOptions::fromEnvironment();
+  EXPECT_FALSE(off.directRectangles);
+  EXPECT_FALSE(off.textCache);
+  setenv("EDGEINFER_OVERLAY_MASK_RUNS", "0", 1);
+  const eg::OverlayRunOptions on = eg::OverlayRunOptions::fromEnvironment();
+  EXPECT_TRUE(on.directRectangles);
+  EXPECT_TRUE(on.textCache);
+  if (before)
+    setenv("EDGEINFER_OVERLAY_MASK_RUNS", saved.c_str(), 1);
+  else
+    unsetenv("EDGEINFER_OVERLAY_MASK_RUNS");
+  // Switched off, nothing is computed without a mask.
+  eg::OverlayRunBuilder builder(off);
+  std::vector<eg::OverlayRun> runs;
+  builder.primitiveRuns(rectangle(10, 10, 90, 90, 2), {100, 100, 1}, runs);
+  builder.primitiveRuns(text("face", 20, 50, 0.5), {100, 100, 1}, runs);
+  EXPECT_EQ(builder.counts().direct, 0u);
+  EXPECT_EQ(builder.counts().masked, 2u);
+  EXPECT_EQ(builder.cachedTexts(), 0u);
 }
 
 // ---- The kernel -------------------------------------------------------------------------------

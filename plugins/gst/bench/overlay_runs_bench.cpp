@@ -2,8 +2,10 @@
 // (NV12 and RGBA) with N detections (box, label, 6 keypoints: BlazeFace-like), the median time
 // of:
 //   host drawing   drawResults() on a host frame (the system-memory path)
-//   runs           overlayPrimitives() + overlayRuns(): the host part of the CUDA-memory path
-//                  (the kernel that writes the runs is not timed here)
+//   runs           overlayPrimitives() + OverlayRunBuilder::runs(), one builder for every
+//                  frame as in the element: the host part of the CUDA-memory path (the kernel
+//                  that writes the runs is not timed here); EDGEINFER_OVERLAY_MASK_RUNS=1 times
+//                  the mask path alone
 // Usage: edgeinfer_overlay_bench [ITERATIONS]. Figures go to docs/performance.md.
 #include <algorithm>
 #include <chrono>
@@ -73,12 +75,13 @@ int main(int argc, char** argv) {
       const std::vector<const eg::Results*> all{&r};
       std::vector<double> draw, runs;
       size_t count = 0;
+      eg::OverlayRunBuilder builder(eg::OverlayRunOptions::fromEnvironment());
       for (int i = 0; i < iters; ++i) {
         auto t0 = std::chrono::steady_clock::now();
         if (!eg::drawResults(of, all, style).ok()) return 1;
         auto t1 = std::chrono::steady_clock::now();
         const auto prims = eg::overlayPrimitives(f, all, style);
-        count = eg::overlayRuns(f, w, h, prims).size();
+        count = builder.runs(f, w, h, prims).size();
         auto t2 = std::chrono::steady_clock::now();
         draw.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
         runs.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
