@@ -392,25 +392,26 @@ void placeRuns(const RelativeRuns& rel, cv::Point origin, const OverlayPrimitive
   }
 }
 
-// A label's text drawn once: its runs relative to the text's origin and the box they fill.
-struct CachedText {
+// A shape drawn once (label text, a disc): its runs relative to a reference point (the text's
+// origin, the disc's centre) and the columns [x0, x1) they span (x0 == x1: nothing drawn).
+struct CachedShape {
   RelativeRuns runs;
-  int x0 = 0, x1 = 0;  // columns [x0, x1) relative to the origin; x0 == x1: nothing drawn
+  int x0 = 0, x1 = 0;
 };
 
-CachedText drawnText(const std::string& text, double fontScale) {
-  int baseline = 0;
-  const cv::Size size = cv::getTextSize(text, kFont, fontScale, 1, &baseline);
-  CachedText out;
-  for (int margin = size.height + 4;; margin *= 2) {
-    cv::Mat mask(size.height + baseline + 2 * margin, size.width + 2 * margin, CV_8UC1,
-                 cv::Scalar(0));
-    const cv::Point origin(margin, margin + size.height);
-    cv::putText(mask, text, origin, kFont, fontScale, cv::Scalar(255), 1, cv::LINE_8);
+// `draw(mask, ref)` on a mask of `size` (the shape's extent, `ref` inside it) with a margin on
+// every side, widened until the drawing leaves the mask's border empty.
+template <typename Draw>
+CachedShape drawnShape(cv::Size size, cv::Point ref, int margin, Draw&& draw) {
+  for (;; margin *= 2) {
+    cv::Mat mask(size.height + 2 * margin, size.width + 2 * margin, CV_8UC1, cv::Scalar(0));
+    const cv::Point origin(margin + ref.x, margin + ref.y);
+    draw(mask, origin);
     const bool inside =
         cv::countNonZero(mask.row(0)) == 0 && cv::countNonZero(mask.row(mask.rows - 1)) == 0 &&
         cv::countNonZero(mask.col(0)) == 0 && cv::countNonZero(mask.col(mask.cols - 1)) == 0;
     if (!inside) continue;
+    CachedShape out;
     out.runs = relativeRuns(mask, origin);
     if (out.runs.rows.empty()) return out;
     out.x0 = INT_MAX, out.x1 = INT_MIN;
@@ -418,6 +419,37 @@ CachedText drawnText(const std::string& text, double fontScale) {
       for (const auto& [a, b] : row) out.x0 = std::min(out.x0, a), out.x1 = std::max(out.x1, b);
     return out;
   }
+}
+
+CachedShape drawnText(const std::string& text, double fontScale) {
+  int baseline = 0;
+  const cv::Size size = cv::getTextSize(text, kFont, fontScale, 1, &baseline);
+  return drawnShape({size.width, size.height + baseline}, {0, size.height}, size.height + 4,
+                    [&](cv::Mat& mask, cv::Point origin) {
+                      cv::putText(mask, text, origin, kFont, fontScale, cv::Scalar(255), 1,
+                                  cv::LINE_8);
+                    });
+}
+
+CachedShape drawnDisc(int radius) {
+  return drawnShape({2 * radius + 1, 2 * radius + 1}, {radius, radius}, 4,
+                    [&](cv::Mat& mask, cv::Point centre) {
+                      cv::circle(mask, centre, radius, cv::Scalar(255), cv::FILLED, cv::LINE_8);
+                    });
+}
+
+// Appends `shape` placed at `at` as runs of `p` to `out`, unless it reaches within 2 pixels of
+// the plane's edge, where OpenCV clips what it draws (strokes, spans): then false, nothing
+// appended. A shape that draws nothing is placed anywhere.
+bool placeInside(const CachedShape& shape, cv::Point at, const OverlayPrimitive& p,
+                 const OverlayPlane& plane, std::vector<OverlayRun>& out) {
+  if (shape.runs.rows.empty()) return true;
+  const int top = at.y + shape.runs.top, bottom = top + static_cast<int>(shape.runs.rows.size());
+  if (at.x + shape.x0 < 2 || at.x + shape.x1 > plane.width - 2 || top < 2 ||
+      bottom > plane.height - 2)
+    return false;
+  placeRuns(shape.runs, at, p, plane, out);
+  return true;
 }
 
 // Buffers resolveRow reuses from row to row and frame to frame.
@@ -553,7 +585,7 @@ std::vector<OverlayPrimitive> overlayPrimitives(vision::PixelFormat format,
 OverlayRunOptions OverlayRunOptions::fromEnvironment() {
   OverlayRunOptions o;
   const char* v = std::getenv("EDGEINFER_OVERLAY_MASK_RUNS");
-  if (v && std::strcmp(v, "1") == 0) o.directRectangles = o.textCache = false;
+  if (v && std::strcmp(v, "1") == 0) o.directRectangles = o.directDiscs = o.textCache = false;
   return o;
 }
 
@@ -567,9 +599,12 @@ struct OverlayRunBuilder::Impl {
   // By thickness + 1 (0: filled), made on first use.
   std::vector<std::unique_ptr<RectangleTemplate>> templates =
       std::vector<std::unique_ptr<RectangleTemplate>>(kMaxTemplateThickness + 2);
+  // By radius, made on first use.
+  std::vector<std::unique_ptr<CachedShape>> discs =
+      std::vector<std::unique_ptr<CachedShape>>(kMaxTemplateThickness + 1);
   // Texts, the most recently used first; `index` finds them by textKey.
-  std::list<std::pair<std::string, CachedText>> texts;
-  std::unordered_map<std::string, std::list<std::pair<std::string, CachedText>>::iterator> index;
+  std::list<std::pair<std::string, CachedShape>> texts;
+  std::unordered_map<std::string, std::list<std::pair<std::string, CachedShape>>::iterator> index;
 
   const RectangleTemplate* rectangle(int thickness) {
     if (thickness < -1 || thickness == 0 || thickness > kMaxTemplateThickness) return nullptr;
@@ -584,7 +619,7 @@ struct OverlayRunBuilder::Impl {
     return key + text;
   }
 
-  const CachedText& text(const std::string& text, double scale) {
+  const CachedShape& text(const std::string& text, double scale) {
     const std::string key = textKey(text, scale);
     const auto it = index.find(key);
     if (it != index.end()) {
@@ -620,15 +655,13 @@ struct OverlayRunBuilder::Impl {
       });
       return true;
     }
-    if (p.kind == Kind::kText && options.textCache) {
-      const CachedText& t = text(p.text, p.fontScale);
-      if (t.runs.rows.empty()) return true;  // nothing drawn
-      // Strokes 2 pixels or more inside the plane: OpenCV clips none of them.
-      const int top = p.y1 + t.runs.top, bottom = top + static_cast<int>(t.runs.rows.size());
-      if (p.x1 + t.x0 < 2 || p.x1 + t.x1 > plane.width - 2 || top < 2 || bottom > plane.height - 2)
-        return false;
-      placeRuns(t.runs, {p.x1, p.y1}, p, plane, out);
-      return true;
+    if (p.kind == Kind::kText && options.textCache)
+      return placeInside(text(p.text, p.fontScale), {p.x1, p.y1}, p, plane, out);
+    if (p.kind == Kind::kDisc && options.directDiscs && p.radius >= 0 &&
+        p.radius <= kMaxTemplateThickness) {
+      std::unique_ptr<CachedShape>& d = discs[static_cast<size_t>(p.radius)];
+      if (!d) d = std::make_unique<CachedShape>(drawnDisc(p.radius));
+      return placeInside(*d, {p.x1, p.y1}, p, plane, out);
     }
     return false;
   }

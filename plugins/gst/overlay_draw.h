@@ -13,10 +13,10 @@
 // by that offset; a mask has the plane's edges where the plane clips the primitive and a
 // margin elsewhere (widened until the primitive leaves it empty), so the runs hold exactly the
 // pixels the host drawing writes (tests/gst/test_cuda_overlay.cpp checks both on many frames).
-// Two shortcuts skip the mask (OverlayRunBuilder, OverlayRunOptions): a rectangle is the runs
-// of one OpenCV drawing per thickness with its middle row and column repeated, and label text
-// is drawn once per (text, font scale) and its runs moved; both give the mask's runs exactly
-// (the same tests compare them primitive by primitive).
+// Shortcuts skip the mask (OverlayRunBuilder, OverlayRunOptions): a rectangle is the runs of
+// one OpenCV drawing per thickness with its middle row and column repeated; a disc is drawn
+// once per radius and label text once per (text, font scale), and their runs moved; all give
+// the mask's runs exactly (the same tests compare them primitive by primitive).
 //
 // Colours: class c is drawn in classColour(c) = kPalette[c mod 12] (RGB); keypoints in
 // kKeypointColour. On packed formats a colour is written in the frame's byte order, with 255 in
@@ -136,7 +136,11 @@ struct OverlayRunOptions {
   /// cache of kTextCacheEntries and moved to each origin; text reaching within 2 pixels of the
   /// plane's edge (where OpenCV clips its strokes) is drawn into a mask.
   bool textCache = true;
-  /// Both off when the environment has EDGEINFER_OVERLAY_MASK_RUNS=1.
+  /// A filled disc (radius up to kMaxTemplateThickness): the runs of one OpenCV drawing per
+  /// radius, moved to the centre; a disc reaching within 2 pixels of the plane's edge is drawn
+  /// into a mask.
+  bool directDiscs = true;
+  /// All off when the environment has EDGEINFER_OVERLAY_MASK_RUNS=1.
   static OverlayRunOptions fromEnvironment();
 };
 
@@ -145,8 +149,8 @@ struct OverlayRunOptions {
 class OverlayRunBuilder {
  public:
   static constexpr size_t kTextCacheEntries = 512;
-  /// Rectangle templates are kept for thicknesses up to this (and filled); thicker outlines
-  /// are drawn into a mask.
+  /// Rectangle templates are kept for thicknesses up to this (and filled), discs for radii up
+  /// to this; thicker outlines and larger discs are drawn into a mask.
   static constexpr int kMaxTemplateThickness = 64;
 
   explicit OverlayRunBuilder(OverlayRunOptions options = {});

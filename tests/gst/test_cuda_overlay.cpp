@@ -289,6 +289,15 @@ eg::OverlayPrimitive text(const std::string& s, int x, int y, double scale) {
   return p;
 }
 
+eg::OverlayPrimitive disc(int x, int y, int radius) {
+  eg::OverlayPrimitive p;
+  p.kind = eg::OverlayPrimitive::Kind::kDisc;
+  p.x1 = p.x2 = x, p.y1 = p.y2 = y;
+  p.radius = radius;
+  p.value[0] = 81, p.value[1] = 90;
+  return p;
+}
+
 // `p`'s runs from the builder and from the mask; "" when equal.
 std::string shortcutDifference(eg::OverlayRunBuilder& builder, const eg::OverlayPrimitive& p,
                                const eg::OverlayPlane& plane) {
@@ -353,6 +362,31 @@ TEST(OverlayRunsShortcuts, LabelTextEqualsTheMask) {
     EXPECT_TRUE(d.empty()) << d;
   }
   EXPECT_EQ(builder.cachedTexts(), cached);
+}
+
+TEST(OverlayRunsShortcuts, DiscsEqualTheMask) {
+  eg::OverlayRunBuilder builder;
+  const eg::OverlayPlane plane{300, 200, 2};
+  for (int radius = 0; radius <= 40; ++radius)
+    for (const auto& [x, y] : {std::make_pair(150, 100), std::make_pair(151, 99)}) {
+      const std::string d = shortcutDifference(builder, disc(x, y, radius), plane);
+      EXPECT_TRUE(d.empty()) << "radius " << radius << ": " << d;
+    }
+  EXPECT_EQ(builder.counts().masked, 0u);
+}
+
+TEST(OverlayRunsShortcuts, DiscsAtThePlaneEdgesAndHugeEqualTheMask_n) {
+  // Clipped by the plane or just inside it (drawn into a mask), radii past the cache, centres
+  // far outside.
+  eg::OverlayRunBuilder builder;
+  const eg::OverlayPlane plane{64, 48, 1};
+  for (int radius : {0, 1, 2, 3, 6, 65, 100})
+    for (int x : {-radius - 1, -radius, -1, 0, 1, 2, 3, 4, radius + 2, radius + 3, 32, 60, 63, 64,
+                  64 + radius, 2000000})
+      for (int y : {-radius, 0, 2, radius + 2, 24, 45, 47, 48 + radius}) {
+        const std::string d = shortcutDifference(builder, disc(x, y, radius), plane);
+        ASSERT_TRUE(d.empty()) << "radius " << radius << ": " << d;
+      }
 }
 
 TEST(OverlayRunsShortcuts, RectanglesAcrossThePlaneEdgesEqualTheMask_n) {
@@ -445,7 +479,7 @@ TEST(OverlayRunsShortcuts, ChromaOfOddAndFractionalBoxesEqualsTheMask_n) {
 TEST(OverlayRunsShortcuts, FramesEqualTheMaskOnlyRuns) {
   // One builder for many frames (its caches warm) against runs with every shortcut off.
   eg::OverlayRunOptions off;
-  off.directRectangles = off.textCache = false;
+  off.directRectangles = off.textCache = off.directDiscs = false;
   for (vision::PixelFormat f : {vision::PixelFormat::kNV12, vision::PixelFormat::kI420,
                                 vision::PixelFormat::kRGBA, vision::PixelFormat::kRGB}) {
     eg::OverlayRunBuilder builder;
@@ -492,10 +526,12 @@ TEST(OverlayRunsShortcuts, EnvironmentSwitchesTheShortcutsOff_n) {
   const eg::OverlayRunOptions off = eg::OverlayRunOptions::fromEnvironment();
   EXPECT_FALSE(off.directRectangles);
   EXPECT_FALSE(off.textCache);
+  EXPECT_FALSE(off.directDiscs);
   setenv("EDGEINFER_OVERLAY_MASK_RUNS", "0", 1);
   const eg::OverlayRunOptions on = eg::OverlayRunOptions::fromEnvironment();
   EXPECT_TRUE(on.directRectangles);
   EXPECT_TRUE(on.textCache);
+  EXPECT_TRUE(on.directDiscs);
   if (before)
     setenv("EDGEINFER_OVERLAY_MASK_RUNS", saved.c_str(), 1);
   else
@@ -505,8 +541,9 @@ TEST(OverlayRunsShortcuts, EnvironmentSwitchesTheShortcutsOff_n) {
   std::vector<eg::OverlayRun> runs;
   builder.primitiveRuns(rectangle(10, 10, 90, 90, 2), {100, 100, 1}, runs);
   builder.primitiveRuns(text("face", 20, 50, 0.5), {100, 100, 1}, runs);
+  builder.primitiveRuns(disc(50, 50, 3), {100, 100, 1}, runs);
   EXPECT_EQ(builder.counts().direct, 0u);
-  EXPECT_EQ(builder.counts().masked, 2u);
+  EXPECT_EQ(builder.counts().masked, 3u);
   EXPECT_EQ(builder.cachedTexts(), 0u);
 }
 
