@@ -73,6 +73,9 @@ struct State {
   GstCudaContext* shared = nullptr;       // given by set_context, passed on; object lock
   GstCudaContext* drawContext = nullptr;  // the context `renderer` has its buffers in
   eg::CudaOverlayRenderer renderer;
+  // Turns each frame's primitives into runs, keeping its templates and text cache from frame
+  // to frame (streaming thread only; EDGEINFER_OVERLAY_MASK_RUNS=1 switches its shortcuts off).
+  eg::OverlayRunBuilder runBuilder{eg::OverlayRunOptions::fromEnvironment()};
 #endif
 };
 
@@ -192,7 +195,7 @@ GstFlowReturn edgeOverlayTransformIp(GstBaseTransform* trans, GstBuffer* buf) {
 #if EDGEINFER_GST_CUDA
   if (eg::CudaContextShare::isCudaMemory(buf)) {
     const std::vector<eg::OverlayRun> runs =
-        eg::overlayRuns(s.format, w, h, eg::overlayPrimitives(s.format, drawn, style));
+        s.runBuilder.runs(s.format, w, h, eg::overlayPrimitives(s.format, drawn, style));
     if (runs.empty()) return GST_FLOW_OK;  // everything lies outside the frame
     return drawInCudaMemory(self, buf, runs);
   }
