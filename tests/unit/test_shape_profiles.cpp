@@ -7,6 +7,7 @@
 
 #include "builder/engine_format.h"
 #include "builder/profile_format.h"
+#include "core/byte_io.h"
 #include "edgeinfer/builder.h"
 #include "edgeinfer/engine.h"
 #include "runtime/graph_engine.h"
@@ -532,7 +533,7 @@ TEST(ShapeProfiles, ContainerSizesDoNotAddUp_n) {
   digit = digit == '9' ? '8' : static_cast<char>(digit + 1);
   std::copy(header.begin(), header.end(), b.begin() + 16);
   b.resize(b.size() - 4);
-  const uint32_t crc = builder::crc32Of(b.data(), b.size());
+  const uint32_t crc = bytes::crc32Of(b.data(), b.size());
   for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(crc >> (8 * i)));
   EXPECT_HAS(loadError(b), "the sub-engines' sizes add up to");
 }

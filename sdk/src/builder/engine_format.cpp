@@ -1,11 +1,10 @@
 #include "builder/engine_format.h"
 
-#include <zlib.h>
-
 #include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "builder/timing_cache.h"
+#include "core/byte_io.h"
 #include "core/device.h"
 #include "graph/passes/passes.h"
 #include "onnx/importer.h"
@@ -17,13 +16,9 @@ namespace {
 
 constexpr char kMagic[8] = {'E', 'I', 'E', 'N', 'G', 'I', 'N', 'E'};
 
-void putU32(std::vector<uint8_t>& b, uint32_t v) {
-  for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-}
-uint32_t getU32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
-         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
-}
+using bytes::crc32Of;
+using bytes::getU32;
+using bytes::putU32;
 
 void attributeToProto(const std::string& name, const graph::Attribute& a, onnx::AttributeProto* p) {
   using K = graph::Attribute::Kind;
@@ -121,17 +116,6 @@ Status graphFromProto(const onnx::ModelProto& m, graph::Graph* g) {
 }
 
 }  // namespace
-
-uint32_t crc32Of(const uint8_t* p, size_t n) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  while (n > 0) {  // zlib takes uInt lengths
-    const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-    crc = crc32(crc, p, chunk);
-    p += chunk;
-    n -= chunk;
-  }
-  return static_cast<uint32_t>(crc);
-}
 
 std::string currentDeviceKey(Backend backend) {
   // CPU reference engines are portable across CPUs of one architecture; GPU engines are

@@ -37,9 +37,6 @@ Expected<std::vector<uint8_t>> encodeEngine(const graph::Graph& g, const EngineI
                                             const std::string& plan = "");
 Expected<DecodedEngine> decodeEngine(const void* data, size_t size);
 
-/// CRC-32 (zlib) of `n` bytes: the checksum of engine files.
-uint32_t crc32Of(const uint8_t* p, size_t n);
-
 /// EngineInfo::modelHash of model bytes (64-bit FNV-1a, hex).
 std::string fnv1aHex(const void* data, size_t size);
 

@@ -4,17 +4,14 @@
 #include <nlohmann/json.hpp>
 
 #include "builder/engine_format.h"
+#include "core/byte_io.h"
 
 namespace edgeinfer::builder {
 namespace {
 
-void putU32(std::vector<uint8_t>& b, uint32_t v) {
-  for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-}
-uint32_t getU32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
-         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
-}
+using bytes::crc32Of;
+using bytes::getU32;
+using bytes::putU32;
 
 Status corrupt(const std::string& what) {
   return Status(ErrorCode::kCorruptFile, "engine with shape profiles: " + what);

@@ -4,7 +4,6 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/byte_io.h"
 #include "edgeinfer/engine.h"
 #include "edgeinfer/logger.h"
 
@@ -31,23 +31,9 @@ constexpr char kMagic[8] = {'E', 'I', 'T', 'C', 'A', 'C', 'H', 'E'};
 constexpr size_t kFixedBytes = 8 + 4 + 4 + 4;           // magic, version, body length, CRC
 constexpr uint64_t kMaxCacheBytes = uint64_t{1} << 30;  // far beyond any real cache
 
-void putU32(std::vector<uint8_t>& b, uint32_t v) {
-  for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-}
-uint32_t getU32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
-         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
-}
-uint32_t crc32Of(const uint8_t* p, size_t n) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  while (n > 0) {  // zlib takes uInt lengths
-    const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-    crc = crc32(crc, p, chunk);
-    p += chunk;
-    n -= chunk;
-  }
-  return static_cast<uint32_t>(crc);
-}
+using bytes::crc32Of;
+using bytes::getU32;
+using bytes::putU32;
 
 std::string errnoText(const std::string& what, const std::string& path) {
   return what + " '" + path + "': " + std::strerror(errno);
