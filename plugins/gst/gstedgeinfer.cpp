@@ -24,7 +24,9 @@
  * property, a config that cannot be read or is wrong, a missing or corrupt model, a config that
  * does not fit the model, backend=gpu without a usable GPU, a bad infer-on-class) posts
  * GST_ELEMENT_ERROR with the SDK's message and fails the state change, so the pipeline stops at
- * once.
+ * once. At stop it logs (edgeinfer:4) how busy it was between the first and the last buffer and
+ * its time per engine run by stage (preprocess, engine, outputs, decode, its own work): what
+ * limits a pipeline (scripts/bench/gst_streams.sh prints it).
  *
  * Frames: video/x-raw in system memory, NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR or GRAY8,
  * any pitch (strides and plane offsets from the buffer's GstVideoMeta). Other formats fail
