@@ -23,9 +23,12 @@
  *
  * Seeking: a seek on any src pad goes upstream to edgemux, which seeks every stream. A flush
  * (flush-start, flush-stop) goes to every src pad; after it each pad gets its stream's new
- * segment before its next frame. Position and segment queries on a src pad answer for that
- * stream (its segment and last frame, in stream time); other queries (duration, latency) go
- * upstream through the batches, where edgemux answers them from its first stream.
+ * segment before its next frame. A stream flushed on its own before edgemux (a batch's
+ * flushedStreams) gets flush-start and flush-stop (no reset-time) on its pad only, in order
+ * with its frames, then its segment again; the other pads see nothing of it. Position and segment
+ * queries on a src pad answer for that stream (its segment and last frame, in stream time); other
+ * queries (duration, latency) go upstream through the batches, where edgemux answers them from its
+ * first stream.
  *
  * Errors (GST_ELEMENT_ERROR, the pipeline stops): plain video or any other caps than batches
  * (put edgemux before it), a buffer without a batch meta. Pushing stops when every pad is
@@ -143,6 +146,29 @@ void sendEos(GstEdgeDemux* self, StreamPad& sp) {
   sp.eos = true;
 }
 
+// A stream flushed on its own upstream (the batch says so): its pad alone is flushed, in order
+// with its frames (flush-stop without reset-time: the other streams' running time goes on), and
+// its segment goes again before its next frame.
+void flushStream(GstEdgeDemux* self, unsigned stream) {
+  DemuxState& s = *self->state;
+  GST_OBJECT_LOCK(self);
+  auto it = s.pads.find(stream);
+  StreamPad* sp = it == s.pads.end() ? nullptr : &it->second;
+  GstPad* pad = sp ? GST_PAD(gst_object_ref(sp->pad)) : nullptr;
+  if (sp) {
+    sp->haveSegment = false;
+    sp->position = GST_CLOCK_TIME_NONE;
+    sp->eos = false;
+  }
+  GST_OBJECT_UNLOCK(self);
+  if (!pad) return;
+  GST_DEBUG_OBJECT(pad, "stream %u was flushed", stream);
+  gst_pad_push_event(pad, gst_event_new_flush_start());
+  gst_pad_push_event(pad, gst_event_new_flush_stop(FALSE));
+  gst_flow_combiner_update_pad_flow(s.flows, pad, GST_FLOW_OK);
+  gst_object_unref(pad);
+}
+
 GstFlowReturn demuxChain(GstPad* /*pad*/, GstObject* parent, GstBuffer* buf) {
   GstEdgeDemux* self = GST_EDGE_DEMUX(parent);
   DemuxState& s = *self->state;
@@ -158,6 +184,7 @@ GstFlowReturn demuxChain(GstPad* /*pad*/, GstObject* parent, GstBuffer* buf) {
   ++s.batches;
   // The only holder of the batch may hand its frames on; otherwise (a tee) they are shared.
   const bool mine = gst_buffer_is_writable(buf);
+  for (unsigned stream : meta->batch->flushedStreams) flushStream(self, stream);
   GstFlowReturn combined = GST_FLOW_OK;
   for (eg::BatchFrame& f : meta->batch->frames) {
     GST_OBJECT_LOCK(self);

@@ -57,7 +57,8 @@
  * same stream ids (they would share one stream's state).
  *
  * A flush (a flushing seek) starts every stream afresh: frame numbers count from 0 again and
- * interval carries no results from before the flush.
+ * interval carries no results from before the flush. A stream flushed on its own before
+ * edgemux (a batch's flushedStreams) starts afresh alone.
  *
  *   GST_PLUGIN_PATH=build/release/plugins/gst gst-launch-1.0 \
  *     edgemux name=m ! edgeinfer config=models/blazeface/model.json batch-size=2 ! \
@@ -713,6 +714,8 @@ GstFlowReturn runBatch(GstEdgeInfer* self, GstBuffer* buf) {
                       (nullptr));
     return GST_FLOW_ERROR;
   }
+  // A stream flushed on its own (edgemux) starts afresh, as every stream does after a flush.
+  for (unsigned stream : bm->batch->flushedStreams) s.streams[stream] = StreamState{};
   std::vector<Job> jobs;
   for (eg::BatchFrame& f : bm->batch->frames) {
     if (!f.buffer) continue;

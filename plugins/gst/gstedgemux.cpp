@@ -45,9 +45,19 @@
  * out after the flush), sends one flush-start/flush-stop downstream (edgedemux gives them to
  * every stream, then each stream's new segment), and batches start again from the seek
  * position. A stream that cannot seek or does not flush (a live or stalled source) is flushed
- * by edgemux itself, so the seek does not wait for it. A seek sent to one stream's source
- * flushes only that stream's waiting frames; the others go on (its new segment reaches its
- * edgedemux pad, without a flush downstream).
+ * by edgemux itself, so the seek does not wait for it.
+ *
+ * A flush of one stream (flush-start/flush-stop that reach one sink pad only: a seek sent to
+ * one stream's source, or a flush sent into one branch upstream) flushes that stream alone:
+ * its waiting frames are dropped, the batches go on with the other streams (nothing after
+ * edgemux is flushed as a whole, so the other streams' branches keep their frames), and the
+ * next batch names the stream in Batch::flushedStreams, before any frame that followed the
+ * flush: edgeinfer starts that stream afresh (frame numbers from 0), edgedemux sends
+ * flush-start/flush-stop (without reset-time) on that stream's pad only, then its segment
+ * again. A flushed stream that had ended runs again until its next EOS. The flush must enter
+ * the branch upstream (at the source or an element before edgemux): sent straight to a sink
+ * pad of edgemux, the element before it gets GST_FLOW_FLUSHING meanwhile, pauses and is never
+ * restarted, and a non-live edgemux then waits for that stream for good.
  *
  * Errors (GST_ELEMENT_ERROR, the pipeline stops): caps edgemux cannot take (it says which
  * formats it takes; put videoconvert before it), an element after edgemux that does not take
@@ -87,6 +97,8 @@ struct PadState {
   GstCaps* caps = nullptr;  // the caps of the frames now at the head of the queue
   GstVideoInfo info{};
   bool eosAnnounced = false;  // a batch said this stream ended
+  // Flushed (flush-stop) since the last batch that said so; cleared by a flush of every stream.
+  std::atomic<bool> flushed{false};
   // The seqnums of the last flush-start and flush-stop that reached the pad (any thread).
   std::atomic<guint32> flushStartSeqnum{GST_SEQNUM_INVALID};
   std::atomic<guint32> flushStopSeqnum{GST_SEQNUM_INVALID};
@@ -252,8 +264,12 @@ gboolean edgeMuxSinkEvent(GstAggregator* agg, GstAggregatorPad* pad, GstEvent* e
   PadState& ps = *GST_EDGE_MUX_PAD(pad)->state;
   if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_START)
     ps.flushStartSeqnum.store(gst_event_get_seqnum(event));
-  if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP)
+  if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) {
     ps.flushStopSeqnum.store(gst_event_get_seqnum(event));
+    // GstAggregator forwards no flush of one pad (only one every pad had: edgeMuxFlush); the
+    // next batch says so, before the frames that follow it.
+    ps.flushed.store(true);
+  }
   // Serialized events reach this in order with the buffers (from the src pad task), so the
   // caps kept here are those of the frames that follow.
   if (GST_EVENT_TYPE(event) == GST_EVENT_CAPS) {
@@ -369,6 +385,15 @@ GstFlowReturn pushBatch(GstEdgeMux* self, eg::Batch batch, GstClockTime pts) {
   return gst_aggregator_finish_buffer(agg, out);
 }
 
+// The streams flushed on their own since the last batch that said so (marks cleared).
+void takeFlushed(const SinkPads& pads, std::vector<unsigned>& streams) {
+  for (GstEdgeMuxPad* p : pads.get())
+    if (p->state->flushed.exchange(false)) {
+      GST_DEBUG_OBJECT(p, "stream %u was flushed on its own", p->state->stream);
+      streams.push_back(p->state->stream);
+    }
+}
+
 GstFlowReturn edgeMuxAggregate(GstAggregator* agg, gboolean timeout) {
   GstEdgeMux* self = GST_EDGE_MUX(agg);
   MuxState& s = *self->state;
@@ -433,14 +458,18 @@ GstFlowReturn edgeMuxAggregate(GstAggregator* agg, gboolean timeout) {
     if (first) batch.endedStreams = std::move(ended);
     ended.clear();
     first = false;
+    // Read after the frames were taken: a frame that came after a flush is never pushed
+    // before the news of that flush.
+    takeFlushed(pads, batch.flushedStreams);
     const GstFlowReturn ret = pushBatch(self, std::move(batch), pts);
     if (ret != GST_FLOW_OK) return ret;
   }
-  // Only news of ended streams: a batch without frames carries it.
-  if (!ended.empty()) {
-    eg::Batch batch;
-    batch.endedStreams = std::move(ended);
-    return pushBatch(self, std::move(batch), GST_CLOCK_TIME_NONE);
+  // Only news of ended or flushed streams: a batch without frames carries it.
+  eg::Batch news;
+  takeFlushed(pads, news.flushedStreams);
+  if (!ended.empty() || !news.flushedStreams.empty()) {
+    news.endedStreams = std::move(ended);
+    return pushBatch(self, std::move(news), GST_CLOCK_TIME_NONE);
   }
   return GST_FLOW_OK;
 }
@@ -450,6 +479,9 @@ GstFlowReturn edgeMuxAggregate(GstAggregator* agg, gboolean timeout) {
 // seek's (GstAggregator gives the src pad the seek's segment; the batches' PTS are running time,
 // so an element after edgemux that clips, e.g. a sink, would drop them).
 GstFlowReturn edgeMuxFlush(GstAggregator* agg) {
+  // Every stream flushed, and the flush goes downstream as it is: no stream's own flush to tell.
+  SinkPads pads(GST_EDGE_MUX(agg));
+  for (GstEdgeMuxPad* p : pads.get()) p->state->flushed.store(false);
   GstSegment segment;
   gst_segment_init(&segment, GST_FORMAT_TIME);
   gst_aggregator_update_segment(agg, &segment);
@@ -526,6 +558,7 @@ gboolean edgeMuxStop(GstAggregator* agg) {
   SinkPads pads(self);
   for (GstEdgeMuxPad* p : pads.get()) {
     p->state->eosAnnounced = false;
+    p->state->flushed.store(false);
     if (p->state->caps) gst_caps_unref(p->state->caps);
     p->state->caps = nullptr;
   }

@@ -63,6 +63,11 @@ struct Batch {
   /// Streams that ended (EOS, all their frames delivered) since the previous batch: their
   /// pads in edgedemux get EOS. A batch may carry only this (no frames).
   std::vector<unsigned> endedStreams;
+  /// Streams flushed on their own (flush-start and flush-stop on their edgemux sink pad, not a
+  /// flush of every stream) since the previous batch: edgeinfer starts their state afresh and
+  /// edgedemux flushes their pad (and sends their segment again) before their frames of this
+  /// batch, which come after the flush. A batch may carry only this.
+  std::vector<unsigned> flushedStreams;
 };
 
 }  // namespace edgeinfer::gst
