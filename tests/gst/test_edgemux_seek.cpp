@@ -4,7 +4,9 @@
 // come out again from the seek position, with their own results (equal to a fresh run's from
 // that position) and no pre-seek frame after the flush. A seek with a stalled live stream, three
 // seeks in a row, a seek to the end, a seek on one stream only and a seek on live sources must
-// neither hang nor corrupt the other streams; every wait has a deadline.
+// neither hang nor corrupt the other streams; every wait has a deadline. A flush without a seek
+// into one stream's branch (EdgeMuxFlush.*) flushes that stream alone: the others go on
+// untouched, it resumes after the flush with its segment and frame numbers from 0.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -478,6 +480,216 @@ TEST(EdgeMuxSeek, SeekOnOneStreamOnly_n) {
   for (size_t k = 0; k < before.size(); ++k)
     EXPECT_EQ(before[k].pts, k * kFrame) << "stream 1 before its seek";
   EXPECT_EQ(s1.back().kind, Item::kEos);
+}
+
+// ---- A flush into one stream, without a seek ---------------------------------------------------
+
+// Flush-start and flush-stop sent into one stream's branch (to its source, which forwards them
+// downstream and goes on from where it was), as an application or an element upstream does;
+// false (and a failure) when it hangs.
+bool flushStream(SeekPipeline& p, unsigned stream) {
+  GstElement* src = p.element("src" + std::to_string(stream));
+  EXPECT_NE(src, nullptr);
+  if (!src) return false;
+  bool ok = false;
+  const bool returned = p.within(
+      5s,
+      [src] {
+        const bool a = gst_element_send_event(src, gst_event_new_flush_start()) != FALSE;
+        const bool b = gst_element_send_event(src, gst_event_new_flush_stop(TRUE)) != FALSE;
+        return a && b;
+      },
+      &ok);
+  gst_object_unref(src);
+  EXPECT_TRUE(returned) << "a flush of stream " << stream << " did not return within 5 s";
+  return returned;
+}
+
+size_t countOf(const std::vector<Item>& items, Item::Kind k) {
+  return static_cast<size_t>(
+      std::count_if(items.begin(), items.end(), [k](const Item& i) { return i.kind == k; }));
+}
+
+// Every frame of a stream that was not flushed, after the pipeline's seek, in order, 100 ms
+// apart from 0, numbered from 0, no flush but the `seekFlushes` of the pipeline's seeks, EOS
+// last.
+void expectUntouched(const std::vector<Item>& items, unsigned stream, size_t frames,
+                     size_t seekFlushes = 1) {
+  SCOPED_TRACE("stream " + std::to_string(stream) + " (not flushed)");
+  EXPECT_EQ(countOf(items, Item::kFlushStart), seekFlushes) << "another stream's flush reached it";
+  EXPECT_EQ(countOf(items, Item::kFlushStop), seekFlushes);
+  // (Frames prerolled before the seek may come out before its flush: counted from the flush.)
+  const std::vector<Item> f = buffersOf(afterLastFlush(items));
+  ASSERT_EQ(f.size(), frames) << "it lost frames";
+  for (size_t k = 0; k < f.size(); ++k) {
+    EXPECT_EQ(f[k].pts, k * kFrame);
+    EXPECT_TRUE(f[k].haveMeta);
+    EXPECT_EQ(f[k].frameNumber, k);
+  }
+  ASSERT_FALSE(items.empty());
+  EXPECT_EQ(items.back().kind, Item::kEos);
+}
+
+// The flushed stream: before the flush, frames in order; on its pad flush-start, flush-stop,
+// then its segment before any frame; after it, frames going on in order (none from before the
+// flush), with results numbered from 0 again; EOS last. `flushes`: the pipeline's seek's and
+// the stream's own.
+void expectFlushedOnce(const std::vector<Item>& items, unsigned stream, size_t flushes = 2) {
+  SCOPED_TRACE("stream " + std::to_string(stream) + " (flushed)");
+  EXPECT_EQ(countOf(items, Item::kFlushStart), flushes);
+  EXPECT_EQ(countOf(items, Item::kFlushStop), flushes);
+  const std::vector<Item> after = afterLastFlush(items);
+  ASSERT_FALSE(after.empty()) << "nothing after the flush";
+  EXPECT_EQ(after.front().kind, Item::kSegment) << "the stream's segment first after a flush";
+  const std::vector<Item> before = buffersOf(
+      std::vector<Item>(items.begin(), items.end() - static_cast<std::ptrdiff_t>(after.size())));
+  const std::vector<Item> f = buffersOf(after);
+  ASSERT_FALSE(f.empty()) << "the stream did not resume after the flush";
+  for (size_t k = 0; k < f.size(); ++k) {
+    EXPECT_TRUE(f[k].haveMeta);
+    EXPECT_EQ(f[k].frameNumber, k) << "frame numbers restart after a flush";
+    if (k > 0) {
+      EXPECT_GT(f[k].pts, f[k - 1].pts) << "frame " << k << " after the flush";
+    }
+  }
+  if (!before.empty()) {
+    EXPECT_GT(f.front().pts, before.back().pts) << "it went back in time";
+  }
+  EXPECT_EQ(after.back().kind, Item::kEos) << "EOS last";
+}
+
+// Plays `p` (sources of 2 s at 10 frames/s, sinks in real time) until each stream has 3 frames.
+void playTwoSeconds(SeekPipeline& p, const std::vector<unsigned>& streams) {
+  gst_element_set_state(p.get(), GST_STATE_PAUSED);
+  gst_element_get_state(p.get(), nullptr, nullptr, 5 * GST_SECOND);
+  ASSERT_TRUE(p.seek(0, 2 * GST_SECOND));
+  gst_element_set_state(p.get(), GST_STATE_PLAYING);
+  ASSERT_TRUE(p.waitBuffers(streams, 3));
+}
+
+// The issue: a flush (no seek) into one running stream of a non-live pipeline stalled it.
+TEST(EdgeMuxFlush, FlushOfOneStreamLeavesTheOthersAlone) {
+  TinyDetector model;
+  SeekPipeline p(model, {testSrc(0), testSrc(1)}, "", true);
+  ASSERT_NE(p.get(), nullptr);
+  playTwoSeconds(p, {0, 1});
+  ASSERT_TRUE(flushStream(p, 1));
+  ASSERT_EQ(p.waitEnd(10s), "eos") << "the pipeline stalled after a flush of stream 1";
+  expectUntouched(p.record(0).snapshot(), 0, 20);
+  expectFlushedOnce(p.record(1).snapshot(), 1);
+}
+
+// Flushed twice in a row (the second before any frame of the first came out): one stream still
+// resumes once, the other is untouched.
+TEST(EdgeMuxFlush, FlushTwiceInARow_n) {
+  TinyDetector model;
+  SeekPipeline p(model, {testSrc(0), testSrc(1)}, "", true);
+  ASSERT_NE(p.get(), nullptr);
+  playTwoSeconds(p, {0, 1});
+  ASSERT_TRUE(flushStream(p, 0));
+  ASSERT_TRUE(flushStream(p, 0));
+  ASSERT_EQ(p.waitEnd(10s), "eos") << "the pipeline stalled after two flushes of stream 0";
+  const std::vector<Item> s0 = p.record(0).snapshot();
+  const size_t n = countOf(s0, Item::kFlushStart);
+  EXPECT_LE(n, 3u) << "a flush-start for each flush at most (the seek's and two)";
+  EXPECT_GE(n, 2u) << "the seek's and at least one";
+  expectFlushedOnce(s0, 0, n);
+  expectUntouched(p.record(1).snapshot(), 1, 20);
+}
+
+// A flush of a stream that has ended: its source sends EOS again, the other stream goes on, the
+// pipeline ends.
+TEST(EdgeMuxFlush, FlushOfAnEndedStream_n) {
+  TinyDetector model;
+  SeekPipeline p(model, {testSrc(0), testSrc(1, "num-buffers=5")}, "", true);
+  ASSERT_NE(p.get(), nullptr);
+  playTwoSeconds(p, {0});
+  const auto deadline = Clock::now() + 5s;
+  while (!p.record(1).has(Item::kEos) && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(p.record(1).has(Item::kEos)) << "stream 1 did not end";
+  ASSERT_TRUE(flushStream(p, 1));
+  ASSERT_EQ(p.waitEnd(10s), "eos") << "the pipeline stalled after a flush of an ended stream";
+  expectUntouched(p.record(0).snapshot(), 0, 20);
+  const std::vector<Item> s1 = p.record(1).snapshot();
+  EXPECT_EQ(countOf(s1, Item::kFlushStop), 2u) << "the seek's and the stream's own";
+  const std::vector<Item> after = afterLastFlush(s1);
+  EXPECT_TRUE(buffersOf(after).empty()) << "an ended stream has no frames to give after a flush";
+  ASSERT_FALSE(after.empty());
+  EXPECT_EQ(after.back().kind, Item::kEos) << "it ends again";
+}
+
+// Live sources: a flush of one stream; both go on, EOS ends them.
+TEST(EdgeMuxFlush, FlushOfALiveStream_n) {
+  TinyDetector model;
+  SeekPipeline p(model, {testSrc(0, "is-live=true"), testSrc(1, "is-live=true")});
+  ASSERT_NE(p.get(), nullptr);
+  gst_element_set_state(p.get(), GST_STATE_PLAYING);
+  ASSERT_TRUE(p.waitBuffers({0, 1}, 3));
+  ASSERT_TRUE(flushStream(p, 1));
+  const size_t before0 = p.record(0).buffers(), before1 = p.record(1).buffers();
+  EXPECT_TRUE(p.waitBuffers({0}, before0 + 5, 3s)) << "stream 0 stalled";
+  EXPECT_TRUE(p.waitBuffers({1}, before1 + 5, 3s)) << "stream 1 did not resume";
+  EXPECT_EQ(countOf(p.record(0).snapshot(), Item::kFlushStart), 0u);
+  EXPECT_EQ(countOf(p.record(1).snapshot(), Item::kFlushStop), 1u);
+  gst_element_send_event(p.get(), gst_event_new_eos());
+  EXPECT_EQ(p.waitEnd(5s), "eos");
+}
+
+// Stream 1 is a live appsrc that never delivers: stream 0's frames wait for the timeout when
+// stream 0 is flushed; its waiting frame is dropped, it goes on.
+TEST(EdgeMuxFlush, FlushWhileABatchWaitsForTheTimeout_n) {
+  TinyDetector model;
+  SeekPipeline p(model,
+                 {testSrc(0, "is-live=true"),
+                  "appsrc name=src1 is-live=true format=time "
+                  "caps=video/x-raw,format=RGBA,width=32,height=32,framerate=10/1 ! queue"},
+                 "timeout=200000000");
+  ASSERT_NE(p.get(), nullptr);
+  gst_element_set_state(p.get(), GST_STATE_PLAYING);
+  ASSERT_TRUE(p.waitBuffers({0}, 3)) << "the stalled stream holds up stream 0";
+  ASSERT_TRUE(flushStream(p, 0));
+  const size_t before = p.record(0).buffers();
+  EXPECT_TRUE(p.waitBuffers({0}, before + 5, 5s)) << "stream 0 stalled after its flush";
+  const std::vector<Item> s0 = p.record(0).snapshot();
+  EXPECT_EQ(countOf(s0, Item::kFlushStop), 1u);
+  const std::vector<Item> after = buffersOf(afterLastFlush(s0));
+  for (size_t k = 1; k < after.size(); ++k) EXPECT_GT(after[k].pts, after[k - 1].pts);
+  EXPECT_EQ(p.record(1).buffers(), 0u);
+  gst_element_send_event(p.get(), gst_event_new_eos());
+  EXPECT_EQ(p.waitEnd(5s), "eos");
+}
+
+// Flush-start and flush-stop sent straight to edgemux's sink_1, not into the branch upstream:
+// while sink_1 is flushing, the queue before it gets GST_FLOW_FLUSHING for the frame it pushes
+// and pauses its task (as queue and basesrc do), and nothing restarts it, since the flush never
+// went through it. Stream 1 never delivers again, and a non-live edgemux waits for it: the
+// pipeline stalls (GST_DEBUG=aggregator:5: "Pad is flushing, dropping buffer" on m:sink_1, then
+// no frame on it). The same holds for any element whose sink pad is flushed this way
+// (videotestsrc ! queue ! fakesink with the flush sent to fakesink's pad stops too); a flush
+// must enter a branch upstream (FlushOfOneStreamLeavesTheOthersAlone). Disabled: it shows what
+// edgemux cannot repair (the upstream element's paused task is not its own).
+TEST(EdgeMuxFlush, DISABLED_FlushSentStraightToAMuxPad_n) {
+  TinyDetector model;
+  SeekPipeline p(model, {testSrc(0), testSrc(1)}, "", true);
+  ASSERT_NE(p.get(), nullptr);
+  playTwoSeconds(p, {0, 1});
+  GstElement* mux = p.element("m");
+  ASSERT_NE(mux, nullptr);
+  GstPad* pad = gst_element_get_static_pad(mux, "sink_1");
+  gst_object_unref(mux);
+  ASSERT_NE(pad, nullptr);
+  bool ok = false;
+  const bool returned = p.within(
+      5s,
+      [pad] {
+        const bool a = gst_pad_send_event(pad, gst_event_new_flush_start()) != FALSE;
+        const bool b = gst_pad_send_event(pad, gst_event_new_flush_stop(TRUE)) != FALSE;
+        return a && b;
+      },
+      &ok);
+  gst_object_unref(pad);
+  ASSERT_TRUE(returned);
+  ASSERT_EQ(p.waitEnd(10s), "eos") << "the pipeline stalled";
 }
 
 // ---- Queries through edgedemux's pads ----------------------------------------------------------
