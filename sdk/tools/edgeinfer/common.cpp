@@ -148,8 +148,9 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
       return Status(ErrorCode::kInvalidArgument, "--timing-iterations needs a positive integer");
   }
   if (a.has("timing-prune")) {
+    const std::string text = a.get("timing-prune");  // strtod's end points into it
     char* end = nullptr;
-    c.timing.pruneFactor = std::strtod(a.get("timing-prune").c_str(), &end);
+    c.timing.pruneFactor = std::strtod(text.c_str(), &end);
     if (!end || *end || !(c.timing.pruneFactor == 0.0 || c.timing.pruneFactor >= 1.0))
       return Status(ErrorCode::kInvalidArgument,
                     "--timing-prune needs 0 (off) or a factor of at least 1, not '" +
@@ -181,8 +182,9 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
       c.shapeProfiles.push_back(std::move(p));
   }
   if (a.has("dynamic-dim")) {
+    const std::string text = a.get("dynamic-dim");  // strtoll's end points into it
     char* end = nullptr;
-    c.dynamicDimDefault = std::strtoll(a.get("dynamic-dim").c_str(), &end, 10);
+    c.dynamicDimDefault = std::strtoll(text.c_str(), &end, 10);
     if (!end || *end || c.dynamicDimDefault < 1)
       return Status(ErrorCode::kInvalidArgument, "--dynamic-dim needs a positive integer");
   }
