@@ -11,7 +11,9 @@
 #include <utility>
 
 #include "kernels/cuda/cublas_check.h"
+#include "kernels/cuda/cublaslt_algo.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_tactic_base.h"
 
 namespace edgeinfer::cuda {
 
@@ -19,6 +21,9 @@ using builder::Layout;
 using builder::TensorFormat;
 
 namespace {
+
+using detail::allPositive;
+using detail::fail;
 
 using Holder = CublasLtHandle;
 
@@ -35,21 +40,6 @@ struct BmmSpec {
   std::vector<int64_t> outerDims, outerA, outerB, outerY;
 };
 
-bool fail(std::string* why, std::string msg) {
-  *why = std::move(msg);
-  return false;
-}
-
-bool isFloatType(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16;
-}
-
-bool staticPositive(const Shape& s) {
-  for (size_t i = 0; i < s.rank(); ++i)
-    if (s[i] <= 0) return false;
-  return true;
-}
-
 bool parseLayer(const builder::LayerContext& layer, BmmSpec* spec, std::string* why) {
   const graph::Node* node = layer.node;
   if (!node || !layer.graph) return fail(why, "no node");
@@ -60,13 +50,12 @@ bool parseLayer(const builder::LayerContext& layer, BmmSpec* spec, std::string* 
     return fail(why, "MatMul needs two inputs and one output");
   if (layer.constantInput(1)) return fail(why, "B is a constant (the cublaslt provider's)");
   const DataType t = layer.inputTypes[0];
-  if (!isFloatType(t) || layer.inputTypes[1] != t || layer.outputTypes[0] != t)
+  if (!detail::isFloatStorage(t) || layer.inputTypes[1] != t || layer.outputTypes[0] != t)
     return fail(why, "A, B and Y must be float32 or float16 of one type");
   const Shape& a = layer.inputShapes[0];
   const Shape& b = layer.inputShapes[1];
   const Shape& y = layer.outputShapes[0];
-  if (a.rank() == 0 || b.rank() == 0 || !staticPositive(a) || !staticPositive(b) ||
-      !staticPositive(y))
+  if (a.rank() == 0 || b.rank() == 0 || !allPositive(a) || !allPositive(b) || !allPositive(y))
     return fail(why, "shapes must be static, non-empty and at least 1-D");
   // 1-D operands: A [K] -> [1, K], B [K] -> [K, 1] (the output drops the dim; same memory).
   std::vector<int64_t> ad = a.dims(), bd = b.dims();
@@ -181,26 +170,16 @@ Status makeDescs(const BmmSpec& s, DataType dt, Descs* out) {
   return Status::Ok();
 }
 
-template <typename T>
-T algoAttr(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
-  T v{};
-  size_t written = 0;
-  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written) !=
-      CUBLAS_STATUS_SUCCESS)
-    return T{};
-  return v;
-}
-
 std::string algoId(DataType dt, const cublasLtMatmulAlgo_t& algo) {
   const auto n = [](auto v) { return std::to_string(static_cast<long long>(v)); };
   return std::string("cublas.bmm.") + (dt == DataType::kFloat16 ? "fp16" : "fp32") + ".a" +
-         n(algoAttr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID)) + ".t" +
-         n(algoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)) + ".s" +
-         n(algoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID)) + ".sk" +
-         n(algoAttr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM)) + ".r" +
-         n(algoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME)) + ".sw" +
-         n(algoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING)) + ".c" +
-         n(algoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION));
+         n(cublasLtAlgoAttr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID)) + ".t" +
+         n(cublasLtAlgoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)) + ".s" +
+         n(cublasLtAlgoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID)) + ".sk" +
+         n(cublasLtAlgoAttr<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM)) + ".r" +
+         n(cublasLtAlgoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME)) + ".sw" +
+         n(cublasLtAlgoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING)) + ".c" +
+         n(cublasLtAlgoAttr<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION));
 }
 
 struct AlgoChoice {

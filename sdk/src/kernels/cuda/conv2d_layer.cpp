@@ -3,16 +3,10 @@
 #include <utility>
 
 #include "graph/ops/conv_geometry.h"
+#include "kernels/cuda/cuda_tactic_base.h"
 
 namespace edgeinfer::cuda {
-namespace {
-
-bool fail(std::string* why, std::string msg) {
-  *why = std::move(msg);
-  return false;
-}
-
-}  // namespace
+using detail::fail;
 
 bool parseConv2dLayer(const builder::LayerContext& layer, int maxElementsLog2, Conv2dLayer* out,
                       std::string* why) {

@@ -14,6 +14,7 @@
 #include "kernels/cuda/cublas_check.h"
 #include "kernels/cuda/cublaslt_algo.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_tactic_base.h"
 #include "kernels/ref/activation.h"
 
 namespace edgeinfer::cuda {
@@ -22,6 +23,9 @@ using builder::Layout;
 using builder::TensorFormat;
 
 namespace {
+
+using detail::allPositive;
+using detail::fail;
 
 using Holder = CublasLtHandle;
 
@@ -44,21 +48,6 @@ struct GemmSpec {
   CMode cMode = CMode::kNone;
   bool relu = false;
 };
-
-bool isFloatType(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16;
-}
-
-bool allPositive(const Shape& s) {
-  for (size_t i = 0; i < s.rank(); ++i)
-    if (s[i] <= 0) return false;
-  return true;
-}
-
-bool fail(std::string* why, std::string msg) {
-  *why = std::move(msg);
-  return false;
-}
 
 /// The fused activation as an epilogue: Relu, or Clip(0, +inf) (also ReLU exactly), or the
 /// identity Clip(-inf, +inf). False for every activation no cuBLASLt epilogue computes exactly.
@@ -114,11 +103,12 @@ bool parseLayer(const builder::LayerContext& layer, GemmSpec* spec, std::string*
   if (!allPositive(as) || !allPositive(ys) || !allPositive(layer.inputShapes[1]) ||
       (layer.hasInput(2) && layer.inputShapes.size() > 2 && !allPositive(layer.inputShapes[2])))
     return fail(why, "shapes must be static and non-empty");
-  if (!isFloatType(layer.inputTypes[0]) || !isFloatType(layer.outputTypes[0]))
+  if (!detail::isFloatStorage(layer.inputTypes[0]) || !detail::isFloatStorage(layer.outputTypes[0]))
     return fail(why, "A and Y must be float32 or float16");
   const Tensor* b = layer.constantInput(1);
   if (!b) return fail(why, "B is not a constant (the weights are converted once)");
-  if (!isFloatType(b->dtype())) return fail(why, "B must be a float32 or float16 constant");
+  if (!detail::isFloatStorage(b->dtype()))
+    return fail(why, "B must be a float32 or float16 constant");
   const Shape& bs = b->shape();
   if (!allPositive(bs)) return fail(why, "B must have a static, non-empty shape");
 
@@ -153,7 +143,7 @@ bool parseLayer(const builder::LayerContext& layer, GemmSpec* spec, std::string*
     const Tensor* c = layer.constantInput(2);
     const Shape cs = c ? c->shape() : layer.inputShapes[2];
     const DataType ct = c ? c->dtype() : layer.inputTypes[2];
-    if (!isFloatType(ct)) return fail(why, "C / bias must be float32 or float16");
+    if (!detail::isFloatStorage(ct)) return fail(why, "C / bias must be float32 or float16");
     if (gemm) {
       int64_t cm = 0, cn = 0;
       if (!cDims(cs, spec->rows, spec->N, &cm, &cn))

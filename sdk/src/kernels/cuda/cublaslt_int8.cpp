@@ -17,6 +17,7 @@
 #include "kernels/cuda/cublas_check.h"
 #include "kernels/cuda/cublaslt_algo.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_tactic_base.h"
 #include "quant/qdq.h"
 
 namespace edgeinfer::cuda {
@@ -25,6 +26,9 @@ using builder::Layout;
 using builder::TensorFormat;
 
 namespace {
+
+using detail::allPositive;
+using detail::fail;
 
 using Holder = CublasLtHandle;
 
@@ -53,23 +57,8 @@ struct GemmLayer {
   bool hasZ = false;  ///< FusedConv's residual
 };
 
-bool fail(std::string* why, std::string msg) {
-  *why = std::move(msg);
-  return false;
-}
-
 bool positiveScale(float s) {
   return s > 0.f && std::isfinite(s);
-}
-
-bool isFloat(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16;
-}
-
-bool allPositive(const Shape& s) {
-  for (size_t i = 0; i < s.rank(); ++i)
-    if (s[i] <= 0) return false;
-  return true;
 }
 
 bool parseConv(const builder::LayerContext& layer, GemmLayer* g, std::string* why) {
@@ -110,7 +99,7 @@ bool parseGemm(const builder::LayerContext& layer, GemmLayer* g, std::string* wh
     return fail(why, "shapes must be static and non-empty");
   const Tensor* b = layer.constantInput(1);
   if (!b) return fail(why, "B is not a constant (two computed inputs are not offered)");
-  if (!isFloat(b->dtype()) || !allPositive(b->shape()) || b->shape().rank() < 2)
+  if (!detail::isFloatStorage(b->dtype()) || !allPositive(b->shape()) || b->shape().rank() < 2)
     return fail(why, "B must be a constant float matrix");
   const Shape& bs = b->shape();
   for (size_t i = 0; i + 2 < bs.rank(); ++i)
@@ -143,7 +132,7 @@ bool parseGemm(const builder::LayerContext& layer, GemmLayer* g, std::string* wh
     const Shape& cs = c->shape();
     const bool vector = (cs.rank() == 1 && cs[0] == g->N) ||
                         (gemm && cs.rank() == 2 && cs[0] == 1 && cs[1] == g->N);
-    if (!isFloat(c->dtype()) || !vector)
+    if (!detail::isFloatStorage(c->dtype()) || !vector)
       return fail(why, "only a constant bias of N elements ([N] or [1, N]) is offered");
     g->biasSource = c;
     if (!gemm) g->gemmBeta = 1.f;
@@ -172,7 +161,8 @@ bool parseLayer(const builder::LayerContext& layer, GemmLayer* g, std::string* w
   }
   if (layer.inputTypes[0] != DataType::kFloat32 || layer.outputTypes[0] != DataType::kFloat32)
     return fail(why, "the input and output must be float32 values");
-  if (!isFloat(g->weights->dtype())) return fail(why, "the weights must be a float constant");
+  if (!detail::isFloatStorage(g->weights->dtype()))
+    return fail(why, "the weights must be a float constant");
   if (g->K % 4 != 0 || g->N % 4 != 0)
     return fail(why, "cuBLASLt's IMMA kernels need C_in % 4 == 0 and C_out % 4 == 0 (here " +
                          std::to_string(g->K) + " and " + std::to_string(g->N) + ")");

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "builder/tactic.h"
@@ -20,6 +21,19 @@ inline bool isStatic(const Shape& s) {
   for (int64_t d : s.dims())
     if (d < 0) return false;
   return true;
+}
+
+/// Every dim known and at least 1 (an empty or dynamic tensor is not supported).
+inline bool allPositive(const Shape& s) {
+  for (int64_t d : s.dims())
+    if (d <= 0) return false;
+  return true;
+}
+
+/// A support check's "no": sets `why` and returns false.
+inline bool fail(std::string* why, std::string msg) {
+  *why = std::move(msg);
+  return false;
 }
 
 /// Storage types to offer at a precision (the builder times every one).

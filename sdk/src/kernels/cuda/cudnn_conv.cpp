@@ -15,6 +15,7 @@
 #include "edgeinfer/logger.h"
 #include "graph/ops/conv_geometry.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_tactic_base.h"
 #include "kernels/cuda/cudnn_check.h"
 #include "kernels/ref/activation.h"
 
@@ -24,6 +25,9 @@ using builder::Layout;
 using builder::TensorFormat;
 
 namespace {
+
+using detail::allPositive;
+using detail::fail;
 
 using Holder = CudnnHandle;
 
@@ -99,21 +103,6 @@ bool mapActivation(ref::Activation act, float alpha, float beta, PointwiseAct* p
   }
 }
 
-bool isFloatType(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16;
-}
-
-bool allPositive(const Shape& s) {
-  for (size_t i = 0; i < s.rank(); ++i)
-    if (s[i] <= 0) return false;
-  return true;
-}
-
-bool fail(std::string* why, std::string msg) {
-  *why = std::move(msg);
-  return false;
-}
-
 /// Reads the layer into `spec`; false (with `why`) when this provider cannot run it.
 bool parseLayer(const builder::LayerContext& layer, ConvSpec* spec, std::string* why) {
   const graph::Node* node = layer.node;
@@ -128,11 +117,11 @@ bool parseLayer(const builder::LayerContext& layer, ConvSpec* spec, std::string*
   if (xs.rank() != 4 || ys.rank() != 4)
     return fail(why, "only 2-D convolutions (4-D tensors) are supported");
   if (!allPositive(xs) || !allPositive(ys)) return fail(why, "shapes must be static");
-  if (!isFloatType(layer.inputTypes[0]) || !isFloatType(layer.outputTypes[0]))
+  if (!detail::isFloatStorage(layer.inputTypes[0]) || !detail::isFloatStorage(layer.outputTypes[0]))
     return fail(why, "input and output must be float32 or float16");
   const Tensor* w = layer.constantInput(1);
   if (!w) return fail(why, "the weights are not a constant");
-  if (!isFloatType(w->dtype()) || w->shape().rank() != 4 || !allPositive(w->shape()))
+  if (!detail::isFloatStorage(w->dtype()) || w->shape().rank() != 4 || !allPositive(w->shape()))
     return fail(why, "the weights must be a static 4-D float tensor");
   spec->N = xs[0], spec->C = xs[1], spec->H = xs[2], spec->W = xs[3];
   spec->K = w->shape()[0], spec->Cg = w->shape()[1], spec->R = w->shape()[2],
@@ -145,14 +134,14 @@ bool parseLayer(const builder::LayerContext& layer, ConvSpec* spec, std::string*
   if (layer.hasInput(2)) {
     const Tensor* b = layer.constantInput(2);
     if (!b) return fail(why, "the bias is not a constant");
-    if (!isFloatType(b->dtype()) || b->numel() != spec->K)
+    if (!detail::isFloatStorage(b->dtype()) || b->numel() != spec->K)
       return fail(why, "the bias must be a float tensor of K elements");
     spec->hasBias = true;
   }
   if (layer.hasInput(3)) {
     if (!fused) return fail(why, "Conv has no fourth input");
     if (layer.inputShapes.size() < 4 || layer.inputShapes[3] != ys ||
-        !isFloatType(layer.inputTypes[3]))
+        !detail::isFloatStorage(layer.inputTypes[3]))
       return fail(why, "the residual Z must be a float tensor of the output's shape");
     spec->hasZ = true;
   }

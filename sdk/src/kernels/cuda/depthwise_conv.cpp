@@ -11,21 +11,15 @@
 #include "core/half.h"
 #include "kernels/cuda/conv2d_layer.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_tactic_base.h"
 
 namespace edgeinfer::cuda {
 namespace {
 
+using detail::fail;
+
 using builder::Layout;
 using builder::TensorFormat;
-
-bool isFloatType(DataType t) {
-  return t == DataType::kFloat32 || t == DataType::kFloat16;
-}
-
-bool fail(std::string* why, std::string msg) {
-  *why = std::move(msg);
-  return false;
-}
 
 /// Reads the layer into `p` (format fields left unset); false (with `why`) when this provider
 /// cannot run it.
@@ -33,12 +27,12 @@ bool parseLayer(const builder::LayerContext& layer, DepthwisePlan* p, bool* hasB
                 std::string* why) {
   Conv2dLayer c;
   if (!parseConv2dLayer(layer, 30, &c, why)) return false;
-  if (!isFloatType(layer.inputTypes[0]) || !isFloatType(layer.outputTypes[0]))
+  if (!detail::isFloatStorage(layer.inputTypes[0]) || !detail::isFloatStorage(layer.outputTypes[0]))
     return fail(why, "input and output must be float32 or float16");
   if (c.group != c.C) return fail(why, "not depthwise: group != C_in");
   if (c.weightsPerGroup != 1 || c.K % c.C != 0)
     return fail(why, "inconsistent depthwise channel counts");
-  if (c.hasZ && !isFloatType(layer.inputTypes[3]))
+  if (c.hasZ && !detail::isFloatStorage(layer.inputTypes[3]))
     return fail(why, "the residual Z must be a float tensor of the output's shape");
   c.copyTo(p);
   p->M = c.K / c.C;

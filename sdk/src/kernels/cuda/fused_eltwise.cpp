@@ -7,17 +7,15 @@
 #include <utility>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_tactic_base.h"
 
 namespace edgeinfer::cuda {
 namespace {
 
+using detail::fail;
+
 using builder::Layout;
 using builder::TensorFormat;
-
-bool fail(std::string* why, std::string msg) {
-  *why = std::move(msg);
-  return false;
-}
 
 /// Checks the layer and decodes its program; false (with `why`) when not supported.
 bool parseLayer(const builder::LayerContext& layer, graph::FeProgram* prog, std::string* why) {

@@ -10,18 +10,16 @@
 
 #include "kernels/cuda/conv2d_layer.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_tactic_base.h"
 #include "quant/qdq.h"
 
 namespace edgeinfer::cuda {
 namespace {
 
+using detail::fail;
+
 using builder::Layout;
 using builder::TensorFormat;
-
-bool fail(std::string* why, std::string msg) {
-  *why = std::move(msg);
-  return false;
-}
 
 bool positiveScale(float s) {
   return s > 0.f && std::isfinite(s);
