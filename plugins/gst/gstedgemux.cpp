@@ -102,6 +102,9 @@ struct PadState {
   // The seqnums of the last flush-start and flush-stop that reached the pad (any thread).
   std::atomic<guint32> flushStartSeqnum{GST_SEQNUM_INVALID};
   std::atomic<guint32> flushStopSeqnum{GST_SEQNUM_INVALID};
+  // Flush-starts that GstAggregator has handled (its queue emptied, the pad flushing): a frame
+  // popped while this changed may be from before the flush (any thread).
+  std::atomic<uint32_t> flushStarts{0};
 };
 
 struct MuxState {
@@ -188,17 +191,20 @@ GstAggregatorPad* aggPad(GstEdgeMuxPad* p) {
   return GST_AGGREGATOR_PAD(p);
 }
 
-// The running time of `buf` at the head of `pad`, or GST_CLOCK_TIME_NONE.
-GstClockTime runningTime(GstAggregatorPad* pad, GstBuffer* buf) {
+// The running time of `buf` in `segment`, or GST_CLOCK_TIME_NONE.
+GstClockTime runningTime(const GstSegment& segment, GstBuffer* buf) {
   GstClockTime t = GST_BUFFER_PTS(buf);
   if (!GST_CLOCK_TIME_IS_VALID(t)) t = GST_BUFFER_DTS(buf);
-  if (!GST_CLOCK_TIME_IS_VALID(t)) return GST_CLOCK_TIME_NONE;
+  if (!GST_CLOCK_TIME_IS_VALID(t) || segment.format != GST_FORMAT_TIME) return GST_CLOCK_TIME_NONE;
+  return gst_segment_to_running_time(&segment, GST_FORMAT_TIME, t);
+}
+
+// The running time of `buf` at the head of `pad`, or GST_CLOCK_TIME_NONE.
+GstClockTime runningTime(GstAggregatorPad* pad, GstBuffer* buf) {
   GST_OBJECT_LOCK(pad);
-  const GstClockTime rt = pad->segment.format == GST_FORMAT_TIME
-                              ? gst_segment_to_running_time(&pad->segment, GST_FORMAT_TIME, t)
-                              : GST_CLOCK_TIME_NONE;
+  const GstSegment segment = pad->segment;
   GST_OBJECT_UNLOCK(pad);
-  return rt;
+  return runningTime(segment, buf);
 }
 
 // Whether the stream id in a pad name ("sink_12") is well formed; sets `stream`.
@@ -291,7 +297,10 @@ gboolean edgeMuxSinkEvent(GstAggregator* agg, GstAggregatorPad* pad, GstEvent* e
     ps.info = info;
     GST_DEBUG_OBJECT(pad, "stream %u: %" GST_PTR_FORMAT, ps.stream, static_cast<void*>(caps));
   }
-  return GST_AGGREGATOR_CLASS(gst_edge_mux_parent_class)->sink_event(agg, pad, event);
+  const bool flushStart = GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_START;
+  const gboolean ret = GST_AGGREGATOR_CLASS(gst_edge_mux_parent_class)->sink_event(agg, pad, event);
+  if (flushStart) ps.flushStarts.fetch_add(1);
+  return ret;
 }
 
 // A flushing seek: GstAggregator forwards it to every stream and resumes only when every sink
@@ -385,13 +394,32 @@ GstFlowReturn pushBatch(GstEdgeMux* self, eg::Batch batch, GstClockTime pts) {
   return gst_aggregator_finish_buffer(agg, out);
 }
 
-// The streams flushed on their own since the last batch that said so (marks cleared).
-void takeFlushed(const SinkPads& pads, std::vector<unsigned>& streams) {
-  for (GstEdgeMuxPad* p : pads.get())
-    if (p->state->flushed.exchange(false)) {
-      GST_DEBUG_OBJECT(p, "stream %u was flushed on its own", p->state->stream);
-      streams.push_back(p->state->stream);
-    }
+// A frame popped from a sink pad, with the count of flush-starts its pad had handled before.
+struct Taken {
+  unsigned stream;
+  uint32_t flushStarts;
+  GstClockTime runningTime;
+};
+
+// The streams flushed on their own since the last batch that said so (marks cleared), into
+// `batch`. The frame of such a stream that was popped before its flush (the pop raced a flush
+// from another thread) is dropped: the flush goes before the batch's frames, and the frame
+// belongs before it. `taken` stays parallel to batch.frames.
+void takeFlushed(const SinkPads& pads, eg::Batch& batch, std::vector<Taken>& taken) {
+  for (GstEdgeMuxPad* p : pads.get()) {
+    const uint32_t starts = p->state->flushStarts.load();  // before the mark: it comes first
+    if (!p->state->flushed.exchange(false)) continue;
+    GST_DEBUG_OBJECT(p, "stream %u was flushed on its own", p->state->stream);
+    batch.flushedStreams.push_back(p->state->stream);
+    for (size_t k = 0; k < taken.size(); ++k)
+      if (taken[k].stream == p->state->stream && taken[k].flushStarts != starts) {
+        GST_DEBUG_OBJECT(p, "stream %u: a frame from before its flush is dropped",
+                         p->state->stream);
+        batch.frames.erase(batch.frames.begin() + static_cast<std::ptrdiff_t>(k));
+        taken.erase(taken.begin() + static_cast<std::ptrdiff_t>(k));
+        break;
+      }
+  }
 }
 
 GstFlowReturn edgeMuxAggregate(GstAggregator* agg, gboolean timeout) {
@@ -435,9 +463,10 @@ GstFlowReturn edgeMuxAggregate(GstAggregator* agg, gboolean timeout) {
     std::sort(ready.begin(), ready.end());
 
     eg::Batch batch;
-    GstClockTime pts = GST_CLOCK_TIME_NONE;
+    std::vector<Taken> taken;
     for (size_t i : ready) {
       GstEdgeMuxPad* p = pads.get()[i];
+      const uint32_t flushStarts = p->state->flushStarts.load();
       GstBuffer* buf = gst_aggregator_pad_pop_buffer(aggPad(p));
       if (!buf) continue;
       if (!p->state->caps) {
@@ -447,26 +476,41 @@ GstFlowReturn edgeMuxAggregate(GstAggregator* agg, gboolean timeout) {
                           (nullptr));
         return GST_FLOW_NOT_NEGOTIATED;
       }
-      const GstClockTime rt = runningTime(aggPad(p), buf);
-      if (GST_CLOCK_TIME_IS_VALID(rt) && (!GST_CLOCK_TIME_IS_VALID(pts) || rt < pts)) pts = rt;
       GST_OBJECT_LOCK(p);
       const GstSegment segment = aggPad(p)->segment;
       GST_OBJECT_UNLOCK(p);
-      batch.frames.emplace_back(p->state->stream, buf, p->state->caps, p->state->info, segment);
       s.nextStream = p->state->stream + 1;
+      // A flush of this pad alone (from another thread) while the frame was being taken: the
+      // frame may be from before it, and its segment already reset. A flush drops frames.
+      if (p->state->flushStarts.load() != flushStarts || segment.format == GST_FORMAT_UNDEFINED) {
+        GST_DEBUG_OBJECT(p, "stream %u: a frame taken as the stream was flushed is dropped",
+                         p->state->stream);
+        gst_buffer_unref(buf);
+        continue;
+      }
+      taken.push_back({p->state->stream, flushStarts, runningTime(segment, buf)});
+      batch.frames.emplace_back(p->state->stream, buf, p->state->caps, p->state->info, segment);
     }
     if (first) batch.endedStreams = std::move(ended);
     ended.clear();
     first = false;
     // Read after the frames were taken: a frame that came after a flush is never pushed
     // before the news of that flush.
-    takeFlushed(pads, batch.flushedStreams);
+    takeFlushed(pads, batch, taken);
+    if (batch.frames.empty() && batch.endedStreams.empty() && batch.flushedStreams.empty())
+      continue;
+    GstClockTime pts = GST_CLOCK_TIME_NONE;
+    for (const Taken& t : taken)
+      if (GST_CLOCK_TIME_IS_VALID(t.runningTime) &&
+          (!GST_CLOCK_TIME_IS_VALID(pts) || t.runningTime < pts))
+        pts = t.runningTime;
     const GstFlowReturn ret = pushBatch(self, std::move(batch), pts);
     if (ret != GST_FLOW_OK) return ret;
   }
   // Only news of ended or flushed streams: a batch without frames carries it.
   eg::Batch news;
-  takeFlushed(pads, news.flushedStreams);
+  std::vector<Taken> none;
+  takeFlushed(pads, news, none);
   if (!ended.empty() || !news.flushedStreams.empty()) {
     news.endedStreams = std::move(ended);
     return pushBatch(self, std::move(news), GST_CLOCK_TIME_NONE);
