@@ -95,6 +95,9 @@ check "bad --layer-precision_n" expect_exit 2 "--layer-precision" "$cli" build "
 check "bad --timing-iterations_n" expect_exit 2 "--timing-iterations" "$cli" build "$work/m.onnx" -o "$work/t.engine" --timing-iterations 0
 check "bad --timing-prune_n" expect_exit 2 "--timing-prune" "$cli" build "$work/m.onnx" -o "$work/t.engine" --timing-prune 0.5
 check "non-numeric --timing-prune_n" expect_exit 2 "--timing-prune" "$cli" build "$work/m.onnx" -o "$work/t.engine" --timing-prune fast
+check "build with --build-threads" "$cli" build "$work/m.onnx" -o "$work/bt.engine" --build-threads 2
+check "zero --build-threads_n" expect_exit 2 "--build-threads" "$cli" build "$work/m.onnx" -o "$work/t.engine" --build-threads 0
+check "non-numeric --build-threads_n" expect_exit 2 "--build-threads" "$cli" build "$work/m.onnx" -o "$work/t.engine" --build-threads 4x
 check "device inputs on a cpu engine_n" expect_exit 2 "--device-inputs" "$cli" bench "$work/m.engine" --iterations 1 --device-inputs
 if ! "$cli" device 2>/dev/null | grep -q "^GPU 0"; then  # the messages a machine without a GPU gives
   check "backend cuda without a GPU_n" expect_exit 1 "no GPU is usable" "$cli" build "$work/m.onnx" -o "$work/t.engine" --backend cuda

@@ -9,10 +9,12 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/cuda/cudnn_conv.h"
@@ -424,6 +426,70 @@ TEST(CudnnConv, EnqueueBeforeInitialize_n) {
   ASSERT_TRUE(cands[0]->initialize(layer).ok());
   const Status s2 = cands[0]->enqueue(args);  // initialised, but null pointers
   EXPECT_FALSE(s2.ok());
+}
+
+// ---- Preparing candidates on several threads (what the builder does for a cold build) ------
+
+/// Every candidate of a depthwise FusedConv (runtime-fused plans, the costliest to finalize),
+/// prepared on 8 threads at once against one handle, then initialised and run: the same
+/// candidates finalize as when each is prepared alone, with the same workspace and output,
+/// bit for bit.
+TEST(CudnnConv, PreparedOnThreadsEqualsOneAtATime) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.op = "FusedConv";
+  c.C = c.K = c.group = 24, c.H = c.W = 17, c.bias = true, c.act = "Relu";
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer));
+  CudnnConvProvider provider;
+  auto together = provider.candidates(layer, Precision::kFp16);
+  auto alone = provider.candidates(layer, Precision::kFp16);
+  ASSERT_FALSE(together.empty()) << provider.lastReason();
+  ASSERT_EQ(together.size(), alone.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 8; ++t)
+    pool.emplace_back([&] {
+      for (size_t k = next++; k < together.size(); k = next++) together[k]->prepare(layer);
+    });
+  for (auto& t : pool) t.join();
+  int ran = 0;
+  for (size_t k = 0; k < together.size(); ++k) {
+    ASSERT_EQ(together[k]->id(), alone[k]->id());
+    const Status a = alone[k]->initialize(layer), b = together[k]->initialize(layer);
+    EXPECT_EQ(a.ok(), b.ok()) << together[k]->id() << ": " << a.message() << " / " << b.message();
+    if (!a.ok() || !b.ok()) continue;
+    EXPECT_EQ(together[k]->workspaceBytes(), alone[k]->workspaceBytes()) << together[k]->id();
+    auto ra = test::runTactic(*alone[k], layer, c.inputs());
+    auto rb = test::runTactic(*together[k], layer, c.inputs());
+    ASSERT_TRUE(ra.ok() && rb.ok()) << together[k]->id();
+    EXPECT_EQ(test::relL2(rb.value()[0], ra.value()[0]), 0.0) << together[k]->id();
+    ++ran;
+  }
+  std::printf("  %d of %zu candidates ran, prepared on 8 threads\n", ran, together.size());
+  EXPECT_GT(ran, 0);
+}
+
+/// prepare() with a layer whose weights are gone: initialize() reports it, and a second
+/// prepare() does not hide the first one's failure.
+TEST(CudnnConv, PrepareFailureIsInitializeFailure_n) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer));
+  CudnnConvProvider provider;
+  auto cands = provider.candidates(layer, Precision::kFp32);
+  ASSERT_FALSE(cands.empty()) << provider.lastReason();
+  graph::Graph noWeights;
+  builder::LayerContext broken = layer;
+  broken.graph = &noWeights;
+  cands[0]->prepare(broken);
+  cands[0]->prepare(broken);
+  const Status s = cands[0]->initialize(broken);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("weights missing"), std::string::npos) << s.message();
+  builder::LaunchArgs args;
+  EXPECT_FALSE(cands[0]->enqueue(args).ok()) << "it ran without weights";
 }
 
 // ---- Plan serialization (engine loads restore plans from their JSON) ----------------------

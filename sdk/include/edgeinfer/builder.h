@@ -50,6 +50,11 @@ struct TimingOptions {
   /// (and over 0.05 ms) is not timed further: the probe is its time. It cannot win, and big
   /// layers have cuDNN engines 100x slower than their best. 0 times every candidate fully.
   double pruneFactor = 8.0;
+  /// Threads that prepare a layer's candidates at once before they are timed (the host part
+  /// of initialising them: compiling cuDNN execution plans, converting weights), which is
+  /// most of a cold build. 0: the machine's cores, at most 8; 1 (the default): one at a time.
+  /// More than one has not yet run on a GPU (docs/performance.md): opt in.
+  int prepareThreads = 1;
 };
 
 /// Everything that decides how an engine is built. Defaults are what a user wants for a

@@ -82,6 +82,12 @@ class Tactic {
     (void)index;
     return false;
   }
+  /// Optional, build time, before initialize(): the host-only part of it (compiling a plan,
+  /// converting weights), which the builder runs for a layer's candidates on several threads
+  /// at once: no stream work, and nothing shared that is not thread-safe. A failure here is
+  /// initialize()'s failure; prepare() is idempotent and initialize() calls it when the
+  /// builder did not.
+  virtual void prepare(const LayerContext& layer) { (void)layer; }
   /// Build/load time: prepares weights (layout, precision) on the device and any plans for
   /// the layer's shapes. Called once per engine, never per inference.
   virtual Status initialize(const LayerContext& layer) = 0;

@@ -75,6 +75,8 @@ GPU builder options:
   --timing-iterations N         launches per timing measurement (default 8; median of 5)
   --timing-prune F              stop timing a tactic whose first launch is F times slower than
                                 the layer's fastest so far (default 8; 0 times every one fully)
+  --build-threads N             threads preparing a layer's candidates (cuDNN plans) at once
+                                before they are timed (default 1; not yet measured on a GPU)
 )";
 
 Expected<ShapeProfile> parseShapes(const std::string& text) {
@@ -155,6 +157,15 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
       return Status(ErrorCode::kInvalidArgument,
                     "--timing-prune needs 0 (off) or a factor of at least 1, not '" +
                         a.get("timing-prune") + "'");
+  }
+  if (a.has("build-threads")) {
+    const std::string text = a.get("build-threads");
+    char* end = nullptr;
+    const long n = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || !end || *end || n < 1 || n > 256)
+      return Status(ErrorCode::kInvalidArgument,
+                    "--build-threads needs a number of threads from 1 to 256, not '" + text + "'");
+    c.timing.prepareThreads = static_cast<int>(n);
   }
   for (const std::string& kv : a.all("tactic")) {
     const auto eq = kv.rfind('=');

@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
                                            "timing-cache",
                                            "timing-iterations",
                                            "timing-prune",
+                                           "build-threads",
                                            "warmup",
                                            "config",
                                            "data",

@@ -8,11 +8,14 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <set>
+#include <system_error>
+#include <thread>
 
 #include "builder/engine_format.h"
 #include "builder/timing_cache.h"
@@ -430,6 +433,35 @@ class GpuBuilder {
     return cfg_.precision;
   }
 
+  /// Runs prepare() of `tactics` on cfg_.timing.prepareThreads threads (the host part of
+  /// initialising them, cuDNN plan finalization above all, which is most of a cold build).
+  void prepareAll(const std::vector<Tactic*>& tactics, const builder::LayerContext& layer) {
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const int asked = cfg_.timing.prepareThreads;
+    const size_t threads = std::min<size_t>(
+        tactics.size(), asked > 0 ? static_cast<size_t>(asked) : std::min(8u, cores));
+    std::atomic<size_t> next{0};
+    int device = 0;
+    const bool haveDevice = cudaGetDevice(&device) == cudaSuccess;
+    const auto work = [&] {
+      if (haveDevice) cudaSetDevice(device);  // (a new thread starts on device 0)
+      for (size_t k = next++; k < tactics.size(); k = next++) tactics[k]->prepare(layer);
+    };
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < threads; ++t) {
+      try {
+        pool.emplace_back(work);
+      } catch (const std::system_error&) {  // no more threads: the others do the work
+        break;
+      }
+    }
+    work();
+    for (auto& t : pool) t.join();
+    initSeconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
   /// Times one candidate: initialises it (weights to the device), then launches it on zeroed
   /// scratch inputs (constants it reads as inputs: their real values).
   Expected<double> timeTactic(Tactic& t, const builder::LayerContext& layer, double pruneAboveMs) {
@@ -528,7 +560,14 @@ class GpuBuilder {
     } else {
       // Candidates far slower than the fastest so far are cut short (TimingOptions).
       double fastest = kInfinity;
+      bool prepared = false;
       const auto timer = [&](const std::string& id) -> Expected<double> {
+        if (!prepared) {  // timing is needed (no usable cache entry): prepare them all at once
+          std::vector<Tactic*> all;
+          for (const auto& [tid, t] : byId) all.push_back(t);
+          prepareAll(all, layer);
+          prepared = true;
+        }
         initialized.insert(id);
         const double f = cfg_.timing.pruneFactor;
         const double bound =

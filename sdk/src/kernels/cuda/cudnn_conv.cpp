@@ -9,7 +9,9 @@
 #include <cmath>
 #include <mutex>
 #include <set>
+#include <shared_mutex>
 #include <utility>
+#include <vector>
 
 #include "core/half.h"
 #include "edgeinfer/logger.h"
@@ -527,45 +529,29 @@ class CudnnConvTactic : public builder::Tactic {
   bool consumesInput(size_t index) const override { return index == 1 || index == 2; }
   std::string serializedState() const override { return state_; }
 
+  // Finalizes the plan and converts the weights on the calling thread. cuDNN builds execution
+  // plans of one handle on several threads at once (cudnn-frontend's build_plan_at_index is
+  // meant for that when autotuning): the handle's lock is held shared, executions hold it
+  // exclusively.
+  void prepare(const builder::LayerContext& layer) override {
+    std::lock_guard<std::mutex> lock(prepareMu_);
+    if (prepared_) return;
+    prepared_ = true;
+    try {
+      prepareStatus_ = prepareHost(layer);
+    } catch (const std::exception& e) {  // (on a builder thread: nothing may escape)
+      prepareStatus_ = Status(ErrorCode::kInternal, id_ + ": preparing it failed: " + e.what());
+    }
+  }
+
   Status initialize(const builder::LayerContext& layer) override {
-    const Tensor* w = layer.constantInput(1);
-    if (!w || w->numel() != spec_.K * spec_.Cg * spec_.R * spec_.S)
-      return Status(ErrorCode::kInvalidArgument, id_ + ": weights missing or of another shape");
-    if (!plan_) {
-      std::lock_guard<std::mutex> lock(handle_->mu);
-      int64_t workspace = 0;
-      Desc plan;
-      EI_RETURN_IF_ERROR(finalizePlan(handle_->handle, cfg_, &plan, &workspace)
-                             .withContext(id_ + ": the execution plan did not finalize"));
-      plan_ = std::move(plan);
-      workspace_ = static_cast<size_t>(std::max<int64_t>(workspace, 0));
-    }
-    if (state_.empty()) {  // read once, right after finalizing, before any execution
-      std::lock_guard<std::mutex> lock(handle_->mu);
-      state_ = planToJson(plan_, id_);
-    }
-    const size_t es = dataTypeSize(fmt_.dtype);
-    // Weights [K, Cg, R, S] -> KCRS (NCHW) or KRSC (NHWC), in the tactic's element type.
-    std::vector<uint8_t> host(static_cast<size_t>(w->numel()) * es);
-    const int64_t RS = spec_.R * spec_.S;
-    for (int64_t i = 0; i < w->numel(); ++i) {
-      int64_t j = i;
-      if (fmt_.layout == Layout::kNHWC) {
-        const int64_t rs = i % RS, c = (i / RS) % spec_.Cg, k = i / (RS * spec_.Cg);
-        j = (k * RS + rs) * spec_.Cg + c;
-      }
-      store(host.data(), j, static_cast<float>(w->getAsDouble(i)));
-    }
-    EI_RETURN_IF_ERROR(upload(host, &dW_));
-    if (spec_.hasBias) {
-      const Tensor* b = layer.constantInput(2);
-      if (!b || b->numel() != spec_.K)
-        return Status(ErrorCode::kInvalidArgument, id_ + ": bias missing or of another size");
-      std::vector<uint8_t> hb(static_cast<size_t>(spec_.K) * es);
-      for (int64_t i = 0; i < spec_.K; ++i)
-        store(hb.data(), i, static_cast<float>(b->getAsDouble(i)));
-      EI_RETURN_IF_ERROR(upload(hb, &dB_));
-    }
+    prepare(layer);
+    EI_RETURN_IF_ERROR(prepareStatus_);
+    EI_RETURN_IF_ERROR(upload(hostW_, &dW_));
+    if (spec_.hasBias) EI_RETURN_IF_ERROR(upload(hostB_, &dB_));
+    hostW_ = {};
+    hostB_ = {};
+    prepared_ = false;  // a second initialize() (another layer context) prepares again
     return Status::Ok();
   }
 
@@ -580,7 +566,7 @@ class CudnnConvTactic : public builder::Tactic {
                     id_ + ": needs a workspace of " + std::to_string(workspace_) + " bytes");
     void* ptrs[5] = {const_cast<void*>(args.inputs[0]), dW_, args.outputs[0], dB_,
                      spec_.hasZ ? const_cast<void*>(args.inputs[3]) : nullptr};
-    std::lock_guard<std::mutex> lock(handle_->mu);
+    std::lock_guard<std::shared_mutex> lock(handle_->mu);
     EI_CUDNN_CHECK(cudnnSetStream(handle_->handle, static_cast<cudaStream_t>(args.stream)));
     // The variant pack is rebuilt only when a pointer changes (host work, no device memory).
     if (!variantPack_ || !std::equal(ptrs, ptrs + 5, lastPtrs_) || args.workspace != lastWs_) {
@@ -622,6 +608,45 @@ class CudnnConvTactic : public builder::Tactic {
     return Status::Ok();
   }
 
+  // The plan (finalized once) and the weights in the tactic's layout and type, on the host.
+  Status prepareHost(const builder::LayerContext& layer) {
+    const Tensor* w = layer.constantInput(1);
+    if (!w || w->numel() != spec_.K * spec_.Cg * spec_.R * spec_.S)
+      return Status(ErrorCode::kInvalidArgument, id_ + ": weights missing or of another shape");
+    std::shared_lock<std::shared_mutex> lock(handle_->mu);
+    if (!plan_) {
+      int64_t workspace = 0;
+      Desc plan;
+      EI_RETURN_IF_ERROR(finalizePlan(handle_->handle, cfg_, &plan, &workspace)
+                             .withContext(id_ + ": the execution plan did not finalize"));
+      plan_ = std::move(plan);
+      workspace_ = static_cast<size_t>(std::max<int64_t>(workspace, 0));
+    }
+    if (state_.empty()) state_ = planToJson(plan_, id_);  // before any execution
+    lock.unlock();
+    const size_t es = dataTypeSize(fmt_.dtype);
+    // Weights [K, Cg, R, S] -> KCRS (NCHW) or KRSC (NHWC), in the tactic's element type.
+    hostW_.assign(static_cast<size_t>(w->numel()) * es, 0);
+    const int64_t RS = spec_.R * spec_.S;
+    for (int64_t i = 0; i < w->numel(); ++i) {
+      int64_t j = i;
+      if (fmt_.layout == Layout::kNHWC) {
+        const int64_t rs = i % RS, c = (i / RS) % spec_.Cg, k = i / (RS * spec_.Cg);
+        j = (k * RS + rs) * spec_.Cg + c;
+      }
+      store(hostW_.data(), j, static_cast<float>(w->getAsDouble(i)));
+    }
+    if (spec_.hasBias) {
+      const Tensor* b = layer.constantInput(2);
+      if (!b || b->numel() != spec_.K)
+        return Status(ErrorCode::kInvalidArgument, id_ + ": bias missing or of another size");
+      hostB_.assign(static_cast<size_t>(spec_.K) * es, 0);
+      for (int64_t i = 0; i < spec_.K; ++i)
+        store(hostB_.data(), i, static_cast<float>(b->getAsDouble(i)));
+    }
+    return Status::Ok();
+  }
+
   std::string id_;
   ConvSpec spec_;
   TensorFormat fmt_;
@@ -631,6 +656,10 @@ class CudnnConvTactic : public builder::Tactic {
   Desc plan_;             // finalized in initialize()
   size_t workspace_ = 0;  // known once the plan is finalized
   std::string state_;     // the plan's JSON (serializedState), read in initialize()
+  std::mutex prepareMu_;
+  bool prepared_ = false;  // prepare() ran since the last initialize()
+  Status prepareStatus_;
+  std::vector<uint8_t> hostW_, hostB_;  // prepared, uploaded by initialize()
   void* dW_ = nullptr;
   void* dB_ = nullptr;
   Desc variantPack_;
@@ -670,7 +699,7 @@ std::unique_ptr<builder::Tactic> CudnnConvProvider::restore(const builder::Layer
   int64_t workspace = 0;
   Status s;
   {
-    std::lock_guard<std::mutex> lock(h->mu);
+    std::lock_guard<std::shared_mutex> lock(h->mu);
     s = planFromJson(h->handle, state, &plan, &workspace);
   }
   if (!s.ok()) {  // another cuDNN, a plan it no longer reads: the heuristics find it again
@@ -700,7 +729,7 @@ std::vector<std::unique_ptr<builder::Tactic>> CudnnConvProvider::enumerate(
 
   std::shared_ptr<Holder> h = handles_.current(&lastReason_);
   if (!h) return out;
-  std::lock_guard<std::mutex> lock(h->mu);
+  std::lock_guard<std::shared_mutex> lock(h->mu);
 
   std::vector<TensorFormat> formats;
   if (precision == Precision::kFp16) formats.push_back({DataType::kFloat16, Layout::kNHWC});

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 
 #include "edgeinfer/status.h"
@@ -28,7 +29,9 @@ struct CublasLtHandle {
 
 struct CudnnHandle {
   cudnnHandle_t handle = nullptr;
-  std::mutex mu;  // guards cudnnSetStream + cudnnBackendExecute and plan building
+  // Held exclusively around cudnnSetStream + cudnnBackendExecute and descriptor building,
+  // shared by threads finalizing execution plans (which cuDNN builds concurrently).
+  std::shared_mutex mu;
   Status create();
   ~CudnnHandle();
 };
