@@ -6,7 +6,7 @@
 # went (initialising candidates vs timing them).
 set -uo pipefail
 out=${OUT:-/tmp/out}
-mkdir -p "$out" /tmp/r50
+mkdir -p "$out"
 # shellcheck source=scripts/gpu/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 gpu_cli_bundle || exit 1
@@ -18,15 +18,7 @@ if [ -n "${UNIT_FILTER:-}" ]; then
   echo "unit rc=$?"
   grep -E "^\[  (PASSED|FAILED|  SKIPPED) |candidates ran|tests ran" "$out/unit.log" | tail -n 20
 fi
-/opt/torch/.venv/bin/python - <<'PY' 2>&1 | grep -v -i warn | tail -n 1
-import torch, torchvision
-torch.manual_seed(0)
-m = torchvision.models.resnet50(weights=None).eval()
-torch.onnx.export(m, torch.rand(1, 3, 224, 224), "/tmp/r50/model.onnx", opset_version=17,
-                  input_names=["input"], output_names=["output"],
-                  dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, dynamo=False)
-print("exported /tmp/r50/model.onnx")
-PY
+gpu_export_resnet50 /tmp/r50
 for b in ${BATCHES:-1 64}; do
   for t in ${THREADS:-1 8}; do
     echo "== ResNet-50 FP16 cold build, batch $b, --build-threads $t"

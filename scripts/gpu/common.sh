@@ -6,6 +6,8 @@
 #                   sources its env.sh and gpu_cuda_libs
 #   gpu_gst_bundle  unpacks .devcarry-gst/bundle.tar.xz (the GStreamer plugin, gst-launch-1.0 and
 #                   Debian's plugins) into /tmp/eg, sources its env.sh and gpu_cuda_libs
+#   gpu_export_resnet50 DIR  torchvision's ResNet-50 (random weights, seed 0) as DIR/model.onnx,
+#                   input "input" with a dynamic batch, output "output"
 # shellcheck shell=bash
 
 gpu_cuda_libs() {
@@ -31,4 +33,17 @@ gpu_gst_bundle() {
   # shellcheck source=/dev/null
   source /tmp/eg/.bundle-gst/env.sh
   gpu_cuda_libs
+}
+
+gpu_export_resnet50() {
+  mkdir -p "$1"
+  /opt/torch/.venv/bin/python - "$1" <<'PY' 2>&1 | grep -v -i warn | tail -n 1
+import sys, torch, torchvision
+torch.manual_seed(0)
+m = torchvision.models.resnet50(weights=None).eval()
+torch.onnx.export(m, torch.rand(1, 3, 224, 224), sys.argv[1] + "/model.onnx", opset_version=17,
+                  input_names=["input"], output_names=["output"],
+                  dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, dynamo=False)
+print("exported " + sys.argv[1] + "/model.onnx")
+PY
 }

@@ -58,16 +58,7 @@ for step in ${STEPS:-demo streams}; do
       # Cold builds (an empty timing cache) of ResNet-50 (torchvision, random weights) at
       # COLD_BATCHES (default "1 64"), FP16, through edgeinfer's start: the builder's summary
       # says how long it took and where the time went (initialising vs timing candidates).
-      mkdir -p /tmp/r50
-      /opt/torch/.venv/bin/python - <<'PY' 2>&1 | grep -v -i warn | tail -n 1
-import torch, torchvision
-torch.manual_seed(0)
-m = torchvision.models.resnet50(weights=None).eval()
-torch.onnx.export(m, torch.rand(1, 3, 224, 224), "/tmp/r50/model.onnx", opset_version=17,
-                  input_names=["input"], output_names=["output"],
-                  dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, dynamo=False)
-print("exported /tmp/r50/model.onnx")
-PY
+      gpu_export_resnet50 /tmp/r50
       cp models/imagenet-classifier/model.json /tmp/r50/model.json
       for b in ${COLD_BATCHES:-1 64}; do
         echo "== ResNet-50 cold build, batch $b"

@@ -428,6 +428,15 @@ TEST(CudnnConv, EnqueueBeforeInitialize_n) {
   EXPECT_FALSE(s2.ok());
 }
 
+/// A depthwise FusedConv with bias and ReLU: the layers whose runtime-fused plans cost most to
+/// finalize.
+ConvCase depthwiseFusedRelu() {
+  ConvCase c;
+  c.op = "FusedConv";
+  c.C = c.K = c.group = 24, c.H = c.W = 17, c.bias = true, c.act = "Relu";
+  return c;
+}
+
 // ---- Preparing candidates on several threads (what the builder does for a cold build) ------
 
 /// Every candidate of a depthwise FusedConv (runtime-fused plans, the costliest to finalize),
@@ -436,9 +445,7 @@ TEST(CudnnConv, EnqueueBeforeInitialize_n) {
 /// bit for bit.
 TEST(CudnnConv, PreparedOnThreadsEqualsOneAtATime) {
   EI_SKIP_WITHOUT_GPU();
-  ConvCase c;
-  c.op = "FusedConv";
-  c.C = c.K = c.group = 24, c.H = c.W = 17, c.bias = true, c.act = "Relu";
+  ConvCase c = depthwiseFusedRelu();
   builder::LayerContext layer;
   ASSERT_TRUE(c.layer(&layer));
   CudnnConvProvider provider;
@@ -499,9 +506,7 @@ TEST(CudnnConv, PrepareFailureIsInitializeFailure_n) {
 /// id, workspace and output, bit for bit.
 TEST(CudnnConv, SerializedPlanRestores) {
   EI_SKIP_WITHOUT_GPU();
-  ConvCase c;
-  c.op = "FusedConv";
-  c.C = c.K = c.group = 24, c.H = c.W = 17, c.bias = true, c.act = "Relu";
+  ConvCase c = depthwiseFusedRelu();
   builder::LayerContext layer;
   ASSERT_TRUE(c.layer(&layer));
   CudnnConvProvider provider;
