@@ -57,7 +57,9 @@
  * again. A flushed stream that had ended runs again until its next EOS. The flush must enter
  * the branch upstream (at the source or an element before edgemux): sent straight to a sink
  * pad of edgemux, the element before it gets GST_FLOW_FLUSHING meanwhile, pauses and is never
- * restarted, and a non-live edgemux then waits for that stream for good.
+ * restarted, and a non-live edgemux then waits for that stream for good. A frame that the
+ * streaming thread took from a pad while a flush of it began (on another thread) is dropped
+ * with the frames the flush dropped: it never comes out after that flush.
  *
  * Errors (GST_ELEMENT_ERROR, the pipeline stops): caps edgemux cannot take (it says which
  * formats it takes; put videoconvert before it), an element after edgemux that does not take
@@ -401,20 +403,26 @@ struct Taken {
   GstClockTime runningTime;
 };
 
-// The streams flushed on their own since the last batch that said so (marks cleared), into
-// `batch`. The frame of such a stream that was popped before its flush (the pop raced a flush
-// from another thread) is dropped: the flush goes before the batch's frames, and the frame
-// belongs before it. `taken` stays parallel to batch.frames.
-void takeFlushed(const SinkPads& pads, eg::Batch& batch, std::vector<Taken>& taken) {
+// The streams flushed on their own since the last batch that said so (marks cleared).
+void takeFlushed(const SinkPads& pads, std::vector<unsigned>& streams) {
+  for (GstEdgeMuxPad* p : pads.get())
+    if (p->state->flushed.exchange(false)) {
+      GST_DEBUG_OBJECT(p, "stream %u was flushed on its own", p->state->stream);
+      streams.push_back(p->state->stream);
+    }
+}
+
+// Drops from `batch` the frames whose pad has begun a flush since they were popped (a flush
+// from another thread, of that stream or of every stream, raced the pop): they belong before
+// that flush, and would come out after it (the batch's flush news goes before its frames, and
+// a seek's flush may be over before the batch is pushed). Called after takeFlushed(): a flush
+// whose news the batch carries counted its flush-start before that news was marked.
+void dropStale(const SinkPads& pads, eg::Batch& batch, std::vector<Taken>& taken) {
   for (GstEdgeMuxPad* p : pads.get()) {
-    const uint32_t starts = p->state->flushStarts.load();  // before the mark: it comes first
-    if (!p->state->flushed.exchange(false)) continue;
-    GST_DEBUG_OBJECT(p, "stream %u was flushed on its own", p->state->stream);
-    batch.flushedStreams.push_back(p->state->stream);
+    const uint32_t starts = p->state->flushStarts.load();
     for (size_t k = 0; k < taken.size(); ++k)
       if (taken[k].stream == p->state->stream && taken[k].flushStarts != starts) {
-        GST_DEBUG_OBJECT(p, "stream %u: a frame from before its flush is dropped",
-                         p->state->stream);
+        GST_DEBUG_OBJECT(p, "stream %u: a frame from before a flush is dropped", p->state->stream);
         batch.frames.erase(batch.frames.begin() + static_cast<std::ptrdiff_t>(k));
         taken.erase(taken.begin() + static_cast<std::ptrdiff_t>(k));
         break;
@@ -496,7 +504,8 @@ GstFlowReturn edgeMuxAggregate(GstAggregator* agg, gboolean timeout) {
     first = false;
     // Read after the frames were taken: a frame that came after a flush is never pushed
     // before the news of that flush.
-    takeFlushed(pads, batch, taken);
+    takeFlushed(pads, batch.flushedStreams);
+    dropStale(pads, batch, taken);
     if (batch.frames.empty() && batch.endedStreams.empty() && batch.flushedStreams.empty())
       continue;
     GstClockTime pts = GST_CLOCK_TIME_NONE;
@@ -509,8 +518,7 @@ GstFlowReturn edgeMuxAggregate(GstAggregator* agg, gboolean timeout) {
   }
   // Only news of ended or flushed streams: a batch without frames carries it.
   eg::Batch news;
-  std::vector<Taken> none;
-  takeFlushed(pads, news, none);
+  takeFlushed(pads, news.flushedStreams);
   if (!ended.empty() || !news.flushedStreams.empty()) {
     news.endedStreams = std::move(ended);
     return pushBatch(self, std::move(news), GST_CLOCK_TIME_NONE);
