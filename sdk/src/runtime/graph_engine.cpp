@@ -168,6 +168,17 @@ Expected<const TensorDesc*> findInput(const Engine& engine, const std::string& n
                 "the engine has no input '" + name + "' (inputs: " + names + ")");
 }
 
+Expected<const TensorDesc*> checkInput(const Engine& engine, const std::string& name,
+                                       const Tensor& t) {
+  EI_ASSIGN_OR_RETURN(const TensorDesc* desc, findInput(engine, name));
+  if (t.empty()) return Status(ErrorCode::kInvalidArgument, "input '" + name + "' is empty");
+  if (t.dtype() != desc->dtype)
+    return Status(ErrorCode::kInvalidArgument, "input '" + name + "' must be " +
+                                                   dataTypeName(desc->dtype) + ", got " +
+                                                   dataTypeName(t.dtype()));
+  return desc;
+}
+
 GraphEngine::GraphEngine(graph::Graph g, EngineInfo info)
     : graph_(std::move(g)), info_(std::move(info)) {
   for (const auto& n : graph_.inputs) inputs_.push_back(describeValue(graph_, n));

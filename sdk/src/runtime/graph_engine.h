@@ -45,6 +45,10 @@ Expected<std::unique_ptr<Engine>> makeEngine(graph::Graph g, EngineInfo info,
                                              const std::string& plan);
 /// The input `name` of `engine`, or kNotFound listing the inputs it has.
 Expected<const TensorDesc*> findInput(const Engine& engine, const std::string& name);
+/// findInput(), then `t` checked against it: not empty, of the input's element type
+/// (kInvalidArgument naming the input otherwise). The shape is the caller's to check.
+Expected<const TensorDesc*> checkInput(const Engine& engine, const std::string& name,
+                                       const Tensor& t);
 
 /// Called by a CPU context after each node it runs, with the node's index, the node, its
 /// inputs and its outputs (valid only during the call: activations live in a reused arena).

@@ -67,12 +67,7 @@ class ProfileContext final : public ExecutionContext {
   const Engine& engine() const override { return engine_; }
 
   Status setInput(const std::string& name, const Tensor& t) override {
-    EI_ASSIGN_OR_RETURN(const TensorDesc* desc, findInput(engine_, name));
-    if (t.empty()) return Status(ErrorCode::kInvalidArgument, "input '" + name + "' is empty");
-    if (t.dtype() != desc->dtype)
-      return Status(ErrorCode::kInvalidArgument, "input '" + name + "' must be " +
-                                                     dataTypeName(desc->dtype) + ", got " +
-                                                     dataTypeName(t.dtype()));
+    EI_RETURN_IF_ERROR(checkInput(engine_, name, t).status());
     // Only the shapes some profile has for this input (the combination is checked at run).
     bool known = false;
     std::string shapes;

@@ -93,12 +93,7 @@ class CudaContext final : public ExecutionContext {
   const Engine& engine() const override { return engine_; }
 
   Status setInput(const std::string& name, const Tensor& t) override {
-    EI_ASSIGN_OR_RETURN(const TensorDesc* desc, findInput(engine_, name));
-    if (t.empty()) return Status(ErrorCode::kInvalidArgument, "input '" + name + "' is empty");
-    if (t.dtype() != desc->dtype)
-      return Status(ErrorCode::kInvalidArgument, "input '" + name + "' must be " +
-                                                     dataTypeName(desc->dtype) + ", got " +
-                                                     dataTypeName(t.dtype()));
+    EI_ASSIGN_OR_RETURN(const TensorDesc* desc, checkInput(engine_, name, t));
     if (t.shape() != desc->shape)
       return Status(ErrorCode::kInvalidArgument,
                     "input '" + name + "' must have shape " + desc->shape.toString() + ", got " +
