@@ -82,8 +82,8 @@ class Tactic {
     (void)index;
     return false;
   }
-  /// Optional, build time, before initialize(): the host-only part of it (compiling a plan,
-  /// converting weights), which the builder runs for a layer's candidates on several threads
+  /// Optional, build time, before initialize(): the host-only part of it (compiling a plan),
+  /// which the builder runs for a layer's candidates on several threads
   /// at once: no stream work, and nothing shared that is not thread-safe. A failure here is
   /// initialize()'s failure; prepare() is idempotent and initialize() calls it when the
   /// builder did not.

@@ -529,7 +529,9 @@ class CudnnConvTactic : public builder::Tactic {
   bool consumesInput(size_t index) const override { return index == 1 || index == 2; }
   std::string serializedState() const override { return state_; }
 
-  // Finalizes the plan and converts the weights on the calling thread. cuDNN builds execution
+  // Finalizes the plan on the calling thread (the weights are converted in initialize(): a
+  // layer's candidates are all prepared before the first is timed, and holding a converted
+  // copy for each would multiply the host memory a big layer needs). cuDNN builds execution
   // plans of one handle on several threads at once (cudnn-frontend's build_plan_at_index is
   // meant for that when autotuning): the handle's lock is held shared, executions hold it
   // exclusively.
@@ -538,7 +540,7 @@ class CudnnConvTactic : public builder::Tactic {
     if (prepared_) return;
     prepared_ = true;
     try {
-      prepareStatus_ = prepareHost(layer);
+      prepareStatus_ = preparePlan(layer);
     } catch (const std::exception& e) {  // (on a builder thread: nothing may escape)
       prepareStatus_ = Status(ErrorCode::kInternal, id_ + ": preparing it failed: " + e.what());
     }
@@ -547,11 +549,31 @@ class CudnnConvTactic : public builder::Tactic {
   Status initialize(const builder::LayerContext& layer) override {
     prepare(layer);
     EI_RETURN_IF_ERROR(prepareStatus_);
-    EI_RETURN_IF_ERROR(upload(hostW_, &dW_));
-    if (spec_.hasBias) EI_RETURN_IF_ERROR(upload(hostB_, &dB_));
-    hostW_ = {};
-    hostB_ = {};
-    prepared_ = false;  // a second initialize() (another layer context) prepares again
+    const Tensor* w = weights(layer);
+    if (!w)
+      return Status(ErrorCode::kInvalidArgument, id_ + ": weights missing or of another shape");
+    const size_t es = dataTypeSize(fmt_.dtype);
+    // Weights [K, Cg, R, S] -> KCRS (NCHW) or KRSC (NHWC), in the tactic's element type.
+    std::vector<uint8_t> host(static_cast<size_t>(w->numel()) * es);
+    const int64_t RS = spec_.R * spec_.S;
+    for (int64_t i = 0; i < w->numel(); ++i) {
+      int64_t j = i;
+      if (fmt_.layout == Layout::kNHWC) {
+        const int64_t rs = i % RS, c = (i / RS) % spec_.Cg, k = i / (RS * spec_.Cg);
+        j = (k * RS + rs) * spec_.Cg + c;
+      }
+      store(host.data(), j, static_cast<float>(w->getAsDouble(i)));
+    }
+    EI_RETURN_IF_ERROR(upload(host, &dW_));
+    if (spec_.hasBias) {
+      const Tensor* b = layer.constantInput(2);
+      if (!b || b->numel() != spec_.K)
+        return Status(ErrorCode::kInvalidArgument, id_ + ": bias missing or of another size");
+      std::vector<uint8_t> hb(static_cast<size_t>(spec_.K) * es);
+      for (int64_t i = 0; i < spec_.K; ++i)
+        store(hb.data(), i, static_cast<float>(b->getAsDouble(i)));
+      EI_RETURN_IF_ERROR(upload(hb, &dB_));
+    }
     return Status::Ok();
   }
 
@@ -608,10 +630,17 @@ class CudnnConvTactic : public builder::Tactic {
     return Status::Ok();
   }
 
-  // The plan (finalized once) and the weights in the tactic's layout and type, on the host.
-  Status prepareHost(const builder::LayerContext& layer) {
+  // The layer's weights, or null when they are missing or of another shape.
+  const Tensor* weights(const builder::LayerContext& layer) const {
     const Tensor* w = layer.constantInput(1);
-    if (!w || w->numel() != spec_.K * spec_.Cg * spec_.R * spec_.S)
+    return w && w->numel() == spec_.K * spec_.Cg * spec_.R * spec_.S ? w : nullptr;
+  }
+
+  // The plan, finalized once (the layer's weights checked first: no plan for a layer that
+  // cannot run).
+  Status preparePlan(const builder::LayerContext& layer) {
+    const Tensor* w = weights(layer);
+    if (!w)
       return Status(ErrorCode::kInvalidArgument, id_ + ": weights missing or of another shape");
     std::shared_lock<std::shared_mutex> lock(handle_->mu);
     if (!plan_) {
@@ -623,27 +652,6 @@ class CudnnConvTactic : public builder::Tactic {
       workspace_ = static_cast<size_t>(std::max<int64_t>(workspace, 0));
     }
     if (state_.empty()) state_ = planToJson(plan_, id_);  // before any execution
-    lock.unlock();
-    const size_t es = dataTypeSize(fmt_.dtype);
-    // Weights [K, Cg, R, S] -> KCRS (NCHW) or KRSC (NHWC), in the tactic's element type.
-    hostW_.assign(static_cast<size_t>(w->numel()) * es, 0);
-    const int64_t RS = spec_.R * spec_.S;
-    for (int64_t i = 0; i < w->numel(); ++i) {
-      int64_t j = i;
-      if (fmt_.layout == Layout::kNHWC) {
-        const int64_t rs = i % RS, c = (i / RS) % spec_.Cg, k = i / (RS * spec_.Cg);
-        j = (k * RS + rs) * spec_.Cg + c;
-      }
-      store(hostW_.data(), j, static_cast<float>(w->getAsDouble(i)));
-    }
-    if (spec_.hasBias) {
-      const Tensor* b = layer.constantInput(2);
-      if (!b || b->numel() != spec_.K)
-        return Status(ErrorCode::kInvalidArgument, id_ + ": bias missing or of another size");
-      hostB_.assign(static_cast<size_t>(spec_.K) * es, 0);
-      for (int64_t i = 0; i < spec_.K; ++i)
-        store(hostB_.data(), i, static_cast<float>(b->getAsDouble(i)));
-    }
     return Status::Ok();
   }
 
@@ -653,13 +661,12 @@ class CudnnConvTactic : public builder::Tactic {
   std::shared_ptr<Holder> handle_;
   std::shared_ptr<OpGraph> graph_;  // the plan's engine config refers to it
   Desc cfg_;
-  Desc plan_;             // finalized in initialize()
+  Desc plan_;             // finalized in prepare()
   size_t workspace_ = 0;  // known once the plan is finalized
-  std::string state_;     // the plan's JSON (serializedState), read in initialize()
+  std::string state_;     // the plan's JSON (serializedState), read in prepare()
   std::mutex prepareMu_;
-  bool prepared_ = false;  // prepare() ran since the last initialize()
+  bool prepared_ = false;  // prepare() ran: prepareStatus_ is its result
   Status prepareStatus_;
-  std::vector<uint8_t> hostW_, hostB_;  // prepared, uploaded by initialize()
   void* dW_ = nullptr;
   void* dB_ = nullptr;
   Desc variantPack_;
