@@ -96,7 +96,9 @@ check "bad --timing-iterations_n" expect_exit 2 "--timing-iterations" "$cli" bui
 check "bad --timing-prune_n" expect_exit 2 "--timing-prune" "$cli" build "$work/m.onnx" -o "$work/t.engine" --timing-prune 0.5
 check "non-numeric --timing-prune_n" expect_exit 2 "--timing-prune" "$cli" build "$work/m.onnx" -o "$work/t.engine" --timing-prune fast
 check "build with --build-threads" "$cli" build "$work/m.onnx" -o "$work/bt.engine" --build-threads 2
-check "zero --build-threads_n" expect_exit 2 "--build-threads" "$cli" build "$work/m.onnx" -o "$work/t.engine" --build-threads 0
+check "build with --build-threads 0 (the cores)" "$cli" build "$work/m.onnx" -o "$work/bt0.engine" --build-threads 0
+check "negative --build-threads_n" expect_exit 2 "--build-threads" "$cli" build "$work/m.onnx" -o "$work/t.engine" --build-threads -3
+check "too many --build-threads_n" expect_exit 2 "--build-threads" "$cli" build "$work/m.onnx" -o "$work/t.engine" --build-threads 257
 check "non-numeric --build-threads_n" expect_exit 2 "--build-threads" "$cli" build "$work/m.onnx" -o "$work/t.engine" --build-threads 4x
 check "device inputs on a cpu engine_n" expect_exit 2 "--device-inputs" "$cli" bench "$work/m.engine" --iterations 1 --device-inputs
 if ! "$cli" device 2>/dev/null | grep -q "^GPU 0"; then  # the messages a machine without a GPU gives

@@ -76,7 +76,7 @@ GPU builder options:
   --timing-prune F              stop timing a tactic whose first launch is F times slower than
                                 the layer's fastest so far (default 8; 0 times every one fully)
   --build-threads N             threads preparing a layer's candidates (cuDNN plans) at once
-                                before they are timed (default 1; not yet measured on a GPU)
+                                before they are timed (default 0: the cores, at most 8)
 )";
 
 Expected<ShapeProfile> parseShapes(const std::string& text) {
@@ -162,9 +162,11 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
     const std::string text = a.get("build-threads");
     char* end = nullptr;
     const long n = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || !end || *end || n < 1 || n > 256)
+    if (text.empty() || !end || *end || n < 0 || n > 256)
       return Status(ErrorCode::kInvalidArgument,
-                    "--build-threads needs a number of threads from 1 to 256, not '" + text + "'");
+                    "--build-threads needs a number of threads from 1 to 256 (0: the cores, at "
+                    "most 8), not '" +
+                        text + "'");
     c.timing.prepareThreads = static_cast<int>(n);
   }
   for (const std::string& kv : a.all("tactic")) {
