@@ -43,8 +43,9 @@ struct EngineInfo {
   std::string modelHash;  // hex SHA-256-free FNV digest of the ONNX bytes it was built from
   int64_t nodeCount = 0;
   /// Bytes of the optimised graph's constants (weights), from the engine's graph (not stored
-  /// in the file). An engine with several shape profiles holds one copy per profile (on the
-  /// GPU and in the file) and reports the sum.
+  /// in the file). An engine with several shape profiles holds one copy per profile in the
+  /// file and reports the sum; on the GPU, equal converted weights are held once
+  /// (ContextStats::weightBytes says what the GPU holds).
   int64_t weightBytes = 0;
 };
 
@@ -63,8 +64,10 @@ struct ContextStats {
   int64_t activationNaiveBytes = 0;  ///< what one buffer per activation would take
   int64_t workspaceBytes = 0;        ///< scratch memory of the kernels (GPU)
   /// Device memory the engine took when it was loaded from a file (weights, constants, cuDNN
-  /// plans; shared by its contexts). For an engine built in this process it undercounts: the
-  /// tactics' weights were uploaded while they were timed, so only later uploads count.
+  /// plans; shared by its contexts). Weights another engine of the process already holds (an
+  /// earlier shape profile, another load of the same file) are shared and not counted again.
+  /// For an engine built in this process it undercounts: the tactics' weights were uploaded
+  /// while they were timed, so only later uploads count.
   int64_t weightBytes = 0;
   bool cudaGraphs = false;        ///< runs replay CUDA graphs
   int64_t graphCaptures = 0;      ///< graphs captured and instantiated (one per shape)
@@ -94,6 +97,11 @@ class Engine {
   /// entry, its inputs' shapes (a CPU engine may keep dynamic dims: -1, any size). A context
   /// runs the profile whose shapes equal the bound inputs' (-1 matches any size).
   virtual std::vector<ShapeProfile> profiles() const;
+
+  /// Device memory the engine took when it was created (its weights, constants and cuDNN
+  /// plans; ContextStats::weightBytes): 0 on the CPU. Weights another engine of the process
+  /// already held were shared, not counted. A shape-profile engine sums its profiles'.
+  virtual int64_t deviceWeightBytes() const { return 0; }
 
   /// A context holds the per-run state (activations); several contexts may share one
   /// engine and run concurrently from different threads.

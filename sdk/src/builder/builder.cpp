@@ -350,10 +350,11 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
       static_cast<double>(info.weightBytes) / 1048576.0);
   log(Severity::kInfo,
       "engine with " + std::to_string(profiles.size()) +
-          " shape profiles: each holds its own weights (" + buf +
-          (backend == Backend::kCuda ? std::string(" on the GPU and in the engine file)")
-                                     : std::string(" in the engine file; the CPU shares the "
-                                                   "host copy of equal constants)")));
+          " shape profiles: each holds its own weights in the engine file (" + buf +
+          (backend == Backend::kCuda
+               ? std::string("); on the GPU, layers that store their weights alike in several "
+                             "profiles share one copy")
+               : std::string("); the CPU shares the host copy of equal constants")));
   return std::unique_ptr<Engine>(std::move(engine));
 }
 

@@ -133,7 +133,8 @@ class ProfileContext final : public ExecutionContext {
     return subs_[static_cast<size_t>(current_)].ctx->getOutput(name);
   }
 
-  /// Memory: the largest of the profiles run; launch counts and weights: summed over them.
+  /// Memory: the largest of the profiles run; launch counts: summed over them; weights: every
+  /// profile's (all are loaded, run or not).
   ContextStats stats() const override {
     ContextStats s;
     for (const Sub& sub : subs_) {
@@ -142,13 +143,13 @@ class ProfileContext final : public ExecutionContext {
       s.activationArenaBytes = std::max(s.activationArenaBytes, c.activationArenaBytes);
       s.activationNaiveBytes = std::max(s.activationNaiveBytes, c.activationNaiveBytes);
       s.workspaceBytes = std::max(s.workspaceBytes, c.workspaceBytes);
-      s.weightBytes += c.weightBytes;
       s.cudaGraphs = s.cudaGraphs || c.cudaGraphs;
       s.graphCaptures += c.graphCaptures;
       s.graphUpdates += c.graphUpdates;
       s.graphReplays += c.graphReplays;
       s.cpuFallbackLayers = std::max(s.cpuFallbackLayers, c.cpuFallbackLayers);
     }
+    s.weightBytes = engine_.deviceWeightBytes();
     if (current_ >= 0) s.lastGpuMs = subs_[static_cast<size_t>(current_)].ctx->stats().lastGpuMs;
     return s;
   }
@@ -240,6 +241,12 @@ Expected<std::unique_ptr<ProfileEngine>> ProfileEngine::create(
   pe->profiles_ = std::move(profiles);
   pe->engines_ = std::move(engines);
   return pe;
+}
+
+int64_t ProfileEngine::deviceWeightBytes() const {
+  int64_t sum = 0;
+  for (const auto& e : engines_) sum += e->deviceWeightBytes();
+  return sum;
 }
 
 int ProfileEngine::findProfile(const std::map<std::string, Shape>& shapes) const {

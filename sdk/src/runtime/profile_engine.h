@@ -5,8 +5,10 @@
 // Its contexts pick, at each execute(), the profile whose shapes equal the bound inputs'
 // shapes and run that profile's sub-context, created on the first run of that shape (GPU: its
 // own stream, arena and CUDA graph, so a context replays one CUDA graph per shape). Weights
-// are held once per profile (on the GPU and in the file); the host copies of constants equal
-// across profiles share memory. Files: builder/profile_format.h.
+// are held once per profile in the file; the host copies of constants equal across profiles
+// share memory, and so do the GPU copies of equal converted weights (a layer whose tactics
+// in two profiles store its weights in the same format: kernels/cuda/device_weights.h).
+// Files: builder/profile_format.h.
 #pragma once
 
 #include <map>
@@ -35,6 +37,7 @@ class ProfileEngine final : public Engine {
   /// The first profile's facts; weightBytes summed over the profiles.
   const EngineInfo& info() const override { return info_; }
   std::vector<ShapeProfile> profiles() const override { return profiles_; }
+  int64_t deviceWeightBytes() const override;
   using Engine::createExecutionContext;
   Expected<std::unique_ptr<ExecutionContext>> createExecutionContext(
       const ContextOptions& options) const override;

@@ -126,6 +126,12 @@ int cmdBench(const Args& a) {
         static_cast<long long>(st.graphUpdates), static_cast<long long>(st.graphReplays),
         static_cast<double>(st.workspaceBytes) / 1024.0,
         static_cast<long long>(st.cpuFallbackLayers));
+    std::printf(
+        "device memory of the engine (weights, constants, plans; equal weights held once): "
+        "%.1f MiB%s\n",
+        static_cast<double>((*engine)->deviceWeightBytes()) / 1048576.0,
+        profileCount > 1 ? (" for its " + std::to_string(profileCount) + " shape profiles").c_str()
+                         : "");
   }
   if (a.has("json")) {
     std::ofstream f(a.get("json"));
@@ -149,6 +155,7 @@ int cmdBench(const Args& a) {
         {"activation_bytes", st.activationArenaBytes},
         {"activation_naive_bytes", st.activationNaiveBytes},
         {"workspace_bytes", st.workspaceBytes},
+        {"device_weight_bytes", (*engine)->deviceWeightBytes()},
         {"gpu_p50_ms", gpuP50},
         {"gpu_throughput_per_s", gpuP50 > 0 ? 1000.0 * static_cast<double>(batch) / gpuP50 : 0.0},
         {"host_overhead_p50_ms", gpu ? p50 - gpuP50 : 0.0},

@@ -117,10 +117,14 @@ int cmdBuild(const Args& a) {
   std::cout << "engine written to " << a.get("output") << " (backend " << backendName(info.backend)
             << ", " << info.nodeCount << " nodes, device " << info.deviceKey << ")\n";
   if (profiles.size() > 1)
-    std::cout << profiles.size() << " shape profiles, each with its own copy of the weights ("
+    std::cout << profiles.size() << " shape profiles, each with its own copy of the weights in "
+              << "the file ("
               << humanBytes(static_cast<double>(info.weightBytes) /
                             static_cast<double>(profiles.size()))
-              << " per profile): " << profileText << "\n";
+              << " per profile"
+              << (info.backend == Backend::kCuda ? "; weights converted alike held once on the GPU"
+                                                 : "")
+              << "): " << profileText << "\n";
   return 0;
 }
 

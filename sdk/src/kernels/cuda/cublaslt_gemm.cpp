@@ -15,6 +15,7 @@
 #include "kernels/cuda/cublaslt_algo.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_tactic_base.h"
+#include "kernels/cuda/device_weights.h"
 #include "kernels/ref/activation.h"
 
 namespace edgeinfer::cuda {
@@ -270,11 +271,7 @@ class CublasLtGemmTactic : public builder::Tactic {
   CublasLtGemmTactic(const GemmSpec& spec, DataType dtype, AlgoChoice choice,
                      std::shared_ptr<Holder> handle)
       : spec_(spec), dtype_(dtype), choice_(std::move(choice)), handle_(std::move(handle)) {}
-  ~CublasLtGemmTactic() override {
-    descs_.reset();
-    for (void* p : {dW_, dBias_, dC_})
-      if (p) cudaFree(p);
-  }
+  ~CublasLtGemmTactic() override { descs_.reset(); }
 
   std::string id() const override { return choice_.id; }
   TensorFormat inputFormat(size_t index) const override {
@@ -300,7 +297,7 @@ class CublasLtGemmTactic : public builder::Tactic {
       for (int64_t k = 0; k < spec_.K; ++k)
         store(host.data(), n * spec_.K + k,
               b->getAsDouble(spec_.transB ? n * spec_.K + k : k * spec_.N + n));
-    EI_RETURN_IF_ERROR(upload(host, &dW_));
+    EI_RETURN_IF_ERROR(uploadWeights(host.data(), host.size(), &dW_));
     if (spec_.cMode == CMode::kBias || spec_.cMode == CMode::kConstMatrix) {
       const Tensor* c = layer.constantInput(2);
       int64_t cm = 1, cn = 1;
@@ -316,10 +313,11 @@ class CublasLtGemmTactic : public builder::Tactic {
           store(hc.data(), i * spec_.N + j,
                 spec_.cMode == CMode::kBias ? spec_.beta * static_cast<float>(v) : v);
         }
-      EI_RETURN_IF_ERROR(upload(hc, spec_.cMode == CMode::kBias ? &dBias_ : &dC_));
+      EI_RETURN_IF_ERROR(
+          uploadWeights(hc.data(), hc.size(), spec_.cMode == CMode::kBias ? &dBias_ : &dC_));
     }
     auto d = std::make_unique<Descs>();
-    EI_RETURN_IF_ERROR(makeDescs(spec_, dtype_, dBias_, d.get()));
+    EI_RETURN_IF_ERROR(makeDescs(spec_, dtype_, dBias_.get(), d.get()));
     descs_ = std::move(d);
     return Status::Ok();
   }
@@ -341,11 +339,11 @@ class CublasLtGemmTactic : public builder::Tactic {
       c = args.inputs[2];
       beta = spec_.beta;
     } else if (spec_.cMode == CMode::kConstMatrix) {
-      c = dC_;
+      c = dC_.get();
       beta = spec_.beta;
     }
     const float alpha = spec_.alpha;
-    EI_CUBLAS_CHECK(cublasLtMatmul(handle_->handle, descs_->op, &alpha, dW_, descs_->w,
+    EI_CUBLAS_CHECK(cublasLtMatmul(handle_->handle, descs_->op, &alpha, dW_.get(), descs_->w,
                                    args.inputs[0], descs_->a, &beta, c, descs_->c, y, descs_->d,
                                    &choice_.algo, choice_.workspace ? args.workspace : nullptr,
                                    choice_.workspace, static_cast<cudaStream_t>(args.stream)));
@@ -359,24 +357,13 @@ class CublasLtGemmTactic : public builder::Tactic {
     else
       reinterpret_cast<float*>(base)[j] = static_cast<float>(v);
   }
-  static Status upload(const std::vector<uint8_t>& host, void** dev) {
-    if (*dev) {
-      EI_CUDA_CHECK(cudaFree(*dev));
-      *dev = nullptr;
-    }
-    EI_CUDA_CHECK(cudaMalloc(dev, std::max<size_t>(host.size(), 1)));
-    EI_CUDA_CHECK(cudaMemcpy(*dev, host.data(), host.size(), cudaMemcpyHostToDevice));
-    return Status::Ok();
-  }
 
   GemmSpec spec_;
   DataType dtype_;
   AlgoChoice choice_;
   std::shared_ptr<Holder> handle_;
   std::unique_ptr<Descs> descs_;  // created in initialize(), with the tactic's bias pointer
-  void* dW_ = nullptr;
-  void* dBias_ = nullptr;
-  void* dC_ = nullptr;
+  std::shared_ptr<void> dW_, dBias_, dC_;  // device_weights.h: shared with equal uploads
 };
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "kernels/cuda/cublaslt_algo.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_tactic_base.h"
+#include "kernels/cuda/device_weights.h"
 #include "quant/qdq.h"
 
 namespace edgeinfer::cuda {
@@ -389,9 +390,9 @@ class CublasLtInt8Tactic final : public builder::Tactic {
       beta_ = g.hasZ ? sz / sy : 0.f;
     }
     release();
-    EI_RETURN_IF_ERROR(upload(packed.data(), packed.size(), &dW_));
-    EI_RETURN_IF_ERROR(upload(alpha.data(), alpha.size() * sizeof(float), &dAlpha_));
-    EI_RETURN_IF_ERROR(upload(bias.data(), bias.size() * sizeof(float), &dBias_));
+    EI_RETURN_IF_ERROR(uploadWeights(packed.data(), packed.size(), &dW_));
+    EI_RETURN_IF_ERROR(uploadWeights(alpha.data(), alpha.size() * sizeof(float), &dAlpha_));
+    EI_RETURN_IF_ERROR(uploadWeights(bias.data(), bias.size() * sizeof(float), &dBias_));
     g_ = g;
     epi_ = Int8GemmEpilogue{};
     epi_.K = static_cast<int32_t>(g.N);
@@ -403,7 +404,7 @@ class CublasLtInt8Tactic final : public builder::Tactic {
     epi_.zScale = sz;
     auto d = std::make_unique<Descs>();
     EI_RETURN_IF_ERROR(
-        makeDescs(g_, mode_, chunkRows_, mode_ == Mode::kE8 ? dBias_ : nullptr, d.get()));
+        makeDescs(g_, mode_, chunkRows_, mode_ == Mode::kE8 ? dBias_.get() : nullptr, d.get()));
     descs_ = std::move(d);
     if (const int64_t rest = g_.M % chunkRows_; rest) {
       auto r = std::make_unique<Descs>();
@@ -429,9 +430,10 @@ class CublasLtInt8Tactic final : public builder::Tactic {
     void* cublasWs = choice_.workspace ? args.workspace : nullptr;
     if (mode_ == Mode::kE8) {
       const float beta = g_.hasZ ? beta_ : 0.f;
-      EI_CUBLAS_CHECK(cublasLtMatmul(handle_->handle, descs_->op, dAlpha_, dW_, descs_->a, x,
-                                     descs_->b, &beta, g_.hasZ ? z : y, descs_->c, y, descs_->d,
-                                     &choice_.algo, cublasWs, choice_.workspace, stream));
+      EI_CUBLAS_CHECK(cublasLtMatmul(handle_->handle, descs_->op, dAlpha_.get(), dW_.get(),
+                                     descs_->a, x, descs_->b, &beta, g_.hasZ ? z : y, descs_->c, y,
+                                     descs_->d, &choice_.algo, cublasWs, choice_.workspace,
+                                     stream));
       return Status::Ok();
     }
     auto* acc = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(args.workspace) +
@@ -441,14 +443,14 @@ class CublasLtInt8Tactic final : public builder::Tactic {
     for (int64_t row0 = 0; row0 < g_.M; row0 += chunkRows_) {
       const int64_t rows = std::min(chunkRows_, g_.M - row0);
       const Descs& d = rows == chunkRows_ ? *descs_ : *descsRest_;
-      EI_CUBLAS_CHECK(cublasLtMatmul(handle_->handle, d.op, &one, dW_, d.a, x + row0 * g_.K, d.b,
-                                     &zero, acc, d.c, acc, d.d, &choice_.algo, cublasWs,
+      EI_CUBLAS_CHECK(cublasLtMatmul(handle_->handle, d.op, &one, dW_.get(), d.a, x + row0 * g_.K,
+                                     d.b, &zero, acc, d.c, acc, d.d, &choice_.algo, cublasWs,
                                      choice_.workspace, stream));
       Int8GemmEpilogue e = epi_;
       e.rows = rows;
       const size_t off = static_cast<size_t>(row0 * g_.N);
       EI_RETURN_IF_ERROR(launchInt8GemmEpilogue(
-          e, acc, static_cast<const float*>(dAlpha_), static_cast<const float*>(dBias_),
+          e, acc, static_cast<const float*>(dAlpha_.get()), static_cast<const float*>(dBias_.get()),
           z ? static_cast<const uint8_t*>(z) + off * ze : nullptr,
           static_cast<uint8_t*>(y) + off * ye, stream));
     }
@@ -456,18 +458,12 @@ class CublasLtInt8Tactic final : public builder::Tactic {
   }
 
  private:
-  static Status upload(const void* host, size_t bytes, void** dev) {
-    EI_CUDA_CHECK(cudaMalloc(dev, std::max<size_t>(bytes, 16)));
-    EI_CUDA_CHECK(cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice));
-    return Status::Ok();
-  }
   void release() {
     descs_.reset();
     descsRest_.reset();
-    for (void** p : {&dW_, &dAlpha_, &dBias_}) {
-      if (*p) cudaFree(*p);
-      *p = nullptr;
-    }
+    dW_.reset();
+    dAlpha_.reset();
+    dBias_.reset();
   }
 
   GemmLayer g_;
@@ -479,10 +475,8 @@ class CublasLtInt8Tactic final : public builder::Tactic {
   int64_t chunkRows_ = 0;
   float beta_ = 0.f;
   Int8GemmEpilogue epi_;
-  std::unique_ptr<Descs> descs_, descsRest_;  // full chunks, and the last shorter one (i32)
-  void* dW_ = nullptr;
-  void* dAlpha_ = nullptr;
-  void* dBias_ = nullptr;
+  std::unique_ptr<Descs> descs_, descsRest_;   // full chunks, and the last shorter one (i32)
+  std::shared_ptr<void> dW_, dAlpha_, dBias_;  // device_weights.h: shared with equal uploads
 };
 
 }  // namespace

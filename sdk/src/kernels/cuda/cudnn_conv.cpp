@@ -19,6 +19,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_tactic_base.h"
 #include "kernels/cuda/cudnn_check.h"
+#include "kernels/cuda/device_weights.h"
 #include "kernels/ref/activation.h"
 
 namespace edgeinfer::cuda {
@@ -513,11 +514,7 @@ class CudnnConvTactic : public builder::Tactic {
         plan_(std::move(plan)),
         workspace_(static_cast<size_t>(std::max<int64_t>(workspace, 0))),
         state_(std::move(json)) {}
-  ~CudnnConvTactic() override {
-    variantPack_.reset();
-    if (dW_) cudaFree(dW_);
-    if (dB_) cudaFree(dB_);
-  }
+  ~CudnnConvTactic() override { variantPack_.reset(); }
 
   std::string id() const override { return id_; }
   TensorFormat inputFormat(size_t index) const override {
@@ -564,7 +561,7 @@ class CudnnConvTactic : public builder::Tactic {
       }
       store(host.data(), j, static_cast<float>(w->getAsDouble(i)));
     }
-    EI_RETURN_IF_ERROR(upload(host, &dW_));
+    EI_RETURN_IF_ERROR(uploadWeights(host.data(), host.size(), &dW_));
     if (spec_.hasBias) {
       const Tensor* b = layer.constantInput(2);
       if (!b || b->numel() != spec_.K)
@@ -572,7 +569,7 @@ class CudnnConvTactic : public builder::Tactic {
       std::vector<uint8_t> hb(static_cast<size_t>(spec_.K) * es);
       for (int64_t i = 0; i < spec_.K; ++i)
         store(hb.data(), i, static_cast<float>(b->getAsDouble(i)));
-      EI_RETURN_IF_ERROR(upload(hb, &dB_));
+      EI_RETURN_IF_ERROR(uploadWeights(hb.data(), hb.size(), &dB_));
     }
     return Status::Ok();
   }
@@ -586,7 +583,7 @@ class CudnnConvTactic : public builder::Tactic {
     if (workspace_ && (!args.workspace || args.workspaceBytes < workspace_))
       return Status(ErrorCode::kInvalidArgument,
                     id_ + ": needs a workspace of " + std::to_string(workspace_) + " bytes");
-    void* ptrs[5] = {const_cast<void*>(args.inputs[0]), dW_, args.outputs[0], dB_,
+    void* ptrs[5] = {const_cast<void*>(args.inputs[0]), dW_.get(), args.outputs[0], dB_.get(),
                      spec_.hasZ ? const_cast<void*>(args.inputs[3]) : nullptr};
     std::lock_guard<std::shared_mutex> lock(handle_->mu);
     EI_CUDNN_CHECK(cudnnSetStream(handle_->handle, static_cast<cudaStream_t>(args.stream)));
@@ -619,15 +616,6 @@ class CudnnConvTactic : public builder::Tactic {
       reinterpret_cast<uint16_t*>(base)[j] = floatToHalf(v);
     else
       reinterpret_cast<float*>(base)[j] = v;
-  }
-  static Status upload(const std::vector<uint8_t>& host, void** dev) {
-    if (*dev) {
-      EI_CUDA_CHECK(cudaFree(*dev));
-      *dev = nullptr;
-    }
-    EI_CUDA_CHECK(cudaMalloc(dev, std::max<size_t>(host.size(), 1)));
-    EI_CUDA_CHECK(cudaMemcpy(*dev, host.data(), host.size(), cudaMemcpyHostToDevice));
-    return Status::Ok();
   }
 
   // The layer's weights, or null when they are missing or of another shape.
@@ -667,8 +655,7 @@ class CudnnConvTactic : public builder::Tactic {
   std::mutex prepareMu_;
   bool prepared_ = false;  // prepare() ran: prepareStatus_ is its result
   Status prepareStatus_;
-  void* dW_ = nullptr;
-  void* dB_ = nullptr;
+  std::shared_ptr<void> dW_, dB_;  // device_weights.h: shared with equal uploads
   Desc variantPack_;
   void* lastPtrs_[5] = {};
   void* lastWs_ = nullptr;

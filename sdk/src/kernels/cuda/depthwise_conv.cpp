@@ -12,6 +12,7 @@
 #include "kernels/cuda/conv2d_layer.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_tactic_base.h"
+#include "kernels/cuda/device_weights.h"
 
 namespace edgeinfer::cuda {
 namespace {
@@ -60,7 +61,6 @@ class DepthwiseTactic final : public builder::Tactic {
     id_ = "cuda-dw." + variant + "." + (plan.fp16 ? "fp16" : "fp32") + "." +
           (plan.nhwc ? "nhwc" : "nchw");
   }
-  ~DepthwiseTactic() override { release(); }
 
   std::string id() const override { return id_; }
   TensorFormat inputFormat(size_t index) const override {
@@ -95,9 +95,9 @@ class DepthwiseTactic final : public builder::Tactic {
       hb.resize(static_cast<size_t>(K) * elemSize());
       for (int64_t k = 0; k < K; ++k) store(hb.data(), k, static_cast<float>(b->getAsDouble(k)));
     }
-    release();
-    EI_RETURN_IF_ERROR(upload(hw, &dW_));
-    if (hasBias) EI_RETURN_IF_ERROR(upload(hb, &dB_));
+    dB_.reset();
+    EI_RETURN_IF_ERROR(uploadWeights(hw.data(), hw.size(), &dW_));
+    if (hasBias) EI_RETURN_IF_ERROR(uploadWeights(hb.data(), hb.size(), &dB_));
     plan_ = p;
     hasBias_ = hasBias;
     hasZ_ = hasZ;
@@ -112,8 +112,8 @@ class DepthwiseTactic final : public builder::Tactic {
       return Status(ErrorCode::kInvalidArgument, id_ + ": missing input or output pointer");
     DepthwiseArgs a;
     a.x = args.inputs[0];
-    a.w = dW_;
-    a.bias = hasBias_ ? dB_ : nullptr;
+    a.w = dW_.get();
+    a.bias = hasBias_ ? dB_.get() : nullptr;
     a.z = hasZ_ ? args.inputs[3] : nullptr;
     a.y = args.outputs[0];
     return launchDepthwiseConv(plan_, a, maxBlocks_, args.stream);
@@ -131,22 +131,11 @@ class DepthwiseTactic final : public builder::Tactic {
     else
       reinterpret_cast<float*>(base)[j] = v;
   }
-  static Status upload(const std::vector<uint8_t>& host, void** dev) {
-    EI_CUDA_CHECK(cudaMalloc(dev, std::max<size_t>(host.size(), 1)));
-    EI_CUDA_CHECK(cudaMemcpy(*dev, host.data(), host.size(), cudaMemcpyHostToDevice));
-    return Status::Ok();
-  }
-  void release() {
-    if (dW_) cudaFree(dW_);
-    if (dB_) cudaFree(dB_);
-    dW_ = dB_ = nullptr;
-  }
 
   std::string id_;
   DepthwisePlan plan_;
   bool hasBias_ = false, hasZ_ = false;
-  void* dW_ = nullptr;
-  void* dB_ = nullptr;
+  std::shared_ptr<void> dW_, dB_;  // device_weights.h: shared with equal uploads
   int maxBlocks_ = 2048;
 };
 

@@ -11,6 +11,7 @@
 #include "kernels/cuda/conv2d_layer.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_tactic_base.h"
+#include "kernels/cuda/device_weights.h"
 #include "quant/qdq.h"
 
 namespace edgeinfer::cuda {
@@ -93,7 +94,6 @@ class Int8ConvTactic final : public builder::Tactic {
            : plan.zScale > 0.f ? "i8"
                                : "f16");
   }
-  ~Int8ConvTactic() override { release(); }
 
   std::string id() const override { return id_; }
   TensorFormat inputFormat(size_t index) const override {
@@ -156,9 +156,9 @@ class Int8ConvTactic final : public builder::Tactic {
         bias[k] = static_cast<float>(b->getAsDouble(static_cast<int64_t>(k)));
     }
     release();
-    EI_RETURN_IF_ERROR(upload(packed.data(), packed.size(), &dW_));
-    EI_RETURN_IF_ERROR(upload(alpha.data(), alpha.size() * sizeof(float), &dAlpha_));
-    EI_RETURN_IF_ERROR(upload(bias.data(), bias.size() * sizeof(float), &dBias_));
+    EI_RETURN_IF_ERROR(uploadWeights(packed.data(), packed.size(), &dW_));
+    EI_RETURN_IF_ERROR(uploadWeights(alpha.data(), alpha.size() * sizeof(float), &dAlpha_));
+    EI_RETURN_IF_ERROR(uploadWeights(bias.data(), bias.size() * sizeof(float), &dBias_));
     plan_ = p;
     hasBias_ = hasBias;
     return Status::Ok();
@@ -171,33 +171,25 @@ class Int8ConvTactic final : public builder::Tactic {
       return Status(ErrorCode::kInvalidArgument, id_ + ": missing input or output pointer");
     Int8ConvArgs a;
     a.x = args.inputs[0];
-    a.w = dW_;
-    a.alpha = static_cast<const float*>(dAlpha_);
-    a.bias = static_cast<const float*>(dBias_);
+    a.w = dW_.get();
+    a.alpha = static_cast<const float*>(dAlpha_.get());
+    a.bias = static_cast<const float*>(dBias_.get());
     a.z = plan_.hasZ ? args.inputs[3] : nullptr;
     a.y = args.outputs[0];
     return launchInt8Conv(plan_, a, args.stream);
   }
 
  private:
-  static Status upload(const void* host, size_t bytes, void** dev) {
-    EI_CUDA_CHECK(cudaMalloc(dev, std::max<size_t>(bytes, 16)));
-    EI_CUDA_CHECK(cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice));
-    return Status::Ok();
-  }
   void release() {
-    for (void** p : {&dW_, &dAlpha_, &dBias_}) {
-      if (*p) cudaFree(*p);
-      *p = nullptr;
-    }
+    dW_.reset();
+    dAlpha_.reset();
+    dBias_.reset();
   }
 
   std::string id_;
   Int8ConvPlan plan_;
   bool hasBias_ = false;
-  void* dW_ = nullptr;
-  void* dAlpha_ = nullptr;
-  void* dBias_ = nullptr;
+  std::shared_ptr<void> dW_, dAlpha_, dBias_;  // device_weights.h: shared with equal uploads
 };
 
 }  // namespace

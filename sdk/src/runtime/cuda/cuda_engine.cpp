@@ -11,6 +11,7 @@
 #include "core/half.h"
 #include "edgeinfer/logger.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_weights.h"
 #include "kernels/cuda/providers.h"
 #include "runtime/graph_engine.h"
 
@@ -148,8 +149,7 @@ Expected<std::unique_ptr<CudaEngine>> CudaEngine::create(
 
 CudaEngine::~CudaEngine() {
   tactics_.clear();
-  for (void* p : constants_)
-    if (p) cudaFree(p);
+  constants_.clear();
 }
 
 const Shape& CudaEngine::tensorShape(int tensor) const {
@@ -229,8 +229,7 @@ Status CudaEngine::materialize(std::vector<std::unique_ptr<builder::Tactic>> tac
     const Tensor* c = g.constant(pt.value);
     if (!c) return Status(ErrorCode::kCorruptFile, "constant '" + pt.value + "' is missing");
     EI_ASSIGN_OR_RETURN(std::vector<uint8_t> host, toStorageFormat(*c, pt.format));
-    EI_CUDA_CHECK(cudaMalloc(&constants_[t], std::max<size_t>(host.size(), 1)));
-    EI_CUDA_CHECK(cudaMemcpy(constants_[t], host.data(), host.size(), cudaMemcpyHostToDevice));
+    EI_RETURN_IF_ERROR(edgeinfer::cuda::uploadWeights(host.data(), host.size(), &constants_[t]));
   }
   const double constantsMs = msSince(tc);
 

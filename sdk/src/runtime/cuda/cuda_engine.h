@@ -1,6 +1,7 @@
 // A GPU engine: the optimised graph, its execution plan (cuda_plan.h), one initialised tactic
-// per GPU layer (weights already converted and on the device, shared by every context), the
-// constants the tactics read as inputs, and the activation memory plan. Contexts
+// per GPU layer (weights already converted and on the device, shared by every context, and
+// with every other engine of the process holding the same bytes: kernels/cuda/device_weights.h),
+// the constants the tactics read as inputs, and the activation memory plan. Contexts
 // (cuda_context.cpp) add a stream, an arena, a workspace and the CUDA graphs.
 #pragma once
 
@@ -33,6 +34,7 @@ class CudaEngine final : public Engine {
   Expected<std::unique_ptr<ExecutionContext>> createExecutionContext(
       const ContextOptions& options) const override;
   Expected<std::vector<uint8_t>> serialize() const override;
+  int64_t deviceWeightBytes() const override { return weightBytes_; }
 
   // For the contexts.
   const graph::Graph& graph() const { return *graph_; }
@@ -40,7 +42,9 @@ class CudaEngine final : public Engine {
   builder::Tactic* tactic(size_t step) const { return tactics_[step].get(); }
   const builder::LayerContext& layer(size_t step) const { return layers_[step]; }
   /// Device pointer of a constant plan tensor.
-  const void* constantData(int tensor) const { return constants_[static_cast<size_t>(tensor)]; }
+  const void* constantData(int tensor) const {
+    return constants_[static_cast<size_t>(tensor)].get();
+  }
   /// The tensor whose storage `tensor` uses (itself unless it is a view).
   int storageRoot(int tensor) const { return roots_[static_cast<size_t>(tensor)]; }
   int64_t tensorBytes(int tensor) const { return bytes_[static_cast<size_t>(tensor)]; }
@@ -65,7 +69,7 @@ class CudaEngine final : public Engine {
   std::vector<std::unique_ptr<builder::TacticProvider>> providers_;
   std::vector<std::unique_ptr<builder::Tactic>> tactics_;  // per step (nullptr: not a tactic)
   std::vector<builder::LayerContext> layers_;              // per step
-  std::vector<void*> constants_;                           // per tensor (device, or nullptr)
+  std::vector<std::shared_ptr<void>> constants_;  // per tensor (device, or null; device_weights.h)
   std::vector<int> roots_;
   std::vector<int64_t> bytes_;
   std::vector<int64_t> offsets_;
