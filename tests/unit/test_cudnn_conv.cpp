@@ -107,6 +107,7 @@ struct ConvCase {
 
 struct Counts {
   int fp16 = 0, fp32nhwc = 0, fp32nchw = 0;
+  int after = 0;  // of them, tactics applying the activation after cuDNN's kernel (".act.")
   int total() const { return fp16 + fp32nhwc + fp32nchw; }
 };
 
@@ -141,8 +142,8 @@ Counts checkAllCandidates(ConvCase& c, Precision precision) {
     const builder::TensorFormat f = t->outputFormat(0);
     const bool half = f.dtype == DataType::kFloat16;
     EXPECT_LE(err, half ? 3e-3 : 1e-4) << t->id();
-    EXPECT_EQ(t->id().rfind(half ? "cudnn.conv.fp16.nhwc.e" : "cudnn.conv.fp32.", 0), 0u)
-        << t->id();
+    EXPECT_EQ(t->id().rfind(half ? "cudnn.conv.fp16.nhwc." : "cudnn.conv.fp32.", 0), 0u) << t->id();
+    if (t->id().find(".act.") != std::string::npos) ++n.after;
     if (half) {
       ++n.fp16;
       worst16 = std::max(worst16, err);
@@ -250,8 +251,8 @@ TEST(CudnnConv, FusedOtherActivations) {
   struct A {
     const char* name;
     float alpha, beta;
-  } acts[] = {{"Sigmoid", 0, 0},      {"Tanh", 0, 0},        {"Elu", 0.7f, 0},
-              {"LeakyRelu", 0.1f, 0}, {"Clip", -0.5f, 0.7f}, {"Clip", 0.f, 6.f}};
+  } acts[] = {{"Sigmoid", 0, 0},     {"Tanh", 0, 0},     {"Elu", 0.7f, 0}, {"LeakyRelu", 0.1f, 0},
+              {"Clip", -0.5f, 0.7f}, {"Clip", 0.f, 6.f}, {"SiLU", 0, 0}};
   for (const A& a : acts) {
     SCOPED_TRACE(a.name);
     std::printf(" %s(%g, %g):\n", a.name, a.alpha, a.beta);
@@ -316,19 +317,78 @@ TEST(CudnnConv, Conv1D_n) {
   EXPECT_NE(p.lastReason().find("2-D"), std::string::npos) << p.lastReason();
 }
 
-TEST(CudnnConv, UnsupportedActivations_n) {
-  for (const char* act : {"HardSigmoid", "HardSwish", "Selu", "Softplus"}) {
-    SCOPED_TRACE(act);
+// Activations with no exact pointwise mode: every candidate leaves them out of cuDNN's graph
+// and applies them with our kernel after cuDNN's (".act." ids), matching the reference.
+TEST(CudnnConv, ActivationsWithoutPointwiseModeRunAfterTheConv) {
+  EI_SKIP_WITHOUT_GPU();
+  struct A {
+    const char* name;
+    float alpha, beta;
+  } acts[] = {{"HardSigmoid", 0.2f, 0.5f},
+              {"HardSwish", 0, 0},
+              {"Selu", 1.6f, 1.05f},
+              {"Softplus", 0, 0},
+              {"Clip", -INFINITY, 6.f}};
+  for (const A& a : acts) {
+    SCOPED_TRACE(a.name);
+    std::printf(" %s(%g, %g):\n", a.name, a.alpha, a.beta);
     ConvCase c;
-    c.op = "FusedConv", c.bias = true, c.act = act, c.alpha = 0.2f, c.beta = 0.5f;
-    EXPECT_NE(reasonFor(c).find("no exact cuDNN pointwise mode"), std::string::npos);
+    c.op = "FusedConv", c.bias = true, c.act = a.name, c.alpha = a.alpha, c.beta = a.beta;
+    c.N = 2, c.C = 16, c.K = 24, c.H = 9, c.W = 7;
+    const Counts n = checkAllCandidates(c, Precision::kFp16);
+    EXPECT_GT(n.fp16, 0);
+    EXPECT_GT(n.total(), 0);
+    EXPECT_EQ(n.after, n.total()) << "all of them apply the activation after the conv";
   }
 }
 
-TEST(CudnnConv, ClipWithoutLowerBound_n) {
+/// A tactic applying its activation after the conv restores from its saved plan with the same
+/// id and output (the id says the graph has no activation stage).
+TEST(CudnnConv, ActivationAfterTheConvRestoresFromItsPlan) {
+  EI_SKIP_WITHOUT_GPU();
   ConvCase c;
-  c.op = "FusedConv", c.act = "Clip", c.alpha = -INFINITY, c.beta = 6.f;
-  EXPECT_NE(reasonFor(c).find("Clip"), std::string::npos);
+  c.op = "FusedConv", c.bias = true, c.act = "HardSwish";
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer));
+  CudnnConvProvider provider;
+  auto cands = provider.candidates(layer, Precision::kFp16);
+  ASSERT_FALSE(cands.empty()) << provider.lastReason();
+  int restored = 0;
+  for (auto& t : cands) {
+    if (restored == 3) break;
+    if (!t->initialize(layer).ok() || t->serializedState().empty()) continue;
+    auto before = test::runTactic(*t, layer, c.inputs());
+    ASSERT_TRUE(before.ok()) << t->id() << ": " << before.status().message();
+    CudnnConvProvider fresh;
+    for (const bool fromState : {true, false}) {  // restore(), and find() by id alone
+      auto r = fromState ? fresh.restore(layer, Precision::kFp16, t->id(), t->serializedState())
+                         : fresh.find(layer, Precision::kFp16, t->id());
+      ASSERT_NE(r, nullptr) << t->id();
+      EXPECT_EQ(r->id(), t->id());
+      ASSERT_TRUE(r->initialize(layer).ok()) << t->id();
+      auto after = test::runTactic(*r, layer, c.inputs());
+      ASSERT_TRUE(after.ok()) << t->id() << ": " << after.status().message();
+      EXPECT_EQ(test::relL2(after.value()[0], before.value()[0]), 0.0) << t->id();
+    }
+    ++restored;
+  }
+  EXPECT_GT(restored, 0);
+}
+
+/// An ".act." id for a layer with no activation names nothing.
+TEST(CudnnConv, ActivationAfterIdForALayerWithoutActivation_n) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.op = "FusedConv", c.bias = true, c.act = "";
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer));
+  CudnnConvProvider provider;
+  auto cands = provider.candidates(layer, Precision::kFp16);
+  ASSERT_FALSE(cands.empty()) << provider.lastReason();
+  for (const auto& t : cands) EXPECT_EQ(t->id().find(".act."), std::string::npos) << t->id();
+  std::string id = cands.front()->id();
+  id.insert(std::string("cudnn.conv.fp16.nhwc.").size(), "act.");
+  EXPECT_EQ(provider.find(layer, Precision::kFp16, id), nullptr) << id;
 }
 
 TEST(CudnnConv, UnknownActivation_n) {

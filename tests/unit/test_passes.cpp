@@ -214,6 +214,88 @@ TEST(PassFuseConv, BroadcastAddIsNotAResidual_n) {
   expectSameAsUnoptimised(m);
 }
 
+/// x -> Conv(+bias) -> [Add(per-channel constant)] -> SiLU as PyTorch exports it:
+/// Mul(c, Sigmoid(c)) (`mulFirst`: Mul(Sigmoid(c), c)).
+TestModel convSilu(bool constantAdd, bool mulFirst) {
+  TestModel m(13);
+  m.input("x", {2, 3, 7, 6});
+  m.randomInitializer("w", {5, 3, 3, 3}, 41);
+  m.randomInitializer("b", {5}, 42);
+  auto& c = m.node("Conv", {"x", "w", "b"}, {"c"});
+  TestModel::attrInts(c, "pads", {1, 1, 1, 1});
+  std::string t = "c";
+  if (constantAdd) {
+    m.randomInitializer("shift", {1, 5, 1, 1}, 43);
+    m.node("Add", {"c", "shift"}, {"a"});
+    t = "a";
+  }
+  m.node("Sigmoid", {t}, {"s"});
+  if (mulFirst)
+    m.node("Mul", {"s", t}, {"y"});
+  else
+    m.node("Mul", {t, "s"}, {"y"});
+  m.output("y");
+  return m;
+}
+
+TEST(PassFuseConv, SiluBecomesTheConvsActivation) {
+  for (bool constantAdd : {false, true})
+    for (bool mulFirst : {false, true}) {
+      SCOPED_TRACE(std::string(constantAdd ? "with" : "without") + " a constant Add, Mul " +
+                   (mulFirst ? "(s, c)" : "(c, s)"));
+      const TestModel m = convSilu(constantAdd, mulFirst);
+      auto e = build(m);
+      EXPECT_EQ(nodeCount(e), 1u);
+      EXPECT_EQ(countOps(e, "FusedConv"), 1);
+      expectSameAsUnoptimised(m, 1e-6);  // x * (1 / (1 + exp(-x))) either way
+    }
+}
+
+TEST(PassFuseConv, SiluWhoseInputIsReadElsewhereIsNotFused_n) {
+  TestModel m(13);
+  m.input("x", {1, 3, 6, 6});
+  m.randomInitializer("w", {3, 3, 3, 3}, 5);
+  m.node("Conv", {"x", "w"}, {"c"});
+  m.node("Sigmoid", {"c"}, {"s"});
+  m.node("Mul", {"c", "s"}, {"y"});
+  m.node("Relu", {"c"}, {"z"});  // a third reader of c
+  m.output("y");
+  m.output("z");
+  auto e = build(m);
+  EXPECT_EQ(countOps(e, "FusedConv"), 0);
+  expectSameAsUnoptimised(m);
+}
+
+TEST(PassFuseConv, SigmoidTimesAnotherTensorIsNotSilu_n) {
+  TestModel m(13);
+  m.input("x", {1, 3, 6, 6});
+  m.input("u", {1, 3, 6, 6});
+  m.randomInitializer("w", {3, 3, 3, 3}, 5);
+  auto& c = m.node("Conv", {"x", "w"}, {"c"});
+  TestModel::attrInts(c, "pads", {1, 1, 1, 1});
+  m.node("Sigmoid", {"c"}, {"s"});
+  m.node("Mul", {"u", "s"}, {"y"});  // gating another tensor: not SiLU
+  m.output("y");
+  auto e = build(m);
+  EXPECT_EQ(countOps(e, "FusedConv"), 1);  // Conv + Sigmoid fuse; the Mul stays
+  EXPECT_EQ(nodeCount(e), 2u);
+  expectSameAsUnoptimised(m);
+}
+
+TEST(PassFuseConv, SiluWhoseSigmoidIsAlsoAnOutputIsNotFused_n) {
+  TestModel m(13);
+  m.input("x", {1, 3, 6, 6});
+  m.randomInitializer("w", {3, 3, 3, 3}, 5);
+  m.node("Conv", {"x", "w"}, {"c"});
+  m.node("Sigmoid", {"c"}, {"s"});
+  m.node("Mul", {"c", "s"}, {"y"});
+  m.output("y");
+  m.output("s");
+  auto e = build(m);
+  EXPECT_EQ(countOps(e, "FusedConv"), 0);
+  expectSameAsUnoptimised(m);
+}
+
 TEST(PassFuseConv, DisabledByOptionAndEnvironment) {
   BuilderConfig c;
   c.passes.fuseConvActivation = false;

@@ -1161,7 +1161,7 @@ TEST(RefNnFused, EveryActivationNameRunsAndMatchesActivationH) {
   Tensor a = randomTensor({3, 4}, 1131, -3.f, 3.f), b = randomTensor({4, 5}, 1132);
   Tensor plain = run(makeNode("MatMul", {&a, &b}), {&a, &b});
   for (const char* name : {"", "Relu", "LeakyRelu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish",
-                           "Tanh", "Elu", "Selu", "Softplus"}) {
+                           "Tanh", "Elu", "Selu", "Softplus", "SiLU"}) {
     SCOPED_TRACE(name);
     ref::Activation act;
     ASSERT_TRUE(ref::parseActivation(name, &act));

@@ -8,7 +8,8 @@
 //   FusedMatMul (A, B, [bias])    Y = act(A @ B + bias)           bias: [last dim of Y]
 //
 // Attributes: those of Conv / Gemm (MatMul has none) plus
-//   activation        string, "" (none) or one of kActivationNames below
+//   activation        string, "" (none) or one of kActivationNames below ("SiLU" is
+//                     x * Sigmoid(x), which ONNX writes as Mul(x, Sigmoid(x)))
 //   activation_alpha  float, default: the ONNX default of the activation (LeakyRelu 0.01,
 //                     HardSigmoid 0.2, Elu 1.0, Selu 1.67326319..., Clip -inf)
 //   activation_beta   float, default: HardSigmoid 0.5, Selu 1.05070102..., Clip +inf
@@ -28,7 +29,7 @@ namespace {
 // check both agree).
 const char* const kActivationNames[] = {"",        "Relu",        "LeakyRelu", "Clip",
                                         "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
-                                        "Elu",     "Selu",        "Softplus"};
+                                        "Elu",     "Selu",        "Softplus",  "SiLU"};
 
 Status checkActivation(const InferContext& ctx) {
   const std::string act = ctx.attrs().getString("activation", "");

@@ -1,6 +1,8 @@
 // Conv [+ per-channel constant Add (becomes the bias)] [+ Add(residual)] [+ activation]
 // ==> one ai.edgeinfer FusedConv(X, W, [B], [Z]) computing act(conv(X, W) + B + Z), so the
-// intermediate tensors are never written to memory.
+// intermediate tensors are never written to memory. The activation is a single node
+// (absorbActivation), or SiLU: Sigmoid(t) and Mul(t, Sigmoid(t)) reading the chain's tail t
+// and nothing else (how PyTorch exports nn.SiLU: EfficientNet, YOLOv5/v8).
 #include <algorithm>
 
 #include "graph/passes/passes.h"
@@ -29,6 +31,37 @@ Tensor perChannelBias(const Graph& g, const std::string& name, int64_t channels,
     if (d[i] != 1) return Tensor();
   auto r = t->clone().reshaped(Shape{channels});
   return r.ok() ? *r : Tensor();
+}
+
+/// SiLU after the chain's tail t: t's readers are exactly a Sigmoid(t) and a Mul of t and the
+/// Sigmoid's output (either order), and the Sigmoid's output is read by that Mul alone.
+/// Returns true and absorbs both (tail = the Mul's output, activation "SiLU").
+bool absorbSilu(const Graph& g, std::string* tail, std::vector<size_t>* absorbed, Node* fused) {
+  if (g.isGraphOutput(*tail)) return false;
+  int sig = -1, mul = -1;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const auto reads = std::count(n.inputs.begin(), n.inputs.end(), *tail);
+    if (reads == 0) continue;
+    if (!n.domain.empty() || n.outputs.size() != 1) return false;
+    if (n.opType == "Sigmoid" && n.inputs.size() == 1 && sig < 0)
+      sig = static_cast<int>(i);
+    else if (n.opType == "Mul" && n.inputs.size() == 2 && reads == 1 && mul < 0)
+      mul = static_cast<int>(i);
+    else
+      return false;  // another reader: t must stay
+  }
+  if (sig < 0 || mul < 0) return false;
+  const std::string& s = g.nodes[static_cast<size_t>(sig)].outputs[0];
+  const Node& m = g.nodes[static_cast<size_t>(mul)];
+  if (!(m.inputs[0] == s || m.inputs[1] == s) || soleConsumer(g, s) != mul) return false;
+  absorbed->push_back(static_cast<size_t>(sig));
+  absorbed->push_back(static_cast<size_t>(mul));
+  *tail = m.outputs[0];
+  fused->attrs.set("activation", Attribute::String("SiLU"));
+  fused->attrs.set("activation_alpha", Attribute::Float(0.f));
+  fused->attrs.set("activation_beta", Attribute::Float(0.f));
+  return true;
 }
 
 }  // namespace
@@ -92,8 +125,9 @@ Expected<int> fuseConvActivation(Graph& g) {
         c = soleConsumer(g, tail);
       }
     }
-    // (3) activation
-    absorbActivation(g, c, &tail, &absorbed, &fusedNode);
+    // (3) activation: SiLU (two nodes reading the tail), or one activation node
+    if (!absorbSilu(g, &tail, &absorbed, &fusedNode))
+      absorbActivation(g, c, &tail, &absorbed, &fusedNode);
     // A bare Conv (nothing absorbed) stays a Conv.
     if (absorbed.empty()) continue;
     while (!fusedNode.inputs.empty() && fusedNode.inputs.back().empty())

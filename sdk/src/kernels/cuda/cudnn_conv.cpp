@@ -20,6 +20,7 @@
 #include "kernels/cuda/cuda_tactic_base.h"
 #include "kernels/cuda/cudnn_check.h"
 #include "kernels/cuda/device_weights.h"
+#include "kernels/cuda/fused_activation.h"
 #include "kernels/ref/activation.h"
 
 namespace edgeinfer::cuda {
@@ -60,13 +61,20 @@ struct ConvSpec {
   bool hasBias = false, hasZ = false;
   ref::Activation act = ref::Activation::kNone;
   float alpha = 0.f, beta = 0.f;
+  DeviceActivation deviceAct = DeviceActivation::kNone;  // the same activation, for our kernel
+  /// The activation has an exact cuDNN pointwise mode (mapActivation).
+  bool actFusable = true;
+  /// This variant's operation graph ends before the activation: the tactic applies it with
+  /// launchActivationInPlace after cuDNN's kernel (id "...<format>.act.e<engine>...").
+  bool actAfter = false;
 };
 
 /// The pointwise op an activation maps to exactly, or false.
 struct PointwiseAct {
   cudnnPointwiseMode_t mode = CUDNN_POINTWISE_RELU_FWD;
-  bool setLower = false, setUpper = false, setSlope = false, setEluAlpha = false;
-  double lower = 0, upper = 0, slope = 0, eluAlpha = 1;
+  bool setLower = false, setUpper = false, setSlope = false, setEluAlpha = false,
+       setSwishBeta = false;
+  double lower = 0, upper = 0, slope = 0, eluAlpha = 1, swishBeta = 1;
 };
 
 bool mapActivation(ref::Activation act, float alpha, float beta, PointwiseAct* pw) {
@@ -92,6 +100,10 @@ bool mapActivation(ref::Activation act, float alpha, float beta, PointwiseAct* p
       return true;
     case ref::Activation::kSigmoid:
       pw->mode = CUDNN_POINTWISE_SIGMOID_FWD;
+      return true;
+    case ref::Activation::kSilu:  // x * sigmoid(beta x), beta = 1
+      pw->mode = CUDNN_POINTWISE_SWISH_FWD;
+      pw->setSwishBeta = true;
       return true;
     case ref::Activation::kTanh:
       pw->mode = CUDNN_POINTWISE_TANH_FWD;
@@ -165,27 +177,11 @@ bool parseLayer(const builder::LayerContext& layer, ConvSpec* spec, std::string*
     const std::string act = node->attrs.getString("activation", "");
     if (!ref::parseActivation(act, &spec->act))
       return fail(why, "unknown activation '" + act + "'");
-    float alpha = 0.f, beta = 0.f;  // the ONNX defaults, as the reference takes them
-    switch (spec->act) {
-      case ref::Activation::kLeakyRelu:
-        alpha = 0.01f;
-        break;
-      case ref::Activation::kElu:
-        alpha = 1.f;
-        break;
-      case ref::Activation::kClip:
-        alpha = -INFINITY;
-        beta = INFINITY;
-        break;
-      default:
-        break;
-    }
-    spec->alpha = node->attrs.getFloat("activation_alpha", alpha);
-    spec->beta = node->attrs.getFloat("activation_beta", beta);
+    // The attributes with the reference's defaults (fused_activation.h).
+    if (!readFusedActivation(*node, &spec->deviceAct, &spec->alpha, &spec->beta, why)) return false;
     PointwiseAct pw;
-    if (spec->act != ref::Activation::kNone &&
-        !mapActivation(spec->act, spec->alpha, spec->beta, &pw))
-      return fail(why, "activation '" + act + "' has no exact cuDNN pointwise mode");
+    spec->actFusable = spec->act == ref::Activation::kNone ||
+                       mapActivation(spec->act, spec->alpha, spec->beta, &pw);
   }
   return true;
 }
@@ -238,6 +234,8 @@ Status makePointwiseOp(const PointwiseAct& pw, const Desc& x, const Desc* b, con
     EI_SET(pwd, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, CUDNN_TYPE_DOUBLE, 1, &pw.slope);
   if (pw.setEluAlpha)
     EI_SET(pwd, CUDNN_ATTR_POINTWISE_ELU_ALPHA, CUDNN_TYPE_DOUBLE, 1, &pw.eluAlpha);
+  if (pw.setSwishBeta)
+    EI_SET(pwd, CUDNN_ATTR_POINTWISE_SWISH_BETA, CUDNN_TYPE_DOUBLE, 1, &pw.swishBeta);
   EI_CUDNN_CHECK(cudnnBackendFinalize(pwd.get()));
   EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op));
   void* raw[3] = {pwd.get(), x.get(), y.get()};
@@ -290,7 +288,7 @@ Status buildOpGraph(const ConvSpec& s, TensorFormat fmt, cudnnHandle_t handle, O
     add.mode = CUDNN_POINTWISE_ADD;
     stages.emplace_back(add, z);
   }
-  if (s.act != ref::Activation::kNone) {
+  if (s.act != ref::Activation::kNone && !s.actAfter) {
     PointwiseAct pw;
     if (!mapActivation(s.act, s.alpha, s.beta, &pw))
       return Status(ErrorCode::kUnsupported, "activation has no cuDNN pointwise mode");
@@ -546,6 +544,7 @@ class CudnnConvTactic : public builder::Tactic {
   Status initialize(const builder::LayerContext& layer) override {
     prepare(layer);
     EI_RETURN_IF_ERROR(prepareStatus_);
+    if (spec_.actAfter) maxBlocks_ = detail::maxBlocksForDevice();
     const Tensor* w = weights(layer);
     if (!w)
       return Status(ErrorCode::kInvalidArgument, id_ + ": weights missing or of another shape");
@@ -607,6 +606,10 @@ class CudnnConvTactic : public builder::Tactic {
       lastWs_ = args.workspace;
     }
     EI_CUDNN_CHECK(cudnnBackendExecute(handle_->handle, plan_.get(), variantPack_.get()));
+    if (spec_.actAfter)  // the activation cuDNN's graph left out, in place on Y
+      return launchActivationInPlace(args.outputs[0], spec_.N * spec_.K * spec_.P * spec_.Q,
+                                     fmt_.dtype == DataType::kFloat16, spec_.deviceAct, spec_.alpha,
+                                     spec_.beta, maxBlocks_, args.stream);
     return Status::Ok();
   }
 
@@ -656,10 +659,62 @@ class CudnnConvTactic : public builder::Tactic {
   bool prepared_ = false;  // prepare() ran: prepareStatus_ is its result
   Status prepareStatus_;
   std::shared_ptr<void> dW_, dB_;  // device_weights.h: shared with equal uploads
+  int maxBlocks_ = 2048;           // the activation's grid (actAfter)
   Desc variantPack_;
   void* lastPtrs_[5] = {};
   void* lastWs_ = nullptr;
 };
+
+/// The candidates of one tensor format and activation variant (appended to `out`; with
+/// `wanted`, only that id); `reason` gets what was offered and filtered.
+void enumerateFormat(const ConvSpec& spec, const TensorFormat& fmt,
+                     const std::shared_ptr<Holder>& h, const std::string* wanted,
+                     std::vector<std::unique_ptr<builder::Tactic>>* outp, std::string* reason) {
+  std::vector<std::unique_ptr<builder::Tactic>>& out = *outp;
+  {
+    const std::string tag = formatTag(fmt) + (spec.actAfter ? "+act" : "");
+    const std::string idPrefix =
+        "cudnn.conv." + formatTag(fmt) + "." + (spec.actAfter ? "act." : "");
+    if (wanted && wanted->compare(0, idPrefix.size(), idPrefix) != 0) return;
+    auto g = std::make_shared<OpGraph>();
+    Status s = buildOpGraph(spec, fmt, h->handle, g.get());
+    if (!s.ok()) {
+      *reason += tag + ": no operation graph (" + s.message() + "); ";
+      return;
+    }
+    std::set<std::string> seen;
+    int offered = 0, filtered = 0, failed = 0;
+    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+      std::vector<Desc> cfgs;
+      if (!heuristicConfigs(*g, mode, &cfgs).ok()) continue;
+      for (const Desc& cfg : cfgs) {
+        EngineInfo info;
+        if (!describeConfig(cfg, &info).ok()) {
+          ++failed;
+          continue;
+        }
+        std::string id = idPrefix + "e" + std::to_string(info.engine) + ".k";
+        for (size_t i = 0; i < info.knobs.size(); ++i)
+          id += (i ? "," : "") + std::to_string(info.knobs[i].first) + "=" +
+                std::to_string(info.knobs[i].second);
+        if (!seen.insert(id).second) continue;
+        ++offered;
+        const bool fp32 = fmt.dtype == DataType::kFloat32;
+        if (info.has(CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) ||
+            (fp32 && (info.has(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ||
+                      info.has(CUDNN_NUMERICAL_NOTE_TENSOR_CORE)))) {
+          ++filtered;  // TF32 / half accumulation: not the precision the tactic promises
+          continue;
+        }
+        if (wanted && id != *wanted) continue;
+        out.push_back(std::make_unique<CudnnConvTactic>(id, spec, fmt, h, g, cfg));
+        if (wanted) return;
+      }
+    }
+    *reason += tag + ": " + std::to_string(offered) + " engine configs, " +
+               std::to_string(filtered) + " filtered, " + std::to_string(failed) + " unreadable; ";
+  }
+}
 
 }  // namespace
 
@@ -689,6 +744,9 @@ std::unique_ptr<builder::Tactic> CudnnConvProvider::restore(const builder::Layer
   }
   if (!known || !parseLayer(layer, &spec, &why) || !(h = handles_.current(&why)))
     return find(layer, precision, id);
+  spec.actAfter =
+      id.compare(std::string("cudnn.conv.").size() + formatTag(fmt).size() + 1, 4, "act.") == 0;
+  if (spec.actAfter && spec.act == ref::Activation::kNone) return find(layer, precision, id);
   Desc plan;
   int64_t workspace = 0;
   Status s;
@@ -731,48 +789,21 @@ std::vector<std::unique_ptr<builder::Tactic>> CudnnConvProvider::enumerate(
   formats.push_back({DataType::kFloat32, Layout::kNCHW});
 
   lastReason_.clear();
+  // Per format, the activation fused into cuDNN's graph; where it cannot be (no exact
+  // pointwise mode) or no engine fuses it, a variant whose graph ends before it and whose
+  // tactic applies it with our kernel (so the layer never falls back to the CPU).
   for (const TensorFormat& fmt : formats) {
-    const std::string tag = formatTag(fmt);
-    const std::string idPrefix = "cudnn.conv." + tag + ".";
-    if (wanted && wanted->compare(0, idPrefix.size(), idPrefix) != 0) continue;
-    auto g = std::make_shared<OpGraph>();
-    Status s = buildOpGraph(spec, fmt, h->handle, g.get());
-    if (!s.ok()) {
-      lastReason_ += tag + ": no operation graph (" + s.message() + "); ";
-      continue;
+    bool anyFused = false;
+    for (const bool after : {false, true}) {
+      if (after && (spec.act == ref::Activation::kNone || (spec.actFusable && anyFused))) break;
+      if (!after && !spec.actFusable) continue;
+      ConvSpec vs = spec;
+      vs.actAfter = after;
+      const size_t before = out.size();
+      enumerateFormat(vs, fmt, h, wanted, &out, &lastReason_);
+      anyFused = anyFused || (!after && out.size() > before);
+      if (wanted && !out.empty()) return out;
     }
-    std::set<std::string> seen;
-    int offered = 0, filtered = 0, failed = 0;
-    for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-      std::vector<Desc> cfgs;
-      if (!heuristicConfigs(*g, mode, &cfgs).ok()) continue;
-      for (const Desc& cfg : cfgs) {
-        EngineInfo info;
-        if (!describeConfig(cfg, &info).ok()) {
-          ++failed;
-          continue;
-        }
-        std::string id = idPrefix + "e" + std::to_string(info.engine) + ".k";
-        for (size_t i = 0; i < info.knobs.size(); ++i)
-          id += (i ? "," : "") + std::to_string(info.knobs[i].first) + "=" +
-                std::to_string(info.knobs[i].second);
-        if (!seen.insert(id).second) continue;
-        ++offered;
-        const bool fp32 = fmt.dtype == DataType::kFloat32;
-        if (info.has(CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) ||
-            (fp32 && (info.has(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ||
-                      info.has(CUDNN_NUMERICAL_NOTE_TENSOR_CORE)))) {
-          ++filtered;  // TF32 / half accumulation: not the precision the tactic promises
-          continue;
-        }
-        if (wanted && id != *wanted) continue;
-        out.push_back(std::make_unique<CudnnConvTactic>(id, spec, fmt, h, g, cfg));
-        if (wanted) return out;
-      }
-    }
-    lastReason_ += tag + ": " + std::to_string(offered) + " engine configs, " +
-                   std::to_string(filtered) + " filtered, " + std::to_string(failed) +
-                   " unreadable; ";
   }
   return out;
 }

@@ -8,6 +8,12 @@
 // every configuration whose execution plan finalizes into a separate candidate tactic with a
 // stable id "cudnn.conv.<fp32|fp16>.<nhwc|nchw>.e<engine>.k<knob=value,...>".
 //
+// An activation with no exact pointwise mode (HardSigmoid, HardSwish, Selu, Softplus; Clip
+// with an infinite lower bound), or one no engine of a format fuses, is left out of the graph
+// and applied by our kernel right after cuDNN's, in place on Y (launchActivationInPlace, one
+// more launch): ids "cudnn.conv.<format>.act.e<engine>...". SiLU (x * Sigmoid(x)) maps to
+// SWISH_FWD with beta 1.
+//
 // Formats: FP16 (io half, compute float) NHWC; FP32 (io and compute float) NHWC and NCHW.
 // Precision::kFp32 asks for the FP32 tactics, kFp16 for the FP16 and the FP32 ones. FP32
 // tactics never use TF32: engine configurations noted DOWN_CONVERT_INPUTS or TENSOR_CORE are
@@ -15,9 +21,7 @@
 //
 // Not offered (candidates() returns none and lastReason() says why): other ranks than 2-D,
 // non-float inputs, weights or bias that are not constants (the tactic converts them once in
-// initialize(); a runtime weight is left to other providers), activations cuDNN's pointwise
-// modes do not compute exactly (HardSigmoid, HardSwish, Selu, Softplus; Clip with an
-// infinite lower bound), Precision::kInt8.
+// initialize(); a runtime weight is left to other providers), Precision::kInt8.
 //
 // Execution plans are finalized in initialize() and serialize as cuDNN's JSON
 // (Tactic::serializedState, stored in the engine plan); an engine load rebuilds them from it

@@ -31,6 +31,8 @@ DeviceActivation toDevice(ref::Activation a) {
       return DeviceActivation::kSelu;
     case ref::Activation::kSoftplus:
       return DeviceActivation::kSoftplus;
+    case ref::Activation::kSilu:
+      return DeviceActivation::kSilu;
   }
   return DeviceActivation::kNone;
 }

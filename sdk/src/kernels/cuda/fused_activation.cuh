@@ -39,6 +39,8 @@ __device__ __forceinline__ float activate(float x, DeviceActivation act, float a
       return x > 0.f ? beta * x : beta * (alpha * expf(x) - alpha);
     case DeviceActivation::kSoftplus:
       return x > 20.f ? x : log1pf(expf(x));
+    case DeviceActivation::kSilu:
+      return x * (1.f / (1.f + expf(-x)));
   }
   return x;
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "edgeinfer/status.h"
 #include "graph/graph.h"
 
 namespace edgeinfer::cuda {
@@ -23,6 +24,7 @@ enum class DeviceActivation : int32_t {
   kElu,
   kSelu,
   kSoftplus,
+  kSilu,
 };
 
 /// The `activation`, `activation_alpha` and `activation_beta` attributes of a fused node, with
@@ -30,5 +32,11 @@ enum class DeviceActivation : int32_t {
 /// unknown activation name.
 bool readFusedActivation(const graph::Node& node, DeviceActivation* act, float* alpha, float* beta,
                          std::string* why);
+
+/// y[i] = act(y[i]) for n elements (fp16 or fp32 storage, computing in float as the reference
+/// does), in place on `stream`: the activation of a layer whose library kernel cannot apply it
+/// in its epilogue (activation_epilogue.cu). Never synchronises; returns the launch error.
+Status launchActivationInPlace(void* y, int64_t n, bool fp16, DeviceActivation act, float alpha,
+                               float beta, int maxBlocks, void* stream);
 
 }  // namespace edgeinfer::cuda

@@ -21,6 +21,7 @@ enum class Activation {
   kElu,   // alpha
   kSelu,  // alpha, beta (= gamma)
   kSoftplus,
+  kSilu,  // x * Sigmoid(x), as the Mul(x, Sigmoid(x)) it replaces computes it
 };
 
 /// Parses the `activation` attribute of a fused node ("" means kNone). Returns false for an
@@ -40,7 +41,8 @@ inline bool parseActivation(const std::string& name, Activation* out) {
                 {"Tanh", Activation::kTanh},
                 {"Elu", Activation::kElu},
                 {"Selu", Activation::kSelu},
-                {"Softplus", Activation::kSoftplus}};
+                {"Softplus", Activation::kSoftplus},
+                {"SiLU", Activation::kSilu}};
   for (const auto& e : kTable) {
     if (name == e.name) {
       *out = e.act;
@@ -74,6 +76,8 @@ inline float applyActivation(float x, Activation act, float alpha, float beta) {
       return x > 0.f ? beta * x : beta * (alpha * std::exp(x) - alpha);
     case Activation::kSoftplus:
       return x > 20.f ? x : std::log1p(std::exp(x));
+    case Activation::kSilu:
+      return x * (1.f / (1.f + std::exp(-x)));
   }
   return x;
 }
