@@ -87,6 +87,32 @@ __global__ void transposeConvert(const Tin* __restrict__ src, Tout* __restrict__
   }
 }
 
+/// Channels up to which a layout change runs one thread per pixel (narrowTranspose): a
+/// 32x32 tile with C = 3 (an image input, NCHW -> NHWC) keeps 3 of 32 lanes busy and took
+/// 0.24 ms for ResNet-50's 64x3x224x224 input on an H100.
+constexpr int64_t kNarrowChannels = 8;
+
+/// One thread per pixel of [n][c][hw] <-> [n][hw][c] with c <= kNarrowChannels: the c values of
+/// a pixel are read (and written) at a stride of hw on the planar side, where neighbouring
+/// threads touch neighbouring pixels, and contiguously on the interleaved side, so both sides
+/// coalesce.
+template <typename Tin, typename Tout>
+__global__ void narrowTranspose(const Tin* __restrict__ src, Tout* __restrict__ dst, int64_t pixels,
+                                int64_t c, int64_t hw, bool srcNhwc, float scale) {
+  for (int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; p < pixels;
+       p += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t img = p / hw, q = p - img * hw;
+    const int64_t planar = img * c * hw + q;  // element (img, 0, q) of the planar side
+    const int64_t packed = p * c;             // element (img, q, 0) of the interleaved side
+    for (int64_t k = 0; k < c; ++k) {
+      if (srcNhwc)
+        dst[planar + k * hw] = Conv<Tin, Tout>::run(src[packed + k], scale);
+      else
+        dst[packed + k] = Conv<Tin, Tout>::run(src[planar + k * hw], scale);
+    }
+  }
+}
+
 template <typename Tin, typename Tout>
 Status launchTyped(const void* src, bool srcNhwc, void* dst, bool dstNhwc, int64_t n, int64_t c,
                    int64_t hw, cudaStream_t stream, float scale = 0.f) {
@@ -99,6 +125,12 @@ Status launchTyped(const void* src, bool srcNhwc, void* dst, bool dstNhwc, int64
     const int64_t blocks = std::min<int64_t>((count + threads - 1) / threads, 65535 * 4);
     copyConvert<Tin, Tout>
         <<<static_cast<unsigned>(blocks), threads, 0, stream>>>(s, d, count, scale);
+  } else if (c <= kNarrowChannels) {
+    const int threads = 256;
+    const int64_t pixels = n * hw;
+    const int64_t blocks = std::min<int64_t>((pixels + threads - 1) / threads, 65535 * 4);
+    narrowTranspose<Tin, Tout><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(
+        s, d, pixels, c, hw, srcNhwc, scale);
   } else {
     const int64_t rows = srcNhwc ? hw : c;
     const int64_t cols = srcNhwc ? c : hw;
