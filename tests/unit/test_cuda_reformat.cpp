@@ -91,40 +91,45 @@ TEST(CudaReformat, LayoutChangesMatchTheHostElementForElement) {
   checkReformat(f32, f16, false, 2, 3, 224 * 224);
 }
 
-TEST(CudaReformat, NarrowQuantizeMatchesTheTiledOne) {
+TEST(CudaReformat, NarrowQuantizeAndDequantizeMatchTheHost) {
   EI_SKIP_WITHOUT_GPU();
-  // The same tensor quantized into NHWC with C = 3 (one thread per pixel) and as C = 3 planes
-  // of a wider copy through the same-layout path: equal int8 values.
+  // float32 NCHW -> int8 NHWC (quantize) and back to float32 NCHW (dequantize), C = 3: both
+  // directions of the one-thread-per-pixel path with a scale, against QuantizeLinear's rule.
   const int64_t n = 2, c = 3, hw = 41, count = n * c * hw;
   std::vector<float> x(static_cast<size_t>(count));
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-4.f, 4.f);
   for (float& v : x) v = u(rng);
-  void *dx = nullptr, *dq = nullptr, *dflat = nullptr;
+  x[7] = 0.045f;  // about one and a half steps: the rounding near a tie
+  void *dx = nullptr, *dq = nullptr, *dy = nullptr;
   ASSERT_EQ(cudaMalloc(&dx, count * 4), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&dq, count), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dflat, count), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dy, count * 4), cudaSuccess);
   cudaMemcpy(dx, x.data(), count * 4, cudaMemcpyHostToDevice);
   const float scale = 0.03f;
   ASSERT_TRUE(launchReformat(dx, DataType::kFloat32, false, dq, DataType::kInt8, true, n, c, hw,
                              nullptr, scale)
                   .ok());
-  ASSERT_TRUE(launchReformat(dx, DataType::kFloat32, false, dflat, DataType::kInt8, false, n, c, hw,
+  ASSERT_TRUE(launchReformat(dq, DataType::kInt8, true, dy, DataType::kFloat32, false, n, c, hw,
                              nullptr, scale)
                   .ok());
-  std::vector<int8_t> q(static_cast<size_t>(count)), flat(static_cast<size_t>(count));
-  cudaMemcpy(q.data(), dq, count, cudaMemcpyDeviceToHost);
-  cudaMemcpy(flat.data(), dflat, count, cudaMemcpyDeviceToHost);
+  std::vector<int8_t> q(static_cast<size_t>(count));
+  std::vector<float> y(static_cast<size_t>(count));
+  ASSERT_EQ(cudaMemcpy(q.data(), dq, count, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(y.data(), dy, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   int64_t bad = 0;
   for (int64_t b = 0; b < n; ++b)
     for (int64_t k = 0; k < c; ++k)
-      for (int64_t p = 0; p < hw; ++p)
-        bad += q[static_cast<size_t>((b * hw + p) * c + k)] !=
-               flat[static_cast<size_t>((b * c + k) * hw + p)];
+      for (int64_t p = 0; p < hw; ++p) {
+        const size_t planar = static_cast<size_t>((b * c + k) * hw + p);
+        const int8_t want = test::quantizeHost(x[planar], scale);
+        bad += q[static_cast<size_t>((b * hw + p) * c + k)] != want;
+        bad += y[planar] != static_cast<float>(want) * scale;
+      }
   EXPECT_EQ(bad, 0);
   cudaFree(dx);
   cudaFree(dq);
-  cudaFree(dflat);
+  cudaFree(dy);
 }
 
 }  // namespace

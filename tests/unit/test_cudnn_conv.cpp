@@ -259,7 +259,10 @@ TEST(CudnnConv, FusedOtherActivations) {
     ConvCase c;
     c.op = "FusedConv", c.bias = true, c.act = a.name, c.alpha = a.alpha, c.beta = a.beta;
     c.N = 1, c.C = 16, c.K = 16, c.H = 9, c.W = 7;
-    checkAllCandidates(c, Precision::kFp16);
+    const Counts n = checkAllCandidates(c, Precision::kFp16);
+    EXPECT_GT(n.fp16, 0);
+    EXPECT_GT(n.total() - n.after, 0) << "cuDNN fuses the activation in some candidates";
+    EXPECT_GT(n.after, 0) << "and some apply it after the conv (the fallback)";
   }
 }
 
@@ -397,6 +400,18 @@ TEST(CudnnConv, ActivationAfterIdForALayerWithoutActivation_n) {
   std::string id = cands.front()->id();
   id.insert(std::string("cudnn.conv.fp16.nhwc.").size(), "act.");
   EXPECT_EQ(provider.find(layer, Precision::kFp16, id), nullptr) << id;
+  // Nor does a saved plan under that id restore (it would skip no activation: there is none).
+  ASSERT_TRUE(cands.front()->initialize(layer).ok());
+  const std::string state = cands.front()->serializedState();
+  ASSERT_FALSE(state.empty());
+  EXPECT_EQ(provider.restore(layer, Precision::kFp16, id, state), nullptr) << id;
+  // A fused id for an activation cuDNN cannot fuse does not restore a plan without it.
+  ConvCase hs;
+  hs.op = "FusedConv", hs.bias = true, hs.act = "HardSwish";
+  builder::LayerContext hsLayer;
+  ASSERT_TRUE(hs.layer(&hsLayer));
+  const std::string fusedId = cands.front()->id();  // a plain id: no ".act."
+  EXPECT_EQ(provider.restore(hsLayer, Precision::kFp16, fusedId, state), nullptr) << fusedId;
 }
 
 TEST(CudnnConv, UnknownActivation_n) {

@@ -666,9 +666,10 @@ class CudnnConvTactic : public builder::Tactic {
 };
 
 /// The candidates of one tensor format and activation variant (appended to `out`; with
-/// `wanted`, only that id); `reason` gets what was offered and filtered.
+/// `wanted`, only that id; at most `limit` of them when > 0, in the heuristics' order);
+/// `reason` gets what was offered and filtered.
 void enumerateFormat(const ConvSpec& spec, const TensorFormat& fmt,
-                     const std::shared_ptr<Holder>& h, const std::string* wanted,
+                     const std::shared_ptr<Holder>& h, const std::string* wanted, int limit,
                      std::vector<std::unique_ptr<builder::Tactic>>* outp, std::string* reason) {
   std::vector<std::unique_ptr<builder::Tactic>>& out = *outp;
   {
@@ -683,7 +684,7 @@ void enumerateFormat(const ConvSpec& spec, const TensorFormat& fmt,
       return;
     }
     std::set<std::string> seen;
-    int offered = 0, filtered = 0, failed = 0;
+    int offered = 0, filtered = 0, failed = 0, kept = 0;
     for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
       std::vector<Desc> cfgs;
       if (!heuristicConfigs(*g, mode, &cfgs).ok()) continue;
@@ -706,6 +707,8 @@ void enumerateFormat(const ConvSpec& spec, const TensorFormat& fmt,
           ++filtered;  // TF32 / half accumulation: not the precision the tactic promises
           continue;
         }
+        if (limit > 0 && kept >= limit) break;
+        ++kept;  // (counted before the id filter: find() sees the same `limit` candidates)
         if (wanted && id != *wanted) continue;
         out.push_back(std::make_unique<CudnnConvTactic>(id, spec, fmt, h, g, cfg));
         if (wanted) return;
@@ -746,7 +749,10 @@ std::unique_ptr<builder::Tactic> CudnnConvProvider::restore(const builder::Layer
     return find(layer, precision, id);
   spec.actAfter =
       id.compare(std::string("cudnn.conv.").size() + formatTag(fmt).size() + 1, 4, "act.") == 0;
-  if (spec.actAfter && spec.act == ref::Activation::kNone) return find(layer, precision, id);
+  // An id that does not fit the layer (an activation-after id without an activation, or a
+  // fused one whose activation cuDNN cannot fuse): not this plan; find() decides.
+  if ((spec.actAfter && spec.act == ref::Activation::kNone) || (!spec.actAfter && !spec.actFusable))
+    return find(layer, precision, id);
   Desc plan;
   int64_t workspace = 0;
   Status s;
@@ -789,19 +795,22 @@ std::vector<std::unique_ptr<builder::Tactic>> CudnnConvProvider::enumerate(
   formats.push_back({DataType::kFloat32, Layout::kNCHW});
 
   lastReason_.clear();
-  // Per format, the activation fused into cuDNN's graph; where it cannot be (no exact
-  // pointwise mode) or no engine fuses it, a variant whose graph ends before it and whose
-  // tactic applies it with our kernel (so the layer never falls back to the CPU).
+  // Per format, the activation fused into cuDNN's graph, and a variant whose graph ends
+  // before it and whose tactic applies it with our kernel: every engine configuration of it
+  // where the activation cannot be fused (no exact pointwise mode), else the first
+  // kActAfterConfigs ones, so that a layer whose fused plans all fail to finalize (which only
+  // shows when they are prepared: runtime-fusion engines) still has GPU candidates, and the
+  // builder times both. Not for ReLU, which cuDNN's precompiled conv-bias-act engines fuse.
+  constexpr int kActAfterConfigs = 4;
   for (const TensorFormat& fmt : formats) {
-    bool anyFused = false;
     for (const bool after : {false, true}) {
-      if (after && (spec.act == ref::Activation::kNone || (spec.actFusable && anyFused))) break;
+      if (after && (spec.act == ref::Activation::kNone || spec.act == ref::Activation::kRelu))
+        break;
       if (!after && !spec.actFusable) continue;
       ConvSpec vs = spec;
       vs.actAfter = after;
-      const size_t before = out.size();
-      enumerateFormat(vs, fmt, h, wanted, &out, &lastReason_);
-      anyFused = anyFused || (!after && out.size() > before);
+      const int limit = after && spec.actFusable ? kActAfterConfigs : 0;
+      enumerateFormat(vs, fmt, h, wanted, limit, &out, &lastReason_);
       if (wanted && !out.empty()) return out;
     }
   }

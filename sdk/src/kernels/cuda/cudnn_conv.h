@@ -8,11 +8,13 @@
 // every configuration whose execution plan finalizes into a separate candidate tactic with a
 // stable id "cudnn.conv.<fp32|fp16>.<nhwc|nchw>.e<engine>.k<knob=value,...>".
 //
-// An activation with no exact pointwise mode (HardSigmoid, HardSwish, Selu, Softplus; Clip
-// with an infinite lower bound), or one no engine of a format fuses, is left out of the graph
-// and applied by our kernel right after cuDNN's, in place on Y (launchActivationInPlace, one
-// more launch): ids "cudnn.conv.<format>.act.e<engine>...". SiLU (x * Sigmoid(x)) maps to
-// SWISH_FWD with beta 1.
+// Candidates that leave the activation out of the graph and apply it with our kernel right
+// after cuDNN's, in place on Y (launchActivationInPlace, one more launch; ids
+// "cudnn.conv.<format>.act.e<engine>..."): all engine configurations for an activation with no
+// exact pointwise mode (HardSigmoid, HardSwish, Selu, Softplus; Clip with an infinite lower
+// bound), the first four per format for the others but ReLU (a fallback when no fused plan
+// finalizes, and an alternative the builder times). SiLU (x * Sigmoid(x)) maps to SWISH_FWD
+// with beta 1.
 //
 // Formats: FP16 (io half, compute float) NHWC; FP32 (io and compute float) NHWC and NCHW.
 // Precision::kFp32 asks for the FP32 tactics, kFp16 for the FP16 and the FP32 ones. FP32
