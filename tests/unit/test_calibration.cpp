@@ -209,6 +209,21 @@ std::string outlierModel() {
   return m.bytes();
 }
 
+/// A residual block: y = Relu(ConvB(x) + ConvA(x)). After the fusion pass ConvB is a FusedConv
+/// whose residual Z is ConvA's output "a", read by no other quantizable layer.
+std::string residualModel() {
+  TestModel m;
+  m.input("x", {1, 3, 8, 8}).output("y");
+  m.randomInitializer("wa", {4, 3, 1, 1}, 3, -0.5f, 0.5f);
+  m.randomInitializer("wb", {4, 3, 3, 3}, 4, -0.5f, 0.5f);
+  auto& cb = m.node("Conv", {"x", "wb"}, {"b"}, "convB");  // first: the fusion pass takes it
+  TestModel::attrInts(cb, "pads", {1, 1, 1, 1});           // (with "a" as its residual)
+  m.node("Conv", {"x", "wa"}, {"a"}, "convA");
+  m.node("Add", {"b", "a"}, {"s"}, "add");
+  m.node("Relu", {"s"}, {"y"}, "relu");
+  return m.bytes();
+}
+
 /// Only elementwise ops: nothing to quantize.
 std::string noQuantizableModel() {
   TestModel m;
@@ -334,6 +349,58 @@ TEST(Calibrate, MinMaxRangeOfTheGraphInputIsTheDataMaximum) {
   EXPECT_EQ(seen.back().done, 5);
   EXPECT_EQ(seen.back().total, 5);
   EXPECT_EQ(r->cache.layerPrecision.size(), 2u);
+}
+
+TEST(Calibrate, ResidualInputOfAFusedConvIsCalibratedAndReported) {
+  TempDir dir;
+  const std::string model = dir.write("r.onnx", residualModel());
+  writeSamples(dir, "data", 3, 23);
+  auto src = tensorSource(dir.file("data"));
+  ASSERT_TRUE(src);
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kMinMax;
+  opt.report = true;
+  auto r = calibrate(model, *src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  ASSERT_EQ(r->cache.tensorAmax.count("a"), 1u) << "the residual Z of the fused convB";
+  EXPECT_GT(r->cache.tensorAmax.at("a"), 0.f);
+  EXPECT_EQ(r->cache.tensorAmax.size(), 2u);  // x (both convolutions' input) and a
+  bool reported = false;
+  for (const LayerSensitivity& l : r->report.layers)
+    if (l.layer == "convB") {
+      reported = std::find(l.inputs.begin(), l.inputs.end(), "a") != l.inputs.end();
+      EXPECT_LT(l.layerError.cosine, 1.0) << "Z quantized too: the layer's output changes";
+    }
+  EXPECT_TRUE(reported) << "the report lists Z among the fused layer's quantized inputs";
+}
+
+/// A cache written before residual inputs were calibrated (no range for Z) still builds.
+TEST(Calibrate, CacheWithoutTheResidualRangeStillBuilds) {
+  TempDir dir;
+  const std::string model = dir.write("r.onnx", residualModel());
+  writeSamples(dir, "data", 2, 29);
+  auto src = tensorSource(dir.file("data"));
+  ASSERT_TRUE(src);
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kMinMax;
+  auto r = calibrate(model, *src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  CalibrationCache old = r->cache;
+  ASSERT_EQ(old.tensorAmax.erase("a"), 1u);
+  ASSERT_TRUE(old.save(dir.file("old.calib")).ok());
+  BuilderConfig cfg;
+  cfg.backend = Backend::kCpu;
+  cfg.calibrationCachePath = dir.file("old.calib");
+  auto e = Builder::buildFromFile(model, cfg);
+  EXPECT_TRUE(e.ok()) << e.status().toString();
+  // Without x's range (a required input), the same cache is refused, naming it.
+  CalibrationCache noX = r->cache;
+  noX.tensorAmax.erase("x");
+  ASSERT_TRUE(noX.save(dir.file("nox.calib")).ok());
+  cfg.calibrationCachePath = dir.file("nox.calib");
+  auto bad = Builder::buildFromFile(model, cfg);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'x'"), std::string::npos) << bad.status().toString();
 }
 
 TEST(Calibrate, EntropyClipsTheOutlierTensorBelowMinMax) {

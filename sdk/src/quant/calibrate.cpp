@@ -346,14 +346,17 @@ class Calibration {
   /// quantizable reader).
   void collectTensors() {
     std::map<std::string, size_t> index;
-    for (const QuantLayer& l : layers_)
-      for (size_t slot : l.activationSlots) {
+    for (const QuantLayer& l : layers_) {
+      std::vector<size_t> slots = l.activationSlots;
+      slots.insert(slots.end(), l.optionalSlots.begin(), l.optionalSlots.end());
+      for (size_t slot : slots) {
         const std::string& name = graph_.nodes[l.node].inputs[slot];
         if (index.count(name)) continue;
         index[name] = tensors_.size();
         tensors_.push_back(name);
         observe_[l.node].push_back({slot, tensors_.size() - 1});
       }
+    }
   }
 
   Status pass(Batcher& batcher, int passNo, const char* what, Progress& progress, int64_t total,
@@ -458,7 +461,10 @@ class Calibration {
       const QuantLayer& l = layers_[it->second];
       std::vector<Tensor> owned(in.size());
       std::vector<const Tensor*> qin = in;
-      for (size_t slot : l.activationSlots) {
+      std::vector<size_t> slots = l.activationSlots;
+      for (size_t slot : l.optionalSlots)
+        if (amax.count(n.inputs[slot])) slots.push_back(slot);
+      for (size_t slot : slots) {
         const float scale = quant::activationScale(amax.at(n.inputs[slot]));
         owned[slot] = in[slot]->clone();
         float* p = owned[slot].data<float>();
@@ -493,6 +499,9 @@ class Calibration {
       s.opType = layers_[l].opType;
       for (size_t slot : layers_[l].activationSlots)
         s.inputs.push_back(graph_.nodes[layers_[l].node].inputs[slot]);
+      for (size_t slot : layers_[l].optionalSlots)
+        if (amax.count(graph_.nodes[layers_[l].node].inputs[slot]))
+          s.inputs.push_back(graph_.nodes[layers_[l].node].inputs[slot]);
       s.layerError = layerAcc[l].result();
       EI_ASSIGN_OR_RETURN(graph::Graph q, quant::quantizeGraph(graph_, layers_, {l}, amax));
       EI_ASSIGN_OR_RETURN(s.modelError, modelError(q, progress, passes));

@@ -49,6 +49,7 @@ std::vector<QuantLayer> findQuantizableLayers(const graph::Graph& g) {
     if (op == "Conv") {
       if (!isFloatConstant(g, n.inputs[1])) continue;  // runtime weights: not a weight layer
       l.activationSlots = {0};
+      if (fused && n.hasInput(3) && isFloatActivation(g, n.inputs[3])) l.optionalSlots = {3};
       l.weightSlot = 1;
       l.weightAxis = 0;
     } else if (op == "Gemm") {
@@ -141,7 +142,10 @@ Expected<graph::Graph> quantizeGraph(const graph::Graph& g, const std::vector<Qu
     const QuantLayer& l = *it->second;
     graph::Node layer = g.nodes[i];
     const std::string prefix = layer.name + "::int8::";
-    for (size_t slot : l.activationSlots) {
+    std::vector<size_t> slots = l.activationSlots;
+    for (size_t slot : l.optionalSlots)
+      if (amax.count(layer.inputs[slot])) slots.push_back(slot);  // (none: read in float)
+    for (size_t slot : slots) {
       const std::string& x = layer.inputs[slot];
       auto a = amax.find(x);
       if (a == amax.end())

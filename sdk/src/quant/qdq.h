@@ -23,8 +23,12 @@ struct QuantLayer {
   std::string name;
   std::string opType;
   std::vector<size_t> activationSlots;  ///< inputs quantized per tensor
-  int weightSlot = -1;                  ///< constant weight input, quantized per channel
-  int weightAxis = 0;                   ///< its output-channel axis
+  /// Inputs calibrated too, and quantized per tensor where they have a range, but that a
+  /// calibration cache may lack (FusedConv's residual Z: caches written before it was
+  /// calibrated still build; without a range the GPU reads it in float).
+  std::vector<size_t> optionalSlots;
+  int weightSlot = -1;  ///< constant weight input, quantized per channel
+  int weightAxis = 0;   ///< its output-channel axis
 };
 
 /// Conv / FusedConv (weights [M, C/group, k...], per channel on axis 0), Gemm / FusedGemm
