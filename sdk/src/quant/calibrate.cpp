@@ -461,10 +461,7 @@ class Calibration {
       const QuantLayer& l = layers_[it->second];
       std::vector<Tensor> owned(in.size());
       std::vector<const Tensor*> qin = in;
-      std::vector<size_t> slots = l.activationSlots;
-      for (size_t slot : l.optionalSlots)
-        if (amax.count(n.inputs[slot])) slots.push_back(slot);
-      for (size_t slot : slots) {
+      for (size_t slot : quant::quantizedSlots(l, n, amax)) {
         const float scale = quant::activationScale(amax.at(n.inputs[slot]));
         owned[slot] = in[slot]->clone();
         float* p = owned[slot].data<float>();
@@ -497,11 +494,9 @@ class Calibration {
       LayerSensitivity s;
       s.layer = layers_[l].name;
       s.opType = layers_[l].opType;
-      for (size_t slot : layers_[l].activationSlots)
-        s.inputs.push_back(graph_.nodes[layers_[l].node].inputs[slot]);
-      for (size_t slot : layers_[l].optionalSlots)
-        if (amax.count(graph_.nodes[layers_[l].node].inputs[slot]))
-          s.inputs.push_back(graph_.nodes[layers_[l].node].inputs[slot]);
+      const graph::Node& node = graph_.nodes[layers_[l].node];
+      for (size_t slot : quant::quantizedSlots(layers_[l], node, amax))
+        s.inputs.push_back(node.inputs[slot]);
       s.layerError = layerAcc[l].result();
       EI_ASSIGN_OR_RETURN(graph::Graph q, quant::quantizeGraph(graph_, layers_, {l}, amax));
       EI_ASSIGN_OR_RETURN(s.modelError, modelError(q, progress, passes));

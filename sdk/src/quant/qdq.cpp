@@ -76,6 +76,14 @@ std::vector<QuantLayer> findQuantizableLayers(const graph::Graph& g) {
   return out;
 }
 
+std::vector<size_t> quantizedSlots(const QuantLayer& l, const graph::Node& n,
+                                   const std::map<std::string, float>& amax) {
+  std::vector<size_t> slots = l.activationSlots;
+  for (size_t slot : l.optionalSlots)
+    if (amax.count(n.inputs[slot])) slots.push_back(slot);  // (none: read in float)
+  return slots;
+}
+
 float fakeQuantize(float x, float scale) {
   const float q = std::nearbyint(x / scale);
   if (std::isnan(q)) return 0.f;
@@ -142,10 +150,7 @@ Expected<graph::Graph> quantizeGraph(const graph::Graph& g, const std::vector<Qu
     const QuantLayer& l = *it->second;
     graph::Node layer = g.nodes[i];
     const std::string prefix = layer.name + "::int8::";
-    std::vector<size_t> slots = l.activationSlots;
-    for (size_t slot : l.optionalSlots)
-      if (amax.count(layer.inputs[slot])) slots.push_back(slot);  // (none: read in float)
-    for (size_t slot : slots) {
+    for (size_t slot : quantizedSlots(l, layer, amax)) {
       const std::string& x = layer.inputs[slot];
       auto a = amax.find(x);
       if (a == amax.end())

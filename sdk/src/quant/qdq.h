@@ -31,6 +31,11 @@ struct QuantLayer {
   int weightAxis = 0;   ///< its output-channel axis
 };
 
+/// The inputs of layer `l` (node `n`) quantized per tensor with the ranges `amax`: its
+/// activation slots, then the optional ones `amax` has a range for.
+std::vector<size_t> quantizedSlots(const QuantLayer& l, const graph::Node& n,
+                                   const std::map<std::string, float>& amax);
+
 /// Conv / FusedConv (weights [M, C/group, k...], per channel on axis 0), Gemm / FusedGemm
 /// (B constant: axis 0 with transB, else 1) and MatMul / FusedMatMul (B constant: its last
 /// axis; B computed: quantized per tensor like A), with float32 activation inputs.
