@@ -1,4 +1,4 @@
-// What our own 2-D convolution providers (cuda-dw, cuda-i8) read from a Conv or
+// What our own 2-D convolution providers (cuda-dw, cuda-stem, cuda-i8) read from a Conv or
 // ai.edgeinfer::FusedConv layer, checked once: static 4-D shapes, constant 4-D weights, an
 // optional constant bias of C_out values, an optional residual Z of the output's shape, the
 // window (strides, dilations, pads, auto_pad) and the fused activation. Element types and

@@ -48,6 +48,9 @@ const char* storageName(DataType t);
 /// Grid-size cap for grid-stride kernels: 16 blocks of 256 threads per multiprocessor.
 int maxBlocksForDevice();
 
+/// Compute capability of the current device as major * 10 + minor; 0 without one.
+int deviceCapability();
+
 /// Common part of every tactic here: one storage type, one layout for the layer's 4-D
 /// tensors (other ranks are kLinear), the id, and the launch-argument checks.
 class CudaTactic : public builder::Tactic {

@@ -42,18 +42,6 @@ bool parseLayer(const builder::LayerContext& layer, DepthwisePlan* p, bool* hasB
   return true;
 }
 
-/// Grid-size cap for the grid-stride kernels: 16 blocks of 256 threads per multiprocessor.
-int maxBlocksForDevice() {
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-      sms <= 0) {
-    cudaGetLastError();
-    return 2048;
-  }
-  return sms * 16;
-}
-
 class DepthwiseTactic final : public builder::Tactic {
  public:
   DepthwiseTactic(std::string variant, const DepthwisePlan& plan, bool hasBias, bool hasZ)
@@ -101,7 +89,7 @@ class DepthwiseTactic final : public builder::Tactic {
     plan_ = p;
     hasBias_ = hasBias;
     hasZ_ = hasZ;
-    maxBlocks_ = maxBlocksForDevice();
+    maxBlocks_ = detail::maxBlocksForDevice();
     return Status::Ok();
   }
 

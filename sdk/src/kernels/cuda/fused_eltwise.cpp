@@ -49,17 +49,6 @@ bool parseLayer(const builder::LayerContext& layer, graph::FeProgram* prog, std:
   return true;
 }
 
-int maxBlocksForDevice() {
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-      sms <= 0) {
-    cudaGetLastError();
-    return 2048;
-  }
-  return sms * 16;
-}
-
 class FusedEltwiseTactic final : public builder::Tactic {
  public:
   FusedEltwiseTactic(DataType dtype, Layout layout4d, const builder::LayerContext& layer)
@@ -129,7 +118,7 @@ class FusedEltwiseTactic final : public builder::Tactic {
       p.dims[0] = 1;
     }
     plan_ = std::move(p);
-    maxBlocks_ = maxBlocksForDevice();
+    maxBlocks_ = detail::maxBlocksForDevice();
     initialized_ = true;
     return Status::Ok();
   }

@@ -59,18 +59,6 @@ bool parseLayer(const builder::LayerContext& layer, Int8ConvPlan* p, bool* depth
   return true;
 }
 
-/// Compute capability major * 10 + minor of the current device, 0 without one.
-int deviceCapability() {
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return major * 10 + minor;
-}
-
 const char* kernelName(const Int8ConvPlan& p) {
   switch (p.kernel) {
     case Int8ConvKernel::kMma128x128:
@@ -204,7 +192,7 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
   Int8ConvPlan plan;
   bool depthwise = false, hasBias = false;
   if (!parseLayer(layer, &plan, &depthwise, &hasBias, &lastReason_)) return out;
-  const int cc = deviceCapability();
+  const int cc = detail::deviceCapability();
   if (cc == 0) {
     lastReason_ = "no CUDA device";
     return out;

@@ -8,6 +8,7 @@
 #include "kernels/cuda/depthwise_conv.h"
 #include "kernels/cuda/fused_eltwise.h"
 #include "kernels/cuda/int8_conv.h"
+#include "kernels/cuda/stem_conv.h"
 
 namespace edgeinfer::cuda {
 
@@ -16,6 +17,7 @@ std::vector<std::unique_ptr<builder::TacticProvider>> makeCudaProviders() {
   p.push_back(std::make_unique<CudnnConvProvider>());
   p.push_back(std::make_unique<CublasLtGemmProvider>());
   p.push_back(std::make_unique<DepthwiseConvProvider>());
+  p.push_back(std::make_unique<StemConvProvider>());
   p.push_back(std::make_unique<CublasBatchedMatMulProvider>());
   p.push_back(std::make_unique<FusedEltwiseProvider>());
   p.push_back(std::make_unique<CudaKernelProvider>());

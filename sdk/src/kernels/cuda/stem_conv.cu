@@ -1,0 +1,407 @@
+// Kernel of the `cuda-stem` tactic provider (stem_conv.h).
+//
+// An implicit GEMM: a block's rows are the output pixels of its tile (TILE_H rows of 16 pixels
+// of one image), its columns BN output channels, and its K the window taps in the order of
+// stemTap() (stem_conv.h), so the packed weights [K][gemmKPad] are the "col" operand of
+// mma.sync as they are. Per tile the block copies the input patch the tile reads (patchH x
+// patchW x C values, converted to half, zeros outside the image) into shared memory as pairs:
+// word i holds patch values i and i + 1. stemTap() keeps every pair of K positions (2j, 2j + 1)
+// side by side in the patch, so one 32-bit load at pairs[base(m) + off(2j)] is an A register:
+// base(m) is the patch offset of pixel m's window, off(k) that of tap k in it (the table
+// stemPairOffsets() makes on the host). B fragments come from the block's weights in shared
+// memory through ldmatrix.x4.
+//
+// Fragment layouts (PTX ISA, mma.m16n8k16 .f16 row.col): with g = lane / 4 and t = lane % 4,
+//   A regs 0..3 (half2): (row g, k 2t..2t+1), (g + 8, 2t..), (g, 8 + 2t..), (g + 8, 8 + 2t..)
+//   B regs 0..1 (half2): (k 2t..2t+1, col g), (k 8 + 2t.., col g)
+//   C regs 0..3 (float): (row g, col 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)
+// Warp w owns tile rows 2w and 2w + 1, one m16 fragment each; fragment rows g and g + 8 are
+// the pixels in columns g and g + 8.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/fused_activation.cuh"
+#include "kernels/cuda/stem_conv.h"
+
+namespace edgeinfer::cuda {
+namespace {
+
+constexpr int kTileW = 16;  // output pixels per tile row
+
+/// Input element `idx` of x as half.
+template <StemInput XF>
+__device__ __forceinline__ __half loadInput(const void* x, int idx) {
+  if constexpr (XF == StemInput::kFloatNchw)
+    return __float2half_rn(static_cast<const float*>(x)[idx]);
+  else
+    return static_cast<const __half*>(x)[idx];
+}
+
+/// Copies the patch of image n with top-left input coordinate (h0, w0) into `pairs` as half
+/// values: element i goes to the low half of word i and the high half of word i - 1. The
+/// patch's rows of contiguous input values (NHWC: a row's patchW * C values; NCHW: one
+/// channel's patchW values) are read in pieces of 32 by one warp, kBatch pieces per warp in
+/// flight before any is stored.
+template <StemInput XF, int WARPS>
+__device__ __forceinline__ void loadPatch(const StemConvPlan& p, const void* __restrict__ x,
+                                          __half* pairs, int n, int h0, int w0, int patchH,
+                                          int patchW) {
+  constexpr int kBatch = 8;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  constexpr bool kNhwc = XF == StemInput::kHalfNhwc;
+  const int rowLen = kNhwc ? patchW * p.C : patchW;
+  const int pieces = (rowLen + 31) / 32;
+  const int rows = kNhwc ? patchH : patchH * p.C;
+  const int total = rows * pieces;
+  const __half zero = __ushort_as_half(0);
+  for (int i0 = warp; i0 < total; i0 += WARPS * kBatch) {
+    __half v[kBatch];
+    int dst[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int piece = i0 + u * WARPS;
+      v[u] = zero;
+      dst[u] = -1;
+      if (piece >= total) continue;
+      const int row = piece / pieces;
+      const int j = (piece - row * pieces) * 32 + lane;
+      if (j >= rowLen) continue;
+      if constexpr (kNhwc) {
+        const int h = h0 + row, wc = w0 * p.C + j;  // (w * C + c) within the input row
+        dst[u] = row * rowLen + j;
+        if (h >= 0 && h < p.H && wc >= 0 && wc < p.W * p.C)
+          v[u] = loadInput<XF>(x, (n * p.H + h) * p.W * p.C + wc);
+      } else {
+        const int c = row / patchH, ph = row - c * patchH;
+        const int h = h0 + ph, w = w0 + j;
+        dst[u] = (ph * patchW + j) * p.C + c;
+        if (h >= 0 && h < p.H && w >= 0 && w < p.W)
+          v[u] = loadInput<XF>(x, ((n * p.C + c) * p.H + h) * p.W + w);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      if (dst[u] < 0) continue;
+      pairs[2 * dst[u]] = v[u];
+      if (dst[u] > 0) pairs[2 * dst[u] - 1] = v[u];
+    }
+  }
+}
+
+__device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void* ptr) {
+  const auto a = static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+__device__ __forceinline__ void mmaF16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                       uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/// Bias, residual and activation of one output pair, as the CPU reference orders them.
+/// ACT: 0 none, 1 ReLU, 2 any (the plan's).
+template <int ACT, bool HAS_Z>
+__device__ __forceinline__ float epilogueValue(const StemConvPlan& p, float acc, float b, float z) {
+  float v = acc + b;
+  if constexpr (HAS_Z) v += z;
+  if constexpr (ACT == 1) return v > 0.f ? v : 0.f;
+  if constexpr (ACT == 2) return dev::activate(v, p.act, p.alpha, p.beta);
+  return v;
+}
+
+/// The epilogue of a block's tile into the output stage Os ([BM][BN + 8] half).
+template <int ACT, bool HAS_Z, int BN>
+__device__ __forceinline__ void epilogueTile(const StemConvPlan& p,
+                                             const float (&acc)[2][BN / 8][4], const float* Bs,
+                                             const __half* __restrict__ z, __half* Os, int n,
+                                             int p0, int q0, int n0) {
+  constexpr int NT = BN / 8, ldo = BN + 8;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int a = 0; a < 2; ++a) {
+    const int prow = p0 + 2 * warp + a;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int pcol = q0 + g + 8 * h;
+      const bool inside = prow < p.P && pcol < p.Q;
+      const int m = (2 * warp + a) * kTileW + g + 8 * h;
+      const __half* zrow =
+          HAS_Z ? z + ((static_cast<int64_t>(n) * p.P + prow) * p.Q + pcol) * p.K : nullptr;
+#pragma unroll
+      for (int b = 0; b < NT; ++b) {
+        const int col = b * 8 + 2 * t, k = n0 + col;
+        float z0 = 0.f, z1 = 0.f;
+        if (HAS_Z && inside) {  // Z exists where the output does
+          if (k < p.K) z0 = __half2float(zrow[k]);
+          if (k + 1 < p.K) z1 = __half2float(zrow[k + 1]);
+        }
+        const float2 bias = *reinterpret_cast<const float2*>(Bs + col);
+        *reinterpret_cast<__half2*>(Os + m * ldo + col) =
+            __floats2half2_rn(epilogueValue<ACT, HAS_Z>(p, acc[a][b][2 * h], bias.x, z0),
+                              epilogueValue<ACT, HAS_Z>(p, acc[a][b][2 * h + 1], bias.y, z1));
+      }
+    }
+  }
+}
+
+// At most 128 registers a thread: 16 warps a multiprocessor stay resident.
+template <int WARPS, int BN, StemInput XF>
+__global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
+    stemConvKernel(const StemConvPlan p, const void* __restrict__ x, const __half* __restrict__ w,
+                   const int* __restrict__ pairOffsets, const float* __restrict__ bias,
+                   const __half* __restrict__ z, __half* __restrict__ y, int tilesQ, int tilesP,
+                   int numTiles) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr int kThreads = WARPS * 32, BM = WARPS * 32, TILE_H = WARPS * 2, NT = BN / 8;
+  constexpr int ldo = BN + 8;  // output stage row (halves): 16-byte rows, no bank conflicts
+  static_assert(NT % 2 == 0, "ldmatrix.x4 loads two n8 tiles");
+  extern __shared__ __align__(16) unsigned char smem[];
+  // Weight rows of gemmKPad + 8 halves: 16-byte aligned, and the 8 rows one ldmatrix phase
+  // reads fall in 8 different 16-byte bank groups.
+  const int ldw = p.gemmKPad + 8;
+  auto* Ws = reinterpret_cast<__half*>(smem);                                  // [BN][ldw]
+  auto* offs = reinterpret_cast<int*>(smem + BN * ldw * 2);                    // [gemmKPad / 2]
+  auto* Os = reinterpret_cast<__half*>(smem + BN * ldw * 2 + p.gemmKPad * 2);  // [BM][ldo]
+  auto* Bs = reinterpret_cast<float*>(Os + BM * ldo);                          // [BN]
+  auto* pairs = reinterpret_cast<uint32_t*>(Bs + BN);  // [patchH * patchW * C]
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int n0 = blockIdx.y * BN;
+  const int patchW = (kTileW - 1) * p.strideW + (p.S - 1) * p.dilW + 1;
+  const int patchH = (TILE_H - 1) * p.strideH + (p.R - 1) * p.dilH + 1;
+  const int patchElems = patchH * patchW * p.C;
+
+  const int chunks = p.gemmKPad / 8;  // 16-byte pieces of a weight row
+  for (int i = tid; i < BN * chunks; i += kThreads) {
+    const int r = i / chunks, c = i % chunks;
+    *reinterpret_cast<uint4*>(Ws + r * ldw + c * 8) =
+        *reinterpret_cast<const uint4*>(w + static_cast<int64_t>(n0 + r) * p.gemmKPad + c * 8);
+  }
+  for (int k = tid; k < BN; k += kThreads) Bs[k] = bias[n0 + k];
+  for (int k = tid; k < p.gemmKPad / 2; k += kThreads) offs[k] = pairOffsets[k];
+  // The last word's high half (past the patch) is read by a pair that ends in padding.
+  if (tid == 0) pairs[patchElems - 1] = 0;
+  // Patch offsets of this thread's four pixels: fragment a (tile row 2 * warp + a), column g
+  // (h = 0) or g + 8 (h = 1).
+  int base[2][2];
+#pragma unroll
+  for (int a = 0; a < 2; ++a)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      base[a][h] = ((2 * warp + a) * p.strideH * patchW + (g + 8 * h) * p.strideW) * p.C;
+  const bool vecStore = p.K % 8 == 0;
+  const int act = p.act == DeviceActivation::kNone ? 0 : p.act == DeviceActivation::kRelu ? 1 : 2;
+
+  for (int tile = blockIdx.x; tile < numTiles; tile += gridDim.x) {
+    const int tq = tile % tilesQ, rest = tile / tilesQ;
+    const int tp = rest % tilesP, n = rest / tilesP;
+    const int p0 = tp * TILE_H, q0 = tq * kTileW;
+    __syncthreads();  // the previous tile is out of the patch and the output stage
+    loadPatch<XF, WARPS>(p, x, reinterpret_cast<__half*>(pairs), n, p0 * p.strideH - p.padTop,
+                         q0 * p.strideW - p.padLeft, patchH, patchW);
+    __syncthreads();
+
+    float acc[2][NT][4];
+#pragma unroll
+    for (int a = 0; a < 2; ++a)
+#pragma unroll
+      for (int b = 0; b < NT; ++b)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[a][b][e] = 0.f;
+
+    const int mi = lane >> 3;  // which 8x8 matrix this lane addresses in ldmatrix
+    for (int ks = 0; ks < p.gemmKPad; ks += 16) {
+      const int o0 = offs[ks / 2 + t], o1 = offs[ks / 2 + 4 + t];  // K 2t and 8 + 2t
+      uint32_t af[2][4];
+#pragma unroll
+      for (int a = 0; a < 2; ++a) {
+        af[a][0] = pairs[base[a][0] + o0];
+        af[a][1] = pairs[base[a][1] + o0];
+        af[a][2] = pairs[base[a][0] + o1];
+        af[a][3] = pairs[base[a][1] + o1];
+      }
+#pragma unroll
+      for (int b = 0; b < NT; b += 2) {
+        uint32_t r[4];
+        ldmatrixX4(r, Ws + ((b + (mi >> 1)) * 8 + (lane & 7)) * ldw + ks + (mi & 1) * 8);
+#pragma unroll
+        for (int a = 0; a < 2; ++a) {
+          mmaF16(acc[a][b], af[a], r[0], r[1]);
+          mmaF16(acc[a][b + 1], af[a], r[2], r[3]);
+        }
+      }
+    }
+
+    // Epilogue: act((acc + B) + Z) into the output stage, then whole 16-byte pieces of output
+    // rows to memory.
+    if (p.hasZ) {
+      if (act == 0)
+        epilogueTile<0, true, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
+      else if (act == 1)
+        epilogueTile<1, true, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
+      else
+        epilogueTile<2, true, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
+    } else {
+      if (act == 0)
+        epilogueTile<0, false, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
+      else if (act == 1)
+        epilogueTile<1, false, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
+      else
+        epilogueTile<2, false, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
+    }
+    __syncthreads();
+    for (int i = tid; i < BM * (BN / 8); i += kThreads) {
+      const int m = i / (BN / 8), k = n0 + (i % (BN / 8)) * 8;
+      const int prow = p0 + m / kTileW, pcol = q0 + m % kTileW;
+      if (prow >= p.P || pcol >= p.Q || k >= p.K) continue;
+      __half* dst = y + ((static_cast<int64_t>(n) * p.P + prow) * p.Q + pcol) * p.K + k;
+      const __half* src = Os + m * ldo + (k - n0);
+      if (vecStore) {
+        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+      } else {
+        for (int j = 0; j < 8 && k + j < p.K; ++j) dst[j] = src[j];
+      }
+    }
+  }
+#else
+  __trap();  // the provider offers these tactics on sm_80 and newer only
+#endif
+}
+
+using StemKernel = void (*)(StemConvPlan, const void*, const __half*, const int*, const float*,
+                            const __half*, __half*, int, int, int);
+
+template <int WARPS, int BN>
+StemKernel kernelFor(StemInput in) {
+  switch (in) {
+    case StemInput::kHalfNchw:
+      return stemConvKernel<WARPS, BN, StemInput::kHalfNchw>;
+    case StemInput::kFloatNchw:
+      return stemConvKernel<WARPS, BN, StemInput::kFloatNchw>;
+    default:
+      return stemConvKernel<WARPS, BN, StemInput::kHalfNhwc>;
+  }
+}
+
+StemKernel kernelFor(const StemConvPlan& p) {
+  if (p.warps == 2) return p.blockN == 32 ? kernelFor<2, 32>(p.input) : kernelFor<2, 64>(p.input);
+  return p.blockN == 32 ? kernelFor<4, 32>(p.input) : kernelFor<4, 64>(p.input);
+}
+
+bool validPlan(const StemConvPlan& p) {
+  return (p.warps == 2 || p.warps == 4) && (p.blockN == 32 || p.blockN == 64) && p.C > 0 &&
+         p.R > 0 && p.S > 0 && p.gemmK == stemGemmK(p) && p.gemmKPad % 16 == 0 &&
+         p.gemmKPad >= p.gemmK && p.gemmKPad <= kStemMaxGemmK &&
+         stemPatchBytes(p) <= kStemMaxPatchBytes;
+}
+
+int64_t patchWidth(const StemConvPlan& p) {
+  return int64_t{kTileW - 1} * p.strideW + int64_t{p.S - 1} * p.dilW + 1;
+}
+
+}  // namespace
+
+int32_t stemUnitLength(const StemConvPlan& p) {
+  return p.dilW == 1 ? p.S * p.C : p.C;
+}
+
+int32_t stemGemmK(const StemConvPlan& p) {
+  const int32_t len = stemUnitLength(p);
+  return p.R * (p.dilW == 1 ? 1 : p.S) * (len + len % 2);
+}
+
+bool stemTap(const StemConvPlan& p, int32_t k, int32_t* r, int32_t* s, int32_t* c) {
+  const int32_t len = stemUnitLength(p), padded = len + len % 2;
+  if (k < 0 || k >= stemGemmK(p) || k % padded >= len) return false;
+  const int32_t unit = k / padded, j = k % padded;
+  if (p.dilW == 1) {
+    *r = unit, *s = j / p.C, *c = j % p.C;
+  } else {
+    *r = unit / p.S, *s = unit % p.S, *c = j;
+  }
+  return true;
+}
+
+std::vector<int32_t> stemPairOffsets(const StemConvPlan& p) {
+  std::vector<int32_t> offsets(static_cast<size_t>(std::max(p.gemmKPad, 0) / 2), 0);
+  const int64_t patchW = patchWidth(p);
+  for (size_t j = 0; j < offsets.size(); ++j) {
+    int32_t r = 0, s = 0, c = 0;
+    if (stemTap(p, static_cast<int32_t>(2 * j), &r, &s, &c))
+      offsets[j] = static_cast<int32_t>((r * p.dilH * patchW + int64_t{s} * p.dilW) * p.C + c);
+  }
+  return offsets;
+}
+
+int64_t stemPatchBytes(const StemConvPlan& p) {
+  const int64_t patchH = int64_t{stemTileRows(p) - 1} * p.strideH + int64_t{p.R - 1} * p.dilH + 1;
+  return patchH * patchWidth(p) * p.C * 4;  // a word (two halves) per value
+}
+
+int64_t stemSharedBytes(const StemConvPlan& p) {
+  const int64_t weights = int64_t{p.blockN} * (p.gemmKPad + 8) * 2;
+  const int64_t offsets = int64_t{p.gemmKPad} / 2 * 4;
+  const int64_t stage = int64_t{p.warps} * 32 * (p.blockN + 8) * 2;
+  const int64_t bias = int64_t{p.blockN} * 4;
+  return weights + offsets + stage + bias + stemPatchBytes(p);
+}
+
+Expected<int> prepareStemConv(const StemConvPlan& p) {
+  if (!validPlan(p)) return Status(ErrorCode::kInvalidArgument, "stem conv: invalid plan");
+  const StemKernel fn = kernelFor(p);
+  const int smemBytes = static_cast<int>(stemSharedBytes(p));
+  int dev = 0, sms = 0, optin = 0;
+  EI_CUDA_CHECK(cudaGetDevice(&dev));
+  EI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  EI_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  if (smemBytes > optin)
+    return Status(ErrorCode::kUnsupported, "stem conv: " + std::to_string(smemBytes) +
+                                               " bytes of shared memory per block, the device "
+                                               "allows " +
+                                               std::to_string(optin));
+  EI_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smemBytes));
+  int perSm = 0;
+  EI_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, fn, p.warps * 32, smemBytes));
+  if (perSm <= 0)
+    return Status(ErrorCode::kUnsupported, "stem conv: no block of this plan fits on the device");
+  return perSm * sms;
+}
+
+Status launchStemConv(const StemConvPlan& p, const StemConvArgs& a, int maxBlocks, void* stream) {
+  if (!validPlan(p)) return Status(ErrorCode::kInvalidArgument, "stem conv: invalid plan");
+  if (!a.x || !a.w || !a.offsets || !a.bias || !a.y || (p.hasZ && !a.z))
+    return Status(ErrorCode::kInvalidArgument, "stem conv: missing pointer");
+  if (reinterpret_cast<uintptr_t>(a.w) % 16 != 0 || reinterpret_cast<uintptr_t>(a.y) % 16 != 0)
+    return Status(ErrorCode::kInvalidArgument,
+                  "stem conv: the weights and the output must be 16-byte aligned");
+  if (p.N <= 0 || p.P <= 0 || p.Q <= 0 || p.K <= 0) return Status::Ok();
+  const int tilesQ = (p.Q + kTileW - 1) / kTileW;
+  const int tilesP = (p.P + stemTileRows(p) - 1) / stemTileRows(p);
+  const int64_t numTiles = int64_t{tilesQ} * tilesP * p.N;
+  const int channelBlocks = (p.K + p.blockN - 1) / p.blockN;
+  if (numTiles > 0x7fffffff || channelBlocks > 65535)
+    return Status(ErrorCode::kUnsupported, "stem conv: too large for one launch");
+  const int64_t perChannelBlock = std::max<int64_t>(1, maxBlocks / channelBlocks);
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(numTiles, perChannelBlock)),
+                  static_cast<unsigned>(channelBlocks));
+  kernelFor(p)<<<grid, p.warps * 32, static_cast<size_t>(stemSharedBytes(p)),
+                 static_cast<cudaStream_t>(stream)>>>(
+      p, a.x, static_cast<const __half*>(a.w), a.offsets, a.bias, static_cast<const __half*>(a.z),
+      static_cast<__half*>(a.y), tilesQ, tilesP, static_cast<int>(numTiles));
+  EI_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
+
+}  // namespace edgeinfer::cuda

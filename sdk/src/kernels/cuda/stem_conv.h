@@ -1,0 +1,133 @@
+// The `cuda-stem` tactic provider: our own FP16 tensor-core kernel for dense 2-D convolutions
+// with few input channels, the first layer of an image network (ResNet's 7x7 stride-2 conv on
+// 3 channels, the 3x3 stride-2 stems of MobileNet / EfficientNet, BlazeFace's 5x5), where
+// cuDNN is weak: on an H100 its best engine for ResNet-50's first layer at batch 64 ran at about
+// 20 TFLOP/s (0.369 ms, more than a seventh of the whole network). One kernel computes
+//
+//   Y = act((conv(X, W) + B) + Z)      (the order of the CPU reference, kernels/ref/conv.cpp)
+//
+// as an implicit GEMM on mma.sync m16n8k16 (fp16 inputs, fp32 accumulation): a block copies
+// the input patch its tile of output pixels reads into shared memory once (converted to half,
+// zeros outside the image), and every warp gathers its A fragments from that patch, a pair of
+// taps per 32-bit load, through a table of tap offsets, so the 147 products of ResNet's 7x7x3
+// window never go through an im2col buffer. The weights of the block's output channels stay in
+// shared memory while the block walks over tiles (a persistent grid). Bias, the residual Z and
+// every activation the FusedConv schema allows are fused into the epilogue; outputs leave through
+// shared memory in 16-byte stores.
+//
+// Candidates, each a tactic the builder times against cuDNN, ids
+// "cuda-stem.<tile>.<x format>":
+//   tile      "m128" (8 x 16 output pixels per block, 4 warps) or "m64" (4 x 16, 2 warps)
+//   x format  "f16nhwc", "f16nchw" or "f32nchw": the input as it is stored; a network's own
+//             float32 NCHW input is read directly, with no reformat before the layer
+// The output (and Z) is always fp16 NHWC; a block covers 64 output channels (32 when C_out
+// <= 32), more channels take more blocks.
+//
+// Inputs 1 (W) and 2 (B) are consumed: initialize() converts them once (W to half rows in the
+// kernel's K order, stemTap(); B to float) on the device.
+//
+// Not offered (candidates() returns none, lastReason() says why): Precision other than kFp16,
+// group != 1, C_in over 8, R*S*C_in over 256, an input patch over 32 KiB, other ranks than 2-D,
+// dynamic shapes, non-constant weights or bias, more than 2^31 elements in a tensor, no device or
+// one older than sm_80 (mma.sync m16n8k16 f16).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "builder/tactic.h"
+#include "edgeinfer/status.h"
+#include "kernels/cuda/fused_activation.h"
+
+namespace edgeinfer::cuda {
+
+class StemConvProvider : public builder::TacticProvider {
+ public:
+  std::string name() const override { return "cuda-stem"; }
+  std::vector<std::unique_ptr<builder::Tactic>> candidates(const builder::LayerContext& layer,
+                                                           Precision precision) override;
+  /// Why the last candidates() call offered nothing (empty when it offered tactics).
+  const std::string& lastReason() const { return lastReason_; }
+
+ private:
+  std::string lastReason_;
+};
+
+// ---- Kernel launch interface (plain C++; the kernel is in stem_conv.cu) ---------------------
+
+/// How the input X is stored.
+enum class StemInput : int32_t { kHalfNhwc, kHalfNchw, kFloatNchw };
+
+/// Most input channels, largest R * S * C_in (the GEMM's K) and input patch (bytes) the
+/// provider offers its tactics for.
+constexpr int32_t kStemMaxInputChannels = 8;
+constexpr int32_t kStemMaxGemmK = 256;
+constexpr int32_t kStemMaxPatchBytes = 32 * 1024;
+
+/// One convolution, logical sizes (every index fits in int32).
+struct StemConvPlan {
+  int32_t N = 0, C = 0, H = 0, W = 0;  ///< input
+  int32_t K = 0, P = 0, Q = 0;         ///< output channels and spatial size
+  int32_t R = 0, S = 0;                ///< kernel
+  int32_t strideH = 1, strideW = 1, dilH = 1, dilW = 1, padTop = 0, padLeft = 0;
+  int32_t gemmK = 0;     ///< K positions: stemGemmK()
+  int32_t gemmKPad = 0;  ///< gemmK rounded up to 16: the row length of the weights
+  int32_t blockN = 64;   ///< output channels per block: 64 or 32
+  int32_t warps = 4;     ///< 4 (128 output pixels per block) or 2 (64)
+  StemInput input = StemInput::kHalfNhwc;
+  DeviceActivation act = DeviceActivation::kNone;
+  float alpha = 0.f, beta = 0.f;
+  bool hasZ = false;
+};
+
+/// Output rows of a block's tile (its width is 16 pixels).
+inline int32_t stemTileRows(const StemConvPlan& p) {
+  return p.warps * 2;
+}
+
+// The GEMM's K order. The window's taps are grouped in units of values that lie side by side
+// in the input patch: a whole window row (S * C values) when dilW == 1, else one tap's C
+// channels. Each unit is padded to an even length, so every pair of positions (2j, 2j + 1) is
+// two neighbouring patch values (the kernel loads it as one word); a padding position reads
+// the value after its unit and has weight zero.
+
+/// Values in a unit: S * C (dilW == 1) or C.
+int32_t stemUnitLength(const StemConvPlan& p);
+/// K positions: R * (units per window row) * (unit length rounded up to even).
+int32_t stemGemmK(const StemConvPlan& p);
+/// The tap (r, s, c) at K position k; false for a padding position (or k out of range).
+bool stemTap(const StemConvPlan& p, int32_t k, int32_t* r, int32_t* s, int32_t* c);
+/// Patch offsets of the K pairs, gemmKPad / 2 of them: entry j is the offset of position 2j in
+/// a window's patch values ([row][column][C]), 0 for padding.
+std::vector<int32_t> stemPairOffsets(const StemConvPlan& p);
+
+/// Bytes of the input patch one block holds (each value as a word of two halves).
+int64_t stemPatchBytes(const StemConvPlan& p);
+/// Dynamic shared memory of one block.
+int64_t stemSharedBytes(const StemConvPlan& p);
+
+/// Device pointers of one launch: w [ceil(K / blockN) * blockN][gemmKPad] half in stemTap()'s
+/// K order (zeros at padding positions and past K), offsets = stemPairOffsets(), bias [same
+/// rows] float (zeros without one), z and y fp16 NHWC.
+struct StemConvArgs {
+  const void* x = nullptr;
+  const void* w = nullptr;
+  const int32_t* offsets = nullptr;
+  const float* bias = nullptr;
+  const void* z = nullptr;
+  void* y = nullptr;
+};
+
+/// Sets the kernel's shared-memory limit (needed above 48 KiB) and returns how many blocks of
+/// this plan run at once on the current device (the persistent grid's size); an error when
+/// the device cannot run one.
+Expected<int> prepareStemConv(const StemConvPlan& plan);
+
+/// Enqueues the convolution on `stream` (cudaStream_t) with at most `maxBlocks` blocks per
+/// channel block (prepareStemConv); never synchronises.
+Status launchStemConv(const StemConvPlan& plan, const StemConvArgs& args, int maxBlocks,
+                      void* stream);
+
+}  // namespace edgeinfer::cuda
