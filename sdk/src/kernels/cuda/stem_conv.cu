@@ -45,44 +45,50 @@ __device__ __forceinline__ __half loadInput(const void* x, int idx) {
 
 /// Copies the patch of image n with top-left input coordinate (h0, w0) into `pairs` as half
 /// values: element i goes to the low half of word i and the high half of word i - 1. The
-/// patch's rows of contiguous input values (NHWC: a row's patchW * C values; NCHW: one
-/// channel's patchW values) are read in pieces of 32 by one warp, kBatch pieces per warp in
-/// flight before any is stored.
-template <StemInput XF, int WARPS>
+/// patch is read as rows of contiguous input values (NHWC: a patch row's patchW * C values;
+/// NCHW: one channel's patchW values), flattened, consecutive threads on consecutive values;
+/// each thread keeps its (row, column) and adds its stride to it (no division per value), and
+/// issues kBatch loads before it stores any.
+template <StemInput XF, int kThreads>
 __device__ __forceinline__ void loadPatch(const StemConvPlan& p, const void* __restrict__ x,
                                           __half* pairs, int n, int h0, int w0, int patchH,
                                           int patchW) {
   constexpr int kBatch = 8;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   constexpr bool kNhwc = XF == StemInput::kHalfNhwc;
   const int rowLen = kNhwc ? patchW * p.C : patchW;
-  const int pieces = (rowLen + 31) / 32;
-  const int rows = kNhwc ? patchH : patchH * p.C;
-  const int total = rows * pieces;
+  const int total = (kNhwc ? patchH : patchH * p.C) * rowLen;
   const __half zero = __ushort_as_half(0);
-  for (int i0 = warp; i0 < total; i0 += WARPS * kBatch) {
+  int e = threadIdx.x;
+  int row = e / rowLen, j = e - row * rowLen;  // row: the patch row (NHWC) or c * patchH + ph
+  int c = kNhwc ? 0 : row / patchH, ph = kNhwc ? row : row - c * patchH;
+  while (e < total) {
     __half v[kBatch];
     int dst[kBatch];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
-      const int piece = i0 + u * WARPS;
       v[u] = zero;
       dst[u] = -1;
-      if (piece >= total) continue;
-      const int row = piece / pieces;
-      const int j = (piece - row * pieces) * 32 + lane;
-      if (j >= rowLen) continue;
-      if constexpr (kNhwc) {
-        const int h = h0 + row, wc = w0 * p.C + j;  // (w * C + c) within the input row
-        dst[u] = row * rowLen + j;
-        if (h >= 0 && h < p.H && wc >= 0 && wc < p.W * p.C)
-          v[u] = loadInput<XF>(x, (n * p.H + h) * p.W * p.C + wc);
-      } else {
-        const int c = row / patchH, ph = row - c * patchH;
-        const int h = h0 + ph, w = w0 + j;
-        dst[u] = (ph * patchW + j) * p.C + c;
-        if (h >= 0 && h < p.H && w >= 0 && w < p.W)
-          v[u] = loadInput<XF>(x, ((n * p.C + c) * p.H + h) * p.W + w);
+      if (e < total) {
+        if constexpr (kNhwc) {
+          const int h = h0 + ph, wc = w0 * p.C + j;  // (w * C + c) within the input row
+          dst[u] = e;
+          if (h >= 0 && h < p.H && wc >= 0 && wc < p.W * p.C)
+            v[u] = loadInput<XF>(x, (n * p.H + h) * p.W * p.C + wc);
+        } else {
+          const int h = h0 + ph, w = w0 + j;
+          dst[u] = (ph * patchW + j) * p.C + c;
+          if (h >= 0 && h < p.H && w >= 0 && w < p.W)
+            v[u] = loadInput<XF>(x, ((n * p.C + c) * p.H + h) * p.W + w);
+        }
+      }
+      e += kThreads;
+      j += kThreads;
+      while (j >= rowLen) {
+        j -= rowLen;
+        if (++ph == patchH && !kNhwc) {
+          ph = 0;
+          ++c;
+        }
       }
     }
 #pragma unroll
@@ -209,8 +215,8 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
     const int tp = rest % tilesP, n = rest / tilesP;
     const int p0 = tp * TILE_H, q0 = tq * kTileW;
     __syncthreads();  // the previous tile is out of the patch and the output stage
-    loadPatch<XF, WARPS>(p, x, reinterpret_cast<__half*>(pairs), n, p0 * p.strideH - p.padTop,
-                         q0 * p.strideW - p.padLeft, patchH, patchW);
+    loadPatch<XF, kThreads>(p, x, reinterpret_cast<__half*>(pairs), n, p0 * p.strideH - p.padTop,
+                            q0 * p.strideW - p.padLeft, patchH, patchW);
     __syncthreads();
 
     float acc[2][NT][4];
