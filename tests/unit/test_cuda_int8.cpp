@@ -387,6 +387,60 @@ TEST(CudaInt8Engine, CacheOfAnotherModelIsRefused_n) {
   EXPECT_NE(e.status().message().find("another model"), std::string::npos) << e.status().toString();
 }
 
+/// The tactic the engine's plan gives layer `name` ("" when there is none).
+std::string tacticOf(const std::string& planText, const std::string& name) {
+  const size_t at = planText.find("\"name\":\"" + name + "\"");
+  if (at == std::string::npos) return "";
+  const std::string key = "\"tactic\":\"";
+  const size_t t = planText.find(key, at);
+  if (t == std::string::npos) return "";
+  const size_t end = planText.find('"', t + key.size());
+  return planText.substr(t + key.size(), end - t - key.size());
+}
+
+TEST(CudaInt8Engine, OnlyInt8ConvolutionsReadInt8Outputs) {
+  EI_SKIP_WITHOUT_GPU();
+  // x -> conv1 + ReLU -> conv2 -> y (the graph output) and -> MaxPool -> p: conv1's output is
+  // read by an INT8 convolution and by a float MaxPool, conv2's is the graph output. Neither
+  // is requantized: both INT8 layers write fp16 (the MaxPool's input and y as the
+  // convolution computed them, not rounded to the int8 grid).
+  test::TestModel m(13);
+  m.input("x", {2, 8, 20, 18});
+  m.randomInitializer("w1", {16, 8, 3, 3}, 1, -0.3f, 0.3f);
+  m.randomInitializer("w2", {16, 16, 3, 3}, 2, -0.2f, 0.2f);
+  auto& c1 = m.node("Conv", {"x", "w1"}, {"c1"}, "conv1");
+  test::TestModel::attrInts(c1, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  auto& c2 = m.node("Conv", {"r1", "w2"}, {"y"}, "conv2");
+  test::TestModel::attrInts(c2, "pads", {1, 1, 1, 1});
+  auto& mp = m.node("MaxPool", {"r1"}, {"p"}, "pool");
+  test::TestModel::attrInts(mp, "kernel_shape", {2, 2});
+  test::TestModel::attrInts(mp, "strides", {2, 2});
+  m.output("y");
+  m.output("p");
+  Int8Fixture f;
+  ASSERT_TRUE(f.prepare(m).ok());
+  auto e = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  auto bytes = (*e)->serialize();
+  ASSERT_TRUE(bytes.ok());
+  const std::string text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  for (const char* layer : {"conv1", "conv2"}) {
+    const std::string t = tacticOf(text, layer);
+    EXPECT_EQ(t.rfind("cuda-i8.", 0), 0u) << layer << ": " << t;
+    EXPECT_NE(t.find(".f16."), std::string::npos) << layer << " writes int8: " << t;
+  }
+  // Still INT8 through and through where it can be: conv2 reads r1 quantized (a reformat).
+  EXPECT_NE(text.find("\"dtype\":\"int8\""), std::string::npos);
+  // And closer to FP32 than any requantized output could be.
+  BuilderConfig cpu;
+  cpu.backend = Backend::kCpu;
+  auto ref = Builder::buildFromFile(f.model, cpu);
+  ASSERT_TRUE(ref.ok()) << ref.status().toString();
+  const Tensor want = runOnce(**ref, f.sample), got = runOnce(**e, f.sample);
+  EXPECT_GT(cosine(got, want), 0.995);
+}
+
 TEST(CudaInt8Engine, DamagedPlanScaleIsRefused_n) {
   // Anywhere: a plan whose int8 tensor lost its scale, or has a bad one.
   graph::Graph g;

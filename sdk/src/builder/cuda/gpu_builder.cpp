@@ -518,7 +518,12 @@ class GpuBuilder {
     const Precision precision = precisionOf(n);
     if (precision == Precision::kInt8) {  // the scales the INT8 tactics quantize with
       for (const auto& in : n.inputs) layer.inputScales.push_back(in.empty() ? 0.f : scaleOf(in));
-      for (const auto& out : n.outputs) layer.outputScales.push_back(scaleOf(out));
+      // An INT8 layer writes int8 only for INT8 convolutions that read it as int8. Any other
+      // reader (a float layer, data movement towards a graph output, the graph output itself)
+      // would get values rounded to the int8 grid for nothing: BlazeFace's box regressors,
+      // requantized, moved their boxes by steps of their whole range / 127.
+      for (const auto& out : n.outputs)
+        layer.outputScales.push_back(int8ConvReaders(out) ? scaleOf(out) : 0.f);
     }
     std::vector<std::unique_ptr<Tactic>> cands =
         edgeinfer::cuda::allCandidates(providers_, layer, precision);
