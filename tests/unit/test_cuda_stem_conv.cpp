@@ -243,15 +243,6 @@ TEST(CudaStemConv, ResNetKOrder) {
   EXPECT_EQ(r * 100 + s * 10 + c, 100);  // (1, 0, 0)
 }
 
-TEST(CudaStemConv, SharedMemoryOfTheResNetStem) {
-  cuda::StemConvPlan p;  // 7x7 stride 2 on 3 channels, 64 outputs, 128-pixel tiles
-  p.C = 3, p.R = p.S = 7, p.strideH = p.strideW = 2, p.gemmK = 154, p.gemmKPad = 160;
-  p.blockN = 64, p.warps = 4;
-  EXPECT_EQ(cuda::stemPatchBytes(p), 21 * 37 * 3 * 4);
-  EXPECT_EQ(cuda::stemSharedBytes(p),
-            64 * 168 * 2 + 80 * 4 + 128 * 72 * 2 + 64 * 4 + 21 * 37 * 3 * 4);
-}
-
 // ---- Every tactic against the CPU reference (GPU) -----------------------------------------
 
 TEST(CudaStemConv, ResNetStem7x7Stride2OddSizes) {
@@ -306,6 +297,45 @@ TEST(CudaStemConv, HardSwishFusedIn) {
   StemCase c;  // MobileNetV3's stem: 3x3 / 2, 16 outputs, HardSwish
   c.K = 16, c.R = c.S = 3, c.pads = {1, 1, 1, 1}, c.H = c.W = 33, c.act = "HardSwish";
   EXPECT_EQ(checkAll(c), kAllIds);
+}
+
+TEST(CudaStemConv, ResidualOddChannelsInSeveralBlocksDilatedOddInput) {
+  EI_SKIP_WITHOUT_GPU();
+  StemCase c;  // 70 outputs: Z read in a partial second block, pairs (k, k + 1) past K
+  c.C = 3, c.K = 70, c.R = c.S = 3, c.strides = {1, 1}, c.dilations = {1, 2};
+  c.pads = {1, 2, 1, 2}, c.H = 12, c.W = 21, c.residual = true, c.act = "Relu";
+  EXPECT_EQ(checkAll(c), kAllIds);
+  StemCase odd = c;  // 33 outputs: the last output pair has no second channel
+  odd.K = 33, odd.dilations = {2, 1}, odd.pads = {2, 1, 2, 1};
+  EXPECT_EQ(checkAll(odd), kAllIds);
+}
+
+/// Two layers of one kernel version, the larger initialised first: the smaller one's
+/// initialize() must not lower the shared-memory limit the larger one launches with.
+TEST(CudaStemConv, ASmallerLayerInitialisedLaterLeavesTheLargerOneRunning) {
+  EI_SKIP_WITHOUT_GPU();
+  StemCase big;  // 7x7: about 45 KiB a block
+  big.N = 1, big.H = big.W = 40;
+  StemCase small = big;  // 3x3: about 30 KiB a block, same kernel (m128, 64 channels, NHWC)
+  small.R = small.S = 3, small.pads = {1, 1, 1, 1};
+  LayerCase lb = big.make(), ls = small.make();
+  builder::LayerContext bigLayer, smallLayer;
+  ASSERT_TRUE(lb.layer(&bigLayer).ok());
+  ASSERT_TRUE(ls.layer(&smallLayer).ok());
+  const std::string id = "cuda-stem.m128.f16nhwc";
+  StemConvProvider provider;
+  auto bigTactic = provider.find(bigLayer, Precision::kFp16, id);
+  auto smallTactic = provider.find(smallLayer, Precision::kFp16, id);
+  ASSERT_TRUE(bigTactic && smallTactic) << provider.lastReason();
+  ASSERT_TRUE(bigTactic->initialize(bigLayer).ok());
+  ASSERT_TRUE(smallTactic->initialize(smallLayer).ok());
+  std::vector<Tensor> want;
+  ASSERT_TRUE(ref::runNode(lb.node(), lb.inputs(), want).ok());
+  std::vector<const Tensor*> in = lb.inputs();
+  in[1] = in[2] = nullptr;  // consumed by the tactic
+  auto got = test::runTactic(*bigTactic, bigLayer, in);
+  ASSERT_TRUE(got.ok()) << got.status().toString();
+  EXPECT_LE(test::relL2((*got)[0], want[0]), 2e-3);
 }
 
 /// A persistent grid of one block walks over every tile: the same bits as the full grid.

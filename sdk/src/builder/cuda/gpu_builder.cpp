@@ -290,19 +290,23 @@ class GpuBuilder {
     return it == scales_.end() ? 0.f : it->second;
   }
 
-  /// True when `value` has a scale and every node reading it is a Conv/FusedConv built at INT8
-  /// (reading it as its data input): the readers' INT8 tactics want it as int8.
-  bool int8ConvReaders(const std::string& value) {
+  /// True when `value` has a scale and every node reading it is a convolution or a
+  /// Gemm/MatMul built at INT8, reading it as its data input (or a fused op's residual Z):
+  /// those readers' INT8 tactics (cuda-i8, cublaslt-i8) want it as int8.
+  bool int8Readers(const std::string& value) {
     if (const auto it = int8Readers_.find(value); it != int8Readers_.end()) return it->second;
     bool all = scaleOf(value) > 0.f && !g_.isGraphOutput(value), any = false;
     for (const auto& m : g_.nodes) {
       for (size_t k = 0; all && k < m.inputs.size(); ++k) {
         if (m.inputs[k] != value) continue;
         any = true;
-        const bool fused = m.opType == "FusedConv" && m.domain == graph::kEdgeInferDomain;
-        const bool conv = fused || (m.opType == "Conv" && m.domain.empty());
-        // X, or FusedConv's residual Z (both have int8 variants when they have a scale).
-        all = conv && (k == 0 || (fused && k == 3)) && precisionOf(m) == Precision::kInt8;
+        const bool ours = m.domain == graph::kEdgeInferDomain, onnx = m.domain.empty();
+        const bool fused = ours && (m.opType == "FusedConv" || m.opType == "FusedGemm" ||
+                                    m.opType == "FusedMatMul");
+        const bool int8Op =
+            fused || (onnx && (m.opType == "Conv" || m.opType == "Gemm" || m.opType == "MatMul"));
+        // X, or a fused op's residual Z (both have int8 variants when they have a scale).
+        all = int8Op && (k == 0 || (fused && k == 3)) && precisionOf(m) == Precision::kInt8;
       }
     }
     return int8Readers_[value] = all && any;
@@ -518,12 +522,12 @@ class GpuBuilder {
     const Precision precision = precisionOf(n);
     if (precision == Precision::kInt8) {  // the scales the INT8 tactics quantize with
       for (const auto& in : n.inputs) layer.inputScales.push_back(in.empty() ? 0.f : scaleOf(in));
-      // An INT8 layer writes int8 only for INT8 convolutions that read it as int8. Any other
+      // An INT8 layer writes int8 only for INT8 layers that read it as int8. Any other
       // reader (a float layer, data movement towards a graph output, the graph output itself)
       // would get values rounded to the int8 grid for nothing: BlazeFace's box regressors,
       // requantized, moved their boxes by steps of their whole range / 127.
       for (const auto& out : n.outputs)
-        layer.outputScales.push_back(int8ConvReaders(out) ? scaleOf(out) : 0.f);
+        layer.outputScales.push_back(int8Readers(out) ? scaleOf(out) : 0.f);
     }
     std::vector<std::unique_ptr<Tactic>> cands =
         edgeinfer::cuda::allCandidates(providers_, layer, precision);
@@ -597,17 +601,17 @@ class GpuBuilder {
         EI_ASSIGN_OR_RETURN(auto c, reformatCost(n.inputs[k], t.inputFormat(k)));
         sum += c.first;
       }
-      // Strict INT8: an output every reader of which is an INT8 convolution will be wanted as
-      // int8 NHWC (the readers must take an INT8 tactic); a candidate writing another format is
-      // charged the quantize reformat now, or layers would keep choosing a slightly faster FP16
-      // output that the next one requantizes. Not in a timed build: there the readers may well
-      // choose FP16, and the charge made a 1x1 layer of ResNet-50 take INT8 that its reader
-      // then dequantized (batch 64: 4 % slower than FP16).
+      // Strict INT8: an output every reader of which is an INT8 layer will be wanted as int8
+      // (NHWC for a convolution; the readers must take an INT8 tactic); a candidate writing another
+      // format is charged the quantize reformat now, or layers would keep choosing a slightly
+      // faster FP16 output that the next one requantizes. Not in a timed build: there the readers
+      // may well choose FP16, and the charge made a 1x1 layer of ResNet-50 take INT8 that its
+      // reader then dequantized (batch 64: 4 % slower than FP16).
       const bool chargeQuantize = precision == Precision::kInt8 && cfg_.strictPrecision;
       for (size_t k = 0; chargeQuantize && k < n.outputs.size(); ++k) {
         const TensorFormat want{DataType::kInt8, Layout::kNHWC};
         const graph::Value* v = g_.findValue(n.outputs[k]);
-        if (!v || !int8ConvReaders(n.outputs[k])) continue;
+        if (!v || !int8Readers(n.outputs[k])) continue;
         const TensorFormat have = cuda::canonicalFormat(t.outputFormat(k), v->shape);
         if (have == cuda::canonicalFormat(want, v->shape)) continue;
         if (!convertible(n.outputs[k], have.dtype, want.dtype)) continue;
@@ -729,7 +733,7 @@ class GpuBuilder {
   std::map<std::string, int> constants_;              // value|format -> plan tensor
   std::map<std::string, float> scales_;               // INT8: float value -> its scale
   std::map<std::string, Precision> policy_;           // INT8: calibration policy per layer
-  std::map<std::string, bool> int8Readers_;           // INT8: int8ConvReaders() per value
+  std::map<std::string, bool> int8Readers_;           // INT8: int8Readers() per value
   int timed_ = 0, cached_ = 0, statesAdded_ = 0;
   int candidatesTimed_ = 0, candidatesPruned_ = 0;
   double initSeconds_ = 0.0, timingSeconds_ = 0.0;

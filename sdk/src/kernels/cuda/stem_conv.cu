@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -377,7 +378,18 @@ Expected<int> prepareStemConv(const StemConvPlan& p) {
                                                " bytes of shared memory per block, the device "
                                                "allows " +
                                                std::to_string(optin));
-  EI_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smemBytes));
+  {
+    // The limit is the kernel's, process-wide, shared by every layer that uses this kernel
+    // version: it is only ever raised, or a smaller layer initialised later would make the
+    // launches of a larger one fail.
+    static std::mutex mu;
+    std::lock_guard<std::mutex> lock(mu);
+    cudaFuncAttributes attr{};
+    EI_CUDA_CHECK(cudaFuncGetAttributes(&attr, fn));
+    if (attr.maxDynamicSharedSizeBytes < smemBytes)
+      EI_CUDA_CHECK(
+          cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smemBytes));
+  }
   int perSm = 0;
   EI_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, fn, p.warps * 32, smemBytes));
   if (perSm <= 0)

@@ -23,11 +23,16 @@
 // The output (and Z) is always fp16 NHWC; a block covers 64 output channels (32 when C_out
 // <= 32), more channels take more blocks.
 //
+// Padding positions of K have weight zero and read a real input value (the next one): an
+// input that is infinite in half precision (beyond 65504, as in any FP16 tactic) can give NaN
+// where the CPU reference gives a large finite value.
+//
 // Inputs 1 (W) and 2 (B) are consumed: initialize() converts them once (W to half rows in the
 // kernel's K order, stemTap(); B to float) on the device.
 //
 // Not offered (candidates() returns none, lastReason() says why): Precision other than kFp16,
-// group != 1, C_in over 8, R*S*C_in over 256, an input patch over 32 KiB, other ranks than 2-D,
+// group != 1, C_in over 8, R*S*C_in (padded as stemTap() orders it, then to a multiple of 16)
+// over 256, an input patch over 32 KiB, other ranks than 2-D,
 // dynamic shapes, non-constant weights or bias, more than 2^31 elements in a tensor, no device or
 // one older than sm_80 (mma.sync m16n8k16 f16).
 #pragma once
@@ -120,7 +125,8 @@ struct StemConvArgs {
   void* y = nullptr;
 };
 
-/// Sets the kernel's shared-memory limit (needed above 48 KiB) and returns how many blocks of
+/// Raises the kernel's shared-memory limit to what the plan needs (above 48 KiB; never lowers
+/// it: the limit is shared by every plan of the same kernel version) and returns how many blocks of
 /// this plan run at once on the current device (the persistent grid's size); an error when
 /// the device cannot run one.
 Expected<int> prepareStemConv(const StemConvPlan& plan);
