@@ -51,6 +51,15 @@ int maxBlocksForDevice();
 /// Compute capability of the current device as major * 10 + minor; 0 without one.
 int deviceCapability();
 
+/// The launch arguments of a convolution tactic: X (input 0), Y (output 0) and, with a
+/// residual, Z (input 3) present; else kInvalidArgument naming the tactic.
+inline Status checkConvLaunch(const builder::LaunchArgs& args, bool hasZ, const std::string& id) {
+  if (args.inputs.empty() || !args.inputs[0] || args.outputs.empty() || !args.outputs[0] ||
+      (hasZ && (args.inputs.size() < 4 || !args.inputs[3])))
+    return Status(ErrorCode::kInvalidArgument, id + ": missing input or output pointer");
+  return Status::Ok();
+}
+
 /// Common part of every tactic here: one storage type, one layout for the layer's 4-D
 /// tensors (other ranks are kLinear), the id, and the launch-argument checks.
 class CudaTactic : public builder::Tactic {

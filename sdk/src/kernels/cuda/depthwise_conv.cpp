@@ -95,9 +95,7 @@ class DepthwiseTactic final : public builder::Tactic {
 
   Status enqueue(const builder::LaunchArgs& args) override {
     if (!dW_) return Status(ErrorCode::kInvalidArgument, id_ + ": enqueue before initialize");
-    if (args.inputs.empty() || !args.inputs[0] || args.outputs.empty() || !args.outputs[0] ||
-        (hasZ_ && (args.inputs.size() < 4 || !args.inputs[3])))
-      return Status(ErrorCode::kInvalidArgument, id_ + ": missing input or output pointer");
+    EI_RETURN_IF_ERROR(detail::checkConvLaunch(args, hasZ_, id_));
     DepthwiseArgs a;
     a.x = args.inputs[0];
     a.w = dW_.get();

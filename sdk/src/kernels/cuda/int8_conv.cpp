@@ -154,9 +154,7 @@ class Int8ConvTactic final : public builder::Tactic {
 
   Status enqueue(const builder::LaunchArgs& args) override {
     if (!dW_) return Status(ErrorCode::kInvalidArgument, id_ + ": enqueue before initialize");
-    if (args.inputs.empty() || !args.inputs[0] || args.outputs.empty() || !args.outputs[0] ||
-        (plan_.hasZ && (args.inputs.size() < 4 || !args.inputs[3])))
-      return Status(ErrorCode::kInvalidArgument, id_ + ": missing input or output pointer");
+    EI_RETURN_IF_ERROR(detail::checkConvLaunch(args, plan_.hasZ, id_));
     Int8ConvArgs a;
     a.x = args.inputs[0];
     a.w = dW_.get();

@@ -163,6 +163,20 @@ __device__ __forceinline__ void epilogueTile(const StemConvPlan& p,
   }
 }
 
+/// epilogueTile() specialised for the activation (none, ReLU, any other).
+template <bool HAS_Z, int BN>
+__device__ __forceinline__ void epilogueFor(int act, const StemConvPlan& p,
+                                            const float (&acc)[2][BN / 8][4], const float* Bs,
+                                            const __half* __restrict__ z, __half* Os, int n, int p0,
+                                            int q0, int n0) {
+  if (act == 0)
+    epilogueTile<0, HAS_Z, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
+  else if (act == 1)
+    epilogueTile<1, HAS_Z, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
+  else
+    epilogueTile<2, HAS_Z, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
+}
+
 // At most 128 registers a thread: 16 warps a multiprocessor stay resident.
 template <int WARPS, int BN, StemInput XF>
 __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
@@ -253,21 +267,10 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
 
     // Epilogue: act((acc + B) + Z) into the output stage, then whole 16-byte pieces of output
     // rows to memory.
-    if (p.hasZ) {
-      if (act == 0)
-        epilogueTile<0, true, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
-      else if (act == 1)
-        epilogueTile<1, true, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
-      else
-        epilogueTile<2, true, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
-    } else {
-      if (act == 0)
-        epilogueTile<0, false, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
-      else if (act == 1)
-        epilogueTile<1, false, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
-      else
-        epilogueTile<2, false, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
-    }
+    if (p.hasZ)
+      epilogueFor<true, BN>(act, p, acc, Bs, z, Os, n, p0, q0, n0);
+    else
+      epilogueFor<false, BN>(act, p, acc, Bs, z, Os, n, p0, q0, n0);
     __syncthreads();
     for (int i = tid; i < BM * (BN / 8); i += kThreads) {
       const int m = i / (BN / 8), k = n0 + (i % (BN / 8)) * 8;
