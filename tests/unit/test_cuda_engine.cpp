@@ -3,6 +3,7 @@
 // errors of each. GPU tests skip without a GPU; the plan-file and no-GPU tests run anywhere.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -13,6 +14,8 @@
 #include "test_model.h"
 
 #ifdef EDGEINFER_HAVE_CUDA
+#include <cuda_runtime.h>
+
 #include "builder/engine_format.h"
 #include "builder/timing_cache.h"
 #include "runtime/cuda/cuda_plan.h"
@@ -92,6 +95,25 @@ TEST(CudaEngine, AutoWithoutGpuBuildsForTheCpu) {
   auto e = build(smallCnn(1), BuilderConfig{});
   ASSERT_TRUE(e.ok()) << e.status().toString();
   EXPECT_EQ((*e)->info().backend, Backend::kCpu);
+}
+
+// waitForEvent is for GPU contexts: a CPU context (plain, or one of several shape profiles)
+// says so instead of ignoring the event.
+TEST(CudaEngine, WaitForEventOnACpuContextIsUnsupported_n) {
+  BuilderConfig c;
+  c.backend = Backend::kCpu;
+  for (bool profiles : {false, true}) {
+    BuilderConfig pc = c;
+    if (profiles) pc.shapeProfiles = {{{"x", Shape{1, 3, 17, 19}}}, {{"x", Shape{2, 3, 17, 19}}}};
+    auto e = build(smallCnn(profiles ? -1 : 1), pc);
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    auto ctx = (*e)->createExecutionContext();
+    ASSERT_TRUE(ctx.ok());
+    int dummy = 0;
+    const Status st = (*ctx)->waitForEvent(&dummy);
+    EXPECT_EQ(st.code(), ErrorCode::kUnsupported) << st.toString();
+    EXPECT_NE(st.message().find("does not run on a GPU"), std::string::npos) << st.toString();
+  }
 }
 
 #ifdef EDGEINFER_HAVE_CUDA
@@ -564,6 +586,58 @@ TEST(CudaEngine, DynamicBatchIsBuiltStatic) {
   auto e = build(smallCnn(-1), c);
   ASSERT_TRUE(e.ok()) << e.status().toString();
   EXPECT_EQ((*e)->inputs()[0].shape, (Shape{4, 3, 17, 19}));
+}
+
+// waitForEvent orders execute() after work on another stream: the input's bytes are written by
+// a copy queued on a stream of the test's own behind a 300 ms host callback; the engine, told to
+// wait for the event recorded after the copy, reads the new bytes (it would read the old ones
+// if it ran at once). Also with shape profiles (the event goes to the profile's sub-context).
+void sleepOnStream(void*) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+}
+
+TEST(CudaEngine, WaitForEventOrdersTheRunAfterAnotherStreamsWork) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  for (bool profiles : {false, true}) {
+    BuilderConfig c = gpuConfig(dir);
+    if (profiles) c.shapeProfiles = {{{"x", Shape{1, 3, 17, 19}}}, {{"x", Shape{2, 3, 17, 19}}}};
+    auto e = build(smallCnn(profiles ? -1 : 2), c);
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    const Tensor oldX = randomInput(Shape{2, 3, 17, 19}, 31),
+                 newX = randomInput(Shape{2, 3, 17, 19}, 32);
+    const Tensor want = runEngine(**e, newX, ContextOptions{false});
+    const Tensor wantOld = runEngine(**e, oldX, ContextOptions{false});
+    ASSERT_GT(relL2(want, wantOld), 1e-3) << "the two inputs must give different outputs";
+    auto ctx = (*e)->createExecutionContext();
+    ASSERT_TRUE(ctx.ok());
+    auto dev = copyToDevice(oldX);
+    ASSERT_TRUE(dev.ok());
+    ASSERT_TRUE((*ctx)->setInput("x", *dev).ok());
+    for (int run = 0; run < 3; ++run) {  // the warm-up, the capture, a replay
+      ASSERT_TRUE(cudaMemcpy(dev->raw(), oldX.raw(), oldX.bytes(), cudaMemcpyHostToDevice) ==
+                  cudaSuccess);
+      cudaStream_t other = nullptr;
+      cudaEvent_t written = nullptr;
+      ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+      ASSERT_EQ(cudaEventCreateWithFlags(&written, cudaEventDisableTiming), cudaSuccess);
+      ASSERT_EQ(cudaLaunchHostFunc(other, sleepOnStream, nullptr), cudaSuccess);
+      ASSERT_EQ(
+          cudaMemcpyAsync(dev->raw(), newX.raw(), newX.bytes(), cudaMemcpyHostToDevice, other),
+          cudaSuccess);
+      ASSERT_EQ(cudaEventRecord(written, other), cudaSuccess);
+      ASSERT_TRUE((*ctx)->waitForEvent(written).ok());
+      ASSERT_TRUE((*ctx)->execute().ok());
+      auto y = (*ctx)->getOutput("y");
+      ASSERT_TRUE(y.ok());
+      EXPECT_LT(relL2(*y, want), 1e-6) << "run " << run << (profiles ? " (profiles)" : "")
+                                       << ": the engine did not wait for the other stream";
+      cudaStreamSynchronize(other);
+      cudaEventDestroy(written);
+      cudaStreamDestroy(other);
+    }
+    EXPECT_EQ((*ctx)->waitForEvent(nullptr).code(), ErrorCode::kInvalidArgument);
+  }
 }
 
 #endif  // EDGEINFER_HAVE_CUDA

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "edgeinfer/calibration.h"
@@ -704,6 +705,97 @@ TEST(VisionModel, BatchDecodedOnThreadsEqualsOneImageAtATime) {
   EXPECT_GT(total, 0u) << "the generated detector should yield detections";
 }
 
+// Several infer() calls at once (VisionModelOptions::contexts): threads running different
+// regions of a photo through one model give, call for call, what one context gives run after
+// run (exactly on the CPU; on the GPU within `tol`, in case a tactic sums in another order);
+// the stage times count every call.
+void concurrentCallsEqualSequentialOnes(Backend backend, Precision precision, float tol) {
+  Image img;
+  if (!loadPhoto(img)) GTEST_SKIP() << "run scripts/fetch_media.sh";
+  test::TempDir d;
+  auto cfg = templateWithModel("yolov5", yoloV5Model(2), d);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
+  VisionModelOptions o = cpuOptions(tempDir("concurrent"));
+  o.backend = backend;
+  o.precision = precision;
+  auto one = VisionModel::create(*cfg, o);
+  ASSERT_TRUE(one.ok()) << one.status().toString();
+  o.contexts = 3;
+  auto three = VisionModel::create(*cfg, o);
+  ASSERT_TRUE(three.ok()) << three.status().toString();
+  EXPECT_EQ((*one)->contexts(), 1);
+  EXPECT_EQ((*three)->contexts(), 3);
+  // Call c runs 3 regions (two engine runs of batch 2, the second partial).
+  constexpr int kCalls = 24;
+  auto regions = [&](int c) {
+    std::vector<PixelRect> r;
+    for (int k = 0; k < 3; ++k)
+      r.push_back({(c * 7 + k * 13) % 120, (c * 5 + k * 11) % 90, 200 + 10 * k, 180 + (c % 5) * 9});
+    return r;
+  };
+  const std::vector<FrameView> frames(3, img.view());
+  std::vector<std::vector<FrameResult>> want(kCalls), got(kCalls);
+  for (int c = 0; c < kCalls; ++c) {
+    auto r = (*one)->infer(frames, regions(c));
+    ASSERT_TRUE(r.ok()) << r.status().toString();
+    want[static_cast<size_t>(c)] = std::move(*r);
+  }
+  std::vector<std::string> errors(kCalls);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      for (int c = t; c < kCalls; c += 6) {
+        auto r = (*three)->infer(frames, regions(c));
+        if (r.ok())
+          got[static_cast<size_t>(c)] = std::move(*r);
+        else
+          errors[static_cast<size_t>(c)] = r.status().toString();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  size_t detections = 0;
+  for (int c = 0; c < kCalls; ++c) {
+    const size_t ci = static_cast<size_t>(c);
+    ASSERT_EQ(errors[ci], "") << "call " << c;
+    ASSERT_EQ(got[ci].size(), want[ci].size()) << "call " << c;
+    for (size_t f = 0; f < got[ci].size(); ++f) {
+      const auto& g = got[ci][f].detections;
+      const auto& w = want[ci][f].detections;
+      ASSERT_EQ(g.size(), w.size()) << "call " << c << " region " << f;
+      detections += g.size();
+      for (size_t k = 0; k < g.size(); ++k) {
+        EXPECT_EQ(g[k].classId, w[k].classId) << "call " << c;
+        EXPECT_NEAR(g[k].score, w[k].score, tol) << "call " << c;
+        EXPECT_NEAR(g[k].box.x1, w[k].box.x1, 100 * tol) << "call " << c;
+        EXPECT_NEAR(g[k].box.y2, w[k].box.y2, 100 * tol) << "call " << c;
+      }
+    }
+  }
+  EXPECT_GT(detections, 0u) << "the generated detector should yield detections";
+  const VisionStageTimes times = (*three)->stageTimes();
+  EXPECT_EQ(times.frames, 3 * kCalls);
+  EXPECT_EQ(times.batches, 2 * kCalls);
+}
+
+TEST(VisionModel, ConcurrentCallsOnSeveralContextsEqualSequentialOnes) {
+  concurrentCallsEqualSequentialOnes(Backend::kCpu, Precision::kFp32, 0.0f);
+}
+
+TEST(VisionModel, ContextsOutOfRange_n) {
+  test::TempDir d;
+  auto cfg = templateWithModel("yolov5", yoloV5Model(1), d);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
+  for (int n : {0, -1, 65}) {
+    VisionModelOptions o = cpuOptions(tempDir("contexts"));
+    o.contexts = n;
+    auto m = VisionModel::create(*cfg, o);
+    ASSERT_FALSE(m.ok()) << n;
+    EXPECT_EQ(m.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(m.status().message().find("contexts is " + std::to_string(n)), std::string::npos)
+        << m.status().toString();
+  }
+}
+
 #if EDGEINFER_HAVE_CUDA
 // The same photos on the GPU (CudaPreprocessor + GPU engine, FP32 and FP16): the same faces as
 // the CPU finds, boxes within IoU 0.95 of the CPU's.
@@ -738,6 +830,14 @@ TEST(VisionModel, GpuFindsWhatTheCpuFinds) {
     }
   }
 }
+// On the GPU each context has its own stream, preprocessor and CUDA graph; the engine's stream
+// waits for its preprocessing (waitForEvent), so concurrent calls still read what they wrote.
+TEST(VisionModel, GpuConcurrentCallsOnSeveralContextsEqualSequentialOnes) {
+  EI_SKIP_WITHOUT_GPU();
+  concurrentCallsEqualSequentialOnes(Backend::kCuda, Precision::kFp32, 1e-5f);
+  concurrentCallsEqualSequentialOnes(Backend::kCuda, Precision::kFp16, 1e-3f);
+}
+
 // The zero-copy path: NVDEC frames (device NV12, decoder pitch) straight into a GPU VisionModel
 // give the same results as the software-decoded NV12 frames of the same clip (NVDEC's pixels
 // are byte-identical to FFmpeg's software decoder: VisionVideo tests). The clip is the 1080p

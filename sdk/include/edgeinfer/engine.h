@@ -141,6 +141,12 @@ class ExecutionContext {
   virtual Status execute() = 0;
   /// An output of the last execute() (valid until the next execute()).
   virtual Expected<Tensor> getOutput(const std::string& name) const = 0;
+  /// GPU contexts: the next execute() waits, on the GPU and without blocking the host, for
+  /// `cudaEvent` (a cudaEvent_t of the engine's device that the caller has recorded, e.g. after
+  /// queuing the kernels that write a device input on a stream of its own) before it reads its
+  /// inputs. It applies to the next execute() only, which is ordered after the event's work
+  /// whatever stream that ran on. kUnsupported on a context that does not run on a GPU.
+  virtual Status waitForEvent(void* cudaEvent);
 
   /// Activation memory this context uses (planned after its first run of each input shape).
   virtual ContextStats stats() const = 0;

@@ -84,6 +84,11 @@ std::string formatShapeProfile(const ShapeProfile& profile) {
   return s;
 }
 
+Status ExecutionContext::waitForEvent(void* /*cudaEvent*/) {
+  return Status(ErrorCode::kUnsupported,
+                "waitForEvent: this context does not run on a GPU (it has no stream to wait on)");
+}
+
 Expected<std::map<std::string, Tensor>> ExecutionContext::run(
     const std::map<std::string, Tensor>& inputs) {
   for (const auto& [name, t] : inputs) EI_RETURN_IF_ERROR(setInput(name, t));

@@ -88,6 +88,14 @@ class ProfileContext final : public ExecutionContext {
     return Status::Ok();
   }
 
+  /// Passed on to the sub-context of the profile the next execute() runs.
+  Status waitForEvent(void* cudaEvent) override {
+    if (engine_.info().backend != Backend::kCuda) return ExecutionContext::waitForEvent(cudaEvent);
+    if (!cudaEvent) return Status(ErrorCode::kInvalidArgument, "waitForEvent: the event is null");
+    waitEvent_ = cudaEvent;
+    return Status::Ok();
+  }
+
   Status execute() override {
     std::map<std::string, Shape> shapes;
     for (const auto& d : engine_.inputs()) {
@@ -116,6 +124,11 @@ class ProfileContext final : public ExecutionContext {
       if (seen == b.generation) continue;
       EI_RETURN_IF_ERROR(sub.ctx->setInput(name, b.tensor));
       seen = b.generation;
+    }
+    if (waitEvent_) {
+      void* ev = waitEvent_;
+      waitEvent_ = nullptr;
+      EI_RETURN_IF_ERROR(sub.ctx->waitForEvent(ev));
     }
     current_ = -1;
     EI_RETURN_IF_ERROR(sub.ctx->execute());
@@ -169,7 +182,8 @@ class ProfileContext final : public ExecutionContext {
   std::map<std::string, Bound> bound_;
   uint64_t generation_ = 0;
   std::vector<Sub> subs_;
-  int current_ = -1;  // the profile of the last successful execute()
+  int current_ = -1;           // the profile of the last successful execute()
+  void* waitEvent_ = nullptr;  // waitForEvent: for the next execute()'s sub-context
 };
 
 }  // namespace

@@ -7,10 +7,12 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <system_error>
 #include <thread>
 
@@ -105,33 +107,25 @@ class VisionModelImpl final : public VisionModel {
         return invalid(where + ": decoder output '" + w +
                        "' is not an output of the model (its outputs: " + outs + ")");
     }
-    auto ctx = engine_->createExecutionContext();
-    if (!ctx.ok()) return ctx.status();
-    ctx_ = std::move(*ctx);
     gpu_ = engine_->info().backend == Backend::kCuda;
-    const Shape shape = preprocessTensorShape(cfg_.preprocess, batch_);
-    if (gpu_) {
-      auto pre = CudaPreprocessor::create(cfg_.preprocess, opt.deviceId);
-      if (!pre.ok()) return pre.status();
-      pre_ = std::move(*pre);
-      auto host = Tensor::create(cfg_.preprocess.dtype, shape);
-      if (!host.ok()) return host.status();
-      auto dev = copyToDevice(*host, opt.deviceId);
-      if (!dev.ok()) return dev.status();
-      input_ = *dev;
-    } else {
-      auto host = Tensor::create(cfg_.preprocess.dtype, shape);
-      if (!host.ok()) return host.status();
-      input_ = *host;
+    for (int i = 0; i < opt.contexts; ++i) {
+      auto lane = std::make_unique<Lane>();
+      EI_RETURN_IF_ERROR(initLane(*lane, opt.deviceId));
+      free_.push_back(lane.get());
+      lanes_.push_back(std::move(lane));
     }
-    return ctx_->setInput(cfg_.inputTensor, input_);
+    return Status::Ok();
   }
 
   const ModelConfig& config() const override { return cfg_; }
   const Engine& engine() const override { return *engine_; }
   bool onGpu() const override { return gpu_; }
   const std::string& engineSource() const override { return source_; }
-  VisionStageTimes stageTimes() const override { return times_; }
+  VisionStageTimes stageTimes() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return times_;
+  }
+  int contexts() const override { return static_cast<int>(lanes_.size()); }
 
   Expected<std::vector<FrameResult>> infer(const std::vector<FrameView>& wholeFrames,
                                            const std::vector<PixelRect>& rois) override {
@@ -161,13 +155,80 @@ class VisionModelImpl final : public VisionModel {
       }
     }
     const std::vector<FrameView>& frames = rois.empty() ? wholeFrames : cropped;
+    LaneGuard lane(*this);
+    return run(lane, frames, wholeFrames, regions);
+  }
+
+ private:
+  /// What one infer() call at a time uses: see VisionModelOptions::contexts.
+  struct Lane {
+    std::unique_ptr<ExecutionContext> ctx;
+    std::unique_ptr<CudaPreprocessor> pre;  // GPU engines
+    Tensor input;                           // bound to ctx
+  };
+
+  /// A free lane for the life of the guard (waits for one); its times go to times_ at the end.
+  struct LaneGuard {
+    explicit LaneGuard(VisionModelImpl& m) : model(m) {
+      std::unique_lock<std::mutex> lock(m.mutex_);
+      m.laneFreed_.wait(lock, [&] { return !m.free_.empty(); });
+      lane = m.free_.back();
+      m.free_.pop_back();
+    }
+    ~LaneGuard() {
+      {
+        std::lock_guard<std::mutex> lock(model.mutex_);
+        model.free_.push_back(lane);
+        VisionStageTimes& t = model.times_;
+        t.batches += times.batches;
+        t.frames += times.frames;
+        t.preprocessMs += times.preprocessMs;
+        t.engineMs += times.engineMs;
+        t.outputMs += times.outputMs;
+        t.decodeMs += times.decodeMs;
+      }
+      model.laneFreed_.notify_one();
+    }
+    LaneGuard(const LaneGuard&) = delete;
+    LaneGuard& operator=(const LaneGuard&) = delete;
+    VisionModelImpl& model;
+    Lane* lane = nullptr;
+    VisionStageTimes times;
+  };
+
+  Status initLane(Lane& lane, int deviceId) {
+    auto ctx = engine_->createExecutionContext();
+    if (!ctx.ok()) return ctx.status();
+    lane.ctx = std::move(*ctx);
+    const Shape shape = preprocessTensorShape(cfg_.preprocess, batch_);
+    auto host = Tensor::create(cfg_.preprocess.dtype, shape);
+    if (!host.ok()) return host.status();
+    if (gpu_) {
+      auto pre = CudaPreprocessor::create(cfg_.preprocess, deviceId);
+      if (!pre.ok()) return pre.status();
+      lane.pre = std::move(*pre);
+      auto dev = copyToDevice(*host, deviceId);
+      if (!dev.ok()) return dev.status();
+      lane.input = *dev;
+    } else {
+      lane.input = *host;
+    }
+    return lane.ctx->setInput(cfg_.inputTensor, lane.input);
+  }
+
+  /// infer() on one lane: `frames` are the whole frames or the regions cut out of them.
+  Expected<std::vector<FrameResult>> run(LaneGuard& guard, const std::vector<FrameView>& frames,
+                                         const std::vector<FrameView>& wholeFrames,
+                                         const std::vector<PixelRect>& regions) {
+    Lane& lane = *guard.lane;
+    VisionStageTimes& times = guard.times;
     std::vector<FrameResult> results;
     results.reserve(frames.size());
     using Clock = std::chrono::steady_clock;
     const auto msSince = [](Clock::time_point t0) {
       return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     };
-    times_.frames += static_cast<int64_t>(frames.size());
+    times.frames += static_cast<int64_t>(frames.size());
     for (size_t start = 0; start < frames.size(); start += static_cast<size_t>(batch_)) {
       const size_t n = std::min(frames.size() - start, static_cast<size_t>(batch_));
       std::vector<Transform> transforms(n);
@@ -175,13 +236,14 @@ class VisionModelImpl final : public VisionModel {
       if (gpu_) {
         const std::vector<FrameView> part(frames.begin() + static_cast<std::ptrdiff_t>(start),
                                           frames.begin() + static_cast<std::ptrdiff_t>(start + n));
-        // The engine's context runs on its own stream: preprocessing on the legacy default
-        // stream is ordered before it.
-        EI_RETURN_IF_ERROR(pre_->run(part, input_, 0, &transforms, nullptr));
+        // Preprocessing is queued on the legacy default stream, the engine on its context's
+        // own (non-blocking) stream, which waits for the preprocessing's event.
+        EI_RETURN_IF_ERROR(lane.pre->run(part, lane.input, 0, &transforms, nullptr));
+        if (void* ev = lane.pre->completionEvent()) EI_RETURN_IF_ERROR(lane.ctx->waitForEvent(ev));
       } else {
         for (size_t i = 0; i < n; ++i) {
-          Status st = preprocessCpu(frames[start + i], cfg_.preprocess, input_, static_cast<int>(i),
-                                    &transforms[i]);
+          Status st = preprocessCpu(frames[start + i], cfg_.preprocess, lane.input,
+                                    static_cast<int>(i), &transforms[i]);
           if (!st.ok())
             return Status(st.code(), "frame " + std::to_string(start + i) + ": " + st.message());
         }
@@ -196,26 +258,26 @@ class VisionModelImpl final : public VisionModel {
           transforms[i].frameHeight = static_cast<float>(whole.height);
         }
       }
-      times_.preprocessMs += msSince(t0);
+      times.preprocessMs += msSince(t0);
       t0 = Clock::now();
-      EI_RETURN_IF_ERROR(ctx_->execute());
-      times_.engineMs += msSince(t0);
-      ++times_.batches;
+      EI_RETURN_IF_ERROR(lane.ctx->execute());
+      times.engineMs += msSince(t0);
+      ++times.batches;
       t0 = Clock::now();
       std::map<std::string, Tensor> outputs;
       for (const TensorDesc& d : engine_->outputs()) {
-        auto t = ctx_->getOutput(d.name);
+        auto t = lane.ctx->getOutput(d.name);
         if (!t.ok()) return t.status();
         outputs[d.name] = *t;
       }
-      times_.outputMs += msSince(t0);
+      times.outputMs += msSince(t0);
       t0 = Clock::now();
       // Images beyond n (a partial last batch) are decoded too and dropped here.
       std::vector<Transform> all(static_cast<size_t>(batch_), transforms.back());
       for (size_t i = 0; i < n; ++i) all[i] = transforms[i];
       std::vector<FrameResult> part(static_cast<size_t>(batch_));
       EI_RETURN_IF_ERROR(decode(outputs, all, part));
-      times_.decodeMs += msSince(t0);
+      times.decodeMs += msSince(t0);
       for (size_t i = 0; i < n; ++i) {
         part[i].transform = transforms[i];
         results.push_back(std::move(part[i]));
@@ -224,7 +286,6 @@ class VisionModelImpl final : public VisionModel {
     return results;
   }
 
- private:
   Status decode(const std::map<std::string, Tensor>& outputs, const std::vector<Transform>& tf,
                 std::vector<FrameResult>& out) {
     auto addDetections = [&](Expected<std::vector<Detection>> dets) -> Status {
@@ -332,11 +393,12 @@ class VisionModelImpl final : public VisionModel {
   ModelConfig cfg_;
   std::unique_ptr<Engine> engine_;
   std::string source_;
-  std::unique_ptr<ExecutionContext> ctx_;
-  std::unique_ptr<CudaPreprocessor> pre_;
-  Tensor input_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
   int64_t batch_ = 1;
   bool gpu_ = false;
+  mutable std::mutex mutex_;  // guards free_ and times_
+  std::condition_variable laneFreed_;
+  std::vector<Lane*> free_;  // lanes no infer() call is using
   VisionStageTimes times_;
 };
 
@@ -412,6 +474,9 @@ Expected<std::unique_ptr<VisionModel>> VisionModel::load(const std::string& conf
 
 Expected<std::unique_ptr<VisionModel>> VisionModel::create(const ModelConfig& config,
                                                            const VisionModelOptions& options) {
+  if (options.contexts < 1 || options.contexts > 64)
+    return invalid("VisionModelOptions::contexts is " + std::to_string(options.contexts) +
+                   "; give 1 to 64 (how many infer() calls may run at the same time)");
   BuilderConfig bc = options.builder;
   bc.backend = options.backend;
   bc.precision = options.precision;

@@ -225,6 +225,10 @@ class CudaPreprocessor {
   /// are reported before anything is queued.
   virtual Status run(const std::vector<FrameView>& frames, Tensor& batchTensor, int firstIndex,
                      std::vector<Transform>* transforms, void* stream) = 0;
+  /// A cudaEvent_t recorded after the work the last run() queued (null before a run that
+  /// queued any): hand it to ExecutionContext::waitForEvent so that an engine on another stream
+  /// reads the batch tensor only once it is written.
+  virtual void* completionEvent() const = 0;
 
  protected:
   explicit CudaPreprocessor(const PreprocessConfig& cfg) : cfg_(cfg) {}

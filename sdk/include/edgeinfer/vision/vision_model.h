@@ -44,6 +44,12 @@ struct VisionModelOptions {
   std::string enginePath;
   /// Builder settings besides backend/precision/deviceId (timing cache, passes ...).
   BuilderConfig builder;
+  /// How many infer() calls may run at the same time, from different threads (1 to 64). Each
+  /// runs on an execution context of its own (on the GPU: its own CUDA stream, activation
+  /// memory, CUDA graph and preprocessor) sharing the engine's weights, so one call's engine
+  /// run overlaps another's decoding and preprocessing. A call that finds every context busy
+  /// waits for one.
+  int contexts = 1;
 };
 
 /// What a model found in one frame.
@@ -84,11 +90,15 @@ class VisionModel {
   /// "built in 12.3 s" or "loaded from <file>": how the engine came to be.
   virtual const std::string& engineSource() const = 0;
 
-  /// Time spent per stage by infer() so far.
+  /// Time spent per stage by infer() so far (summed over the calls, also over calls that ran
+  /// at the same time).
   virtual VisionStageTimes stageTimes() const = 0;
+  /// VisionModelOptions::contexts: how many infer() calls can run at the same time.
+  virtual int contexts() const = 0;
 
   /// Runs frames (host or, with a GPU engine, device memory) through the model: one result per
-  /// frame, in order. Batches larger than the engine's batch run in several passes.
+  /// frame, in order. Batches larger than the engine's batch run in several passes. Thread-safe:
+  /// up to contexts() calls run at once, others wait for a free context.
   Expected<std::vector<FrameResult>> infer(const std::vector<FrameView>& frames) {
     return infer(frames, {});
   }

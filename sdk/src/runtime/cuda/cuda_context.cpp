@@ -114,8 +114,20 @@ class CudaContext final : public ExecutionContext {
     return Status::Ok();
   }
 
+  Status waitForEvent(void* cudaEvent) override {
+    if (!cudaEvent) return Status(ErrorCode::kInvalidArgument, "waitForEvent: the event is null");
+    waitEvent_ = static_cast<cudaEvent_t>(cudaEvent);
+    return Status::Ok();
+  }
+
   Status execute() override {
     EI_CUDA_CHECK(cudaSetDevice(engine_.deviceId()));
+    // waitForEvent: before anything of this run is queued (and outside a graph capture).
+    if (waitEvent_) {
+      const cudaEvent_t ev = waitEvent_;
+      waitEvent_ = nullptr;
+      EI_CUDA_CHECK(cudaStreamWaitEvent(stream_, ev, 0));
+    }
     const auto& plan = engine_.plan();
     // Pointers: constants from the engine, device-bound inputs in place, the rest in the arena.
     std::vector<void*> ptrs(plan.tensors.size(), nullptr);
@@ -312,6 +324,7 @@ class CudaContext final : public ExecutionContext {
   const CudaEngine& engine_;
   const bool useGraphs_;
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t waitEvent_ = nullptr;  // waitForEvent: the next execute() waits for it
   void* arena_ = nullptr;
   void* workspace_ = nullptr;
   std::map<std::string, Tensor> bound_;

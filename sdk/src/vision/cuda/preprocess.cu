@@ -276,8 +276,11 @@ class CudaPreprocessorImpl final : public CudaPreprocessor {
       EI_CUDA_CHECK(cudaGetLastError());
     }
     EI_CUDA_CHECK(cudaEventRecord(done_, s));
+    recorded_ = true;
     return Status::Ok();
   }
+
+  void* completionEvent() const override { return recorded_ ? done_ : nullptr; }
 
  private:
   // Copies host frames into the staging buffer (tight rows) and points their views at it.
@@ -316,6 +319,7 @@ class CudaPreprocessorImpl final : public CudaPreprocessor {
   void* staging_ = nullptr;
   size_t stagingBytes_ = 0;
   cudaEvent_t done_ = nullptr;
+  bool recorded_ = false;  // done_ has been recorded by a run
 };
 
 }  // namespace
