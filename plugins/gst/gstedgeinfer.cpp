@@ -91,6 +91,7 @@
 #include "edgeinfer/gst/batch_meta.h"
 #include "edgeinfer/gst/edgeinfer_meta.h"
 #include "edgeinfer/vision/vision_model.h"
+#include "inflight.h"
 #include "input_frame.h"
 #include "results_message.h"
 #include "sdk_logger.h"
@@ -121,6 +122,7 @@ enum {
   PROP_INFER_ON_ID,
   PROP_INFER_ON_CLASS,
   PROP_POST_MESSAGES,
+  PROP_IN_FLIGHT,
 };
 
 // The enum values of the precision and backend properties.
@@ -173,6 +175,7 @@ struct Settings {
   int uniqueId = kDefaultUniqueId;
   int inferOnId = -1;
   std::string inferOnClass;
+  guint inFlight = 0;  // 0: 2 on the GPU, 1 on the CPU
 };
 
 // What the element keeps per stream: the only one, or one per stream of edgemux's batches.
@@ -207,6 +210,9 @@ struct State {
   // says how busy the element was and where its time went: what limits a pipeline).
   double busyMs = 0.0;
   std::chrono::steady_clock::time_point firstBuffer, lastBufferEnd;
+  // in-flight > 1: the workers and the output thread (started with the model, stopped before
+  // it goes); null: every buffer is run in place by the streaming thread.
+  std::unique_ptr<edgeinfer::gst::InFlight> inflight;
 };
 
 // One frame to process: a buffer of its own, or one frame of a batch.
@@ -312,6 +318,8 @@ eg::Results toResults(vision::FrameResult&& fr) {
   return r;
 }
 
+void startInFlight(GstEdgeInfer* self, int workers);
+
 gboolean edgeInferStart(GstBaseTransform* trans) {
   GstEdgeInfer* self = GST_EDGE_INFER(trans);
   State& s = *self->state;
@@ -362,6 +370,15 @@ gboolean edgeInferStart(GstBaseTransform* trans) {
   o.enginePath = cfg.engine;
   o.noEngineCache = cfg.noEngineCache;
   if (cfg.batchSize > 0) o.builder.dynamicDimDefault = cfg.batchSize;
+  // in-flight 0: two on the GPU (one engine run overlaps the decoding and pushing of the
+  // last), one on the CPU (whose engine already uses every core).
+  guint inFlight = cfg.inFlight;
+  if (inFlight == 0) {
+    const bool gpu = cfg.backend == BACKEND_GPU ||
+                     (cfg.backend == BACKEND_AUTO && edgeinfer::gpuUsable(cfg.deviceId));
+    inFlight = gpu ? 2 : 1;
+  }
+  o.contexts = static_cast<int>(inFlight);
   GST_INFO_OBJECT(self,
                   "%s: building the engine of %s (backend %s, precision %s, device %d), or "
                   "loading it from the engine cache %s ...",
@@ -388,11 +405,16 @@ gboolean edgeInferStart(GstBaseTransform* trans) {
                            cfg.batchSize, static_cast<long long>(d.shape[0]));
   }
   s.model = std::move(*model);
+  if (inFlight > 1) startInFlight(self, static_cast<int>(inFlight));
+  GST_INFO_OBJECT(self, "%u engine run(s) in flight", inFlight);
   return TRUE;
 }
 
 gboolean edgeInferStop(GstBaseTransform* trans) {
   State& s = *GST_EDGE_INFER(trans)->state;
+  // The streaming thread has left; the output thread's pushes fail now (the pads are inactive).
+  const double waitedMs = s.inflight ? s.inflight->waitedMs() : 0.0;
+  s.inflight.reset();
   uint64_t frames = s.single.frames;
   for (const auto& [id, st] : s.streams) frames += st.frames;
   GST_INFO_OBJECT(trans,
@@ -417,6 +439,12 @@ gboolean edgeInferStop(GstBaseTransform* trans) {
                     static_cast<long long>(t.batches), static_cast<double>(t.frames) / runs,
                     t.preprocessMs / runs, t.engineMs / runs, t.outputMs / runs, t.decodeMs / runs,
                     other / runs);
+    if (s.model->contexts() > 1)
+      GST_INFO_OBJECT(trans,
+                      "%d engine runs in flight (the stages above overlap, so they add up to more "
+                      "than the busy time); the streaming thread waited %.0f%% of the time for a "
+                      "free one (when it is high, the engine or the output decoding is the bound)",
+                      s.model->contexts(), span > 0.0 ? 100.0 * waitedMs / span : 0.0);
   }
   s.busyMs = 0.0;
   s.model.reset();
@@ -533,13 +561,48 @@ std::string describeJobs(const std::vector<const Job*>& jobs) {
   return s + ")";
 }
 
-// Maps the buffers of `jobs` (all to be run) as frames; false after posting an error.
-bool mapJobs(GstEdgeInfer* self, const std::vector<const Job*>& jobs,
-             std::vector<std::unique_ptr<edgeinfer::gst::InputFrame>>& frames) {
-  for (const Job* j : jobs) {
-    frames.push_back(std::make_unique<edgeinfer::gst::InputFrame>());
-    Status st =
-        edgeinfer::gst::mapInputFrame(j->buf, *j->info, *frames.back(), readInPlace(self, j->buf));
+// One buffer's work (a frame, or a batch of edgemux), in three steps:
+//   prepare  (streaming thread) number the frames, pick what runs, map the frames;
+//   compute  (the model: the streaming thread, or an InFlight worker with in-flight > 1);
+//   finish   (metas and messages, in buffer order: the streaming thread, or InFlight's
+//            output thread, which then pushes the buffer).
+struct Work final : edgeinfer::gst::InFlight::Item {
+  struct Box {
+    size_t job;
+    size_t object;  // index in the parent meta's objects
+    size_t frame;   // index in `frames`
+  };
+  GstBuffer* buf = nullptr;  // the buffer that goes downstream
+  bool ownsBuf = false;      // in-flight: held here until pushed
+  std::vector<Job> jobs;
+  std::vector<const Job*> mapped;  // the jobs whose frames are in `frames`, in order
+  std::vector<std::unique_ptr<edgeinfer::gst::InputFrame>> frames;
+  std::vector<vision::FrameView> views;  // what the model runs on
+  std::vector<vision::PixelRect> rois;   // secondary: one per view
+  std::vector<Box> boxes;                // secondary: one per view
+  std::vector<EdgeInferMeta*> parents;   // secondary: per job, the detector's meta
+  // compute's outcome
+  Status status;
+  std::vector<vision::FrameResult> found;  // one per view
+
+  ~Work() override {
+    frames.clear();  // unmapped before the buffer goes
+    if (ownsBuf) gst_buffer_unref(buf);
+  }
+  // The buffer, for the push (its frames unmapped first).
+  GstBuffer* release() {
+    frames.clear();
+    ownsBuf = false;
+    return buf;
+  }
+};
+
+// Maps the frames of the jobs in `w.mapped` (all to be run); false after posting an error.
+bool mapJobs(GstEdgeInfer* self, Work& w) {
+  for (const Job* j : w.mapped) {
+    w.frames.push_back(std::make_unique<edgeinfer::gst::InputFrame>());
+    Status st = edgeinfer::gst::mapInputFrame(j->buf, *j->info, *w.frames.back(),
+                                              readInPlace(self, j->buf));
     if (!st.ok()) {
       EI_POST_ERROR(self, GST_STREAM_ERROR, st, "edgeinfer: " + j->name());
       return false;
@@ -548,37 +611,86 @@ bool mapJobs(GstEdgeInfer* self, const std::vector<const Job*>& jobs,
   return true;
 }
 
-// Whole frames: the frames to run go through the model in one call (a batch's frames
-// together; batch-size of them per engine run), the others carry their stream's last results.
-GstFlowReturn runPrimary(GstEdgeInfer* self, std::vector<Job>& jobs) {
-  State& s = *self->state;
-  std::vector<const Job*> toRun;
-  for (const Job& j : jobs)
-    if (j.run) toRun.push_back(&j);
-  std::vector<vision::FrameResult> found;
-  if (!toRun.empty()) {
-    std::vector<std::unique_ptr<edgeinfer::gst::InputFrame>> frames;
-    if (!mapJobs(self, toRun, frames)) return GST_FLOW_ERROR;
-    std::vector<vision::FrameView> views;
-    for (const auto& f : frames) views.push_back(f->view());
-    auto out = s.model->infer(views);
-    if (!out.ok()) {
-      EI_POST_ERROR(self, GST_STREAM_ERROR, out.status(),
-                    "edgeinfer: inference on " + describeJobs(toRun));
-      return GST_FLOW_ERROR;
+bool classWanted(const State& s, int classId) {
+  if (s.classFilter.empty()) return true;
+  for (int c : s.classFilter)
+    if (c == classId) return true;
+  return false;
+}
+
+// Secondary: the boxes of the detector's meta (infer-on-id) of every frame to run.
+void gatherBoxes(const State& s, Work& w) {
+  w.parents.assign(w.jobs.size(), nullptr);
+  for (size_t k = 0; k < w.jobs.size(); ++k) {
+    const Job& j = w.jobs[k];
+    EdgeInferMeta* parent = eg::findMeta(j.buf, s.active.inferOnId);
+    if (!j.run || !parent) continue;
+    w.parents[k] = parent;
+    const int fw = GST_VIDEO_INFO_WIDTH(j.info), fh = GST_VIDEO_INFO_HEIGHT(j.info);
+    bool any = false;
+    for (size_t i = 0; i < parent->results->objects.size(); ++i) {
+      const vision::Detection& d = parent->results->objects[i].detection;
+      if (!classWanted(s, d.classId)) continue;
+      // The box's pixels: from floor(x1) to ceil(x2), inside the frame.
+      const int x1 = std::max(0, static_cast<int>(std::floor(d.box.x1)));
+      const int y1 = std::max(0, static_cast<int>(std::floor(d.box.y1)));
+      const int x2 = std::min(fw, static_cast<int>(std::ceil(d.box.x2)));
+      const int y2 = std::min(fh, static_cast<int>(std::ceil(d.box.y2)));
+      if (x2 - x1 < 1 || y2 - y1 < 1) continue;
+      w.boxes.push_back({k, i, w.mapped.size()});
+      w.rois.push_back({x1, y1, x2 - x1, y2 - y1});
+      any = true;
     }
-    found = std::move(*out);
+    if (any) w.mapped.push_back(&j);
   }
+}
+
+// Step 1: numbers the frames, picks what runs and maps it. False after posting an error.
+bool prepareWork(GstEdgeInfer* self, Work& w) {
+  State& s = *self->state;
+  for (Job& j : w.jobs) {
+    j.n = j.stream->frames++;
+    j.run = j.n % s.active.interval == 0;
+  }
+  if (s.active.inferOnId < 0) {
+    for (const Job& j : w.jobs)
+      if (j.run) w.mapped.push_back(&j);
+  } else {
+    gatherBoxes(s, w);
+  }
+  if (!mapJobs(self, w)) return false;
+  if (s.active.inferOnId < 0) {
+    for (const auto& f : w.frames) w.views.push_back(f->view());
+  } else {
+    for (const Work::Box& b : w.boxes) w.views.push_back(w.frames[b.frame]->view());
+  }
+  return true;
+}
+
+// Step 2: the model on the views (thread-safe: VisionModel runs calls on contexts of their own).
+void computeWork(vision::VisionModel& model, Work& w) {
+  if (w.views.empty()) return;
+  auto out = w.rois.empty() ? model.infer(w.views) : model.infer(w.views, w.rois);
+  if (out.ok()) {
+    w.found = std::move(*out);
+  } else {
+    w.status = out.status();
+  }
+}
+
+// Step 3, whole frames: each frame gets its results or, with interval, its stream's last ones.
+GstFlowReturn finishPrimary(GstEdgeInfer* self, Work& w) {
+  State& s = *self->state;
   size_t next = 0;
-  for (Job& j : jobs) {
+  for (Job& j : w.jobs) {
     StreamState& st = *j.stream;
-    const int w = GST_VIDEO_INFO_WIDTH(j.info), h = GST_VIDEO_INFO_HEIGHT(j.info);
-    if (w != st.width || h != st.height) st.haveLast = false;  // boxes would not fit
-    st.width = w;
-    st.height = h;
+    const int fw = GST_VIDEO_INFO_WIDTH(j.info), fh = GST_VIDEO_INFO_HEIGHT(j.info);
+    if (fw != st.width || fh != st.height) st.haveLast = false;  // boxes would not fit
+    st.width = fw;
+    st.height = fh;
     eg::Results r;
     if (j.run) {
-      r = toResults(std::move(found[next++]));
+      r = toResults(std::move(w.found[next++]));
       if (s.active.interval > 1) {
         st.last = r;
         st.haveLast = true;
@@ -591,8 +703,8 @@ GstFlowReturn runPrimary(GstEdgeInfer* self, std::vector<Job>& jobs) {
     }
     r.uniqueId = s.active.uniqueId;
     r.frameNumber = j.n;
-    r.width = w;
-    r.height = h;
+    r.width = fw;
+    r.height = fh;
     EdgeInferMeta* meta = eg::addMeta(j.buf, std::move(r));
     if (!meta) {
       GST_ELEMENT_ERROR(self, CORE, FAILED, ("edgeinfer: cannot attach the results to the buffer"),
@@ -604,73 +716,22 @@ GstFlowReturn runPrimary(GstEdgeInfer* self, std::vector<Job>& jobs) {
   return GST_FLOW_OK;
 }
 
-bool classWanted(const State& s, int classId) {
-  if (s.classFilter.empty()) return true;
-  for (int c : s.classFilter)
-    if (c == classId) return true;
-  return false;
-}
-
-// Secondary: the boxes of the detector's meta (infer-on-id) of every frame to run, all in one
-// call.
-GstFlowReturn runSecondary(GstEdgeInfer* self, std::vector<Job>& jobs) {
+// Step 3, secondary: classes appended to the detector's objects, detections in a meta of its own.
+GstFlowReturn finishSecondary(GstEdgeInfer* self, Work& w) {
   State& s = *self->state;
-  struct Box {
-    size_t job;
-    size_t object;  // index in the parent meta's objects
-    size_t frame;   // index in `frames`
-  };
-  std::vector<const Job*> withBoxes;
-  std::vector<EdgeInferMeta*> parents(jobs.size(), nullptr);
-  std::vector<Box> boxes;
-  std::vector<vision::PixelRect> rois;
-  for (size_t k = 0; k < jobs.size(); ++k) {
-    const Job& j = jobs[k];
-    EdgeInferMeta* parent = eg::findMeta(j.buf, s.active.inferOnId);
-    if (!j.run || !parent) continue;
-    parents[k] = parent;
-    const int w = GST_VIDEO_INFO_WIDTH(j.info), h = GST_VIDEO_INFO_HEIGHT(j.info);
-    bool any = false;
-    for (size_t i = 0; i < parent->results->objects.size(); ++i) {
-      const vision::Detection& d = parent->results->objects[i].detection;
-      if (!classWanted(s, d.classId)) continue;
-      // The box's pixels: from floor(x1) to ceil(x2), inside the frame.
-      const int x1 = std::max(0, static_cast<int>(std::floor(d.box.x1)));
-      const int y1 = std::max(0, static_cast<int>(std::floor(d.box.y1)));
-      const int x2 = std::min(w, static_cast<int>(std::ceil(d.box.x2)));
-      const int y2 = std::min(h, static_cast<int>(std::ceil(d.box.y2)));
-      if (x2 - x1 < 1 || y2 - y1 < 1) continue;
-      boxes.push_back({k, i, withBoxes.size()});
-      rois.push_back({x1, y1, x2 - x1, y2 - y1});
-      any = true;
-    }
-    if (any) withBoxes.push_back(&j);
-  }
-  if (rois.empty()) return GST_FLOW_OK;
-  std::vector<std::unique_ptr<edgeinfer::gst::InputFrame>> frames;
-  if (!mapJobs(self, withBoxes, frames)) return GST_FLOW_ERROR;
-  std::vector<vision::FrameView> views;
-  for (const Box& b : boxes) views.push_back(frames[b.frame]->view());
-  auto out = s.model->infer(views, rois);
-  if (!out.ok()) {
-    EI_POST_ERROR(self, GST_STREAM_ERROR, out.status(),
-                  "edgeinfer: inference on " + std::to_string(rois.size()) + " boxes of " +
-                      describeJobs(withBoxes));
-    return GST_FLOW_ERROR;
-  }
-  for (size_t f = 0; f < withBoxes.size(); ++f) {
-    const Job& j = *withBoxes[f];
-    const size_t k = static_cast<size_t>(&j - jobs.data());
+  for (size_t f = 0; f < w.mapped.size(); ++f) {
+    const Job& j = *w.mapped[f];
+    const size_t k = static_cast<size_t>(&j - w.jobs.data());
     eg::Results own;  // detections of a secondary detector, and what this element posts
     own.uniqueId = s.active.uniqueId;
     own.frameNumber = j.n;
     own.width = GST_VIDEO_INFO_WIDTH(j.info);
     own.height = GST_VIDEO_INFO_HEIGHT(j.info);
     eg::Results posted = own;
-    for (size_t b = 0; b < boxes.size(); ++b) {
-      if (boxes[b].frame != f) continue;
-      vision::FrameResult& fr = (*out)[b];
-      eg::Object& obj = parents[k]->results->objects[boxes[b].object];
+    for (size_t b = 0; b < w.boxes.size(); ++b) {
+      if (w.boxes[b].frame != f) continue;
+      vision::FrameResult& fr = w.found[b];
+      eg::Object& obj = w.parents[k]->results->objects[w.boxes[b].object];
       if (!fr.classifications.empty())
         obj.classifications.push_back({s.active.uniqueId, std::move(fr.classifications)});
       for (vision::Detection& d : fr.detections) {
@@ -693,30 +754,49 @@ GstFlowReturn runSecondary(GstEdgeInfer* self, std::vector<Job>& jobs) {
   return GST_FLOW_OK;
 }
 
-GstFlowReturn runJobs(GstEdgeInfer* self, std::vector<Job>& jobs) {
+// Step 3: compute's error, or the results attached.
+GstFlowReturn finishWork(GstEdgeInfer* self, Work& w) {
   State& s = *self->state;
-  for (Job& j : jobs) {
-    j.n = j.stream->frames++;
-    j.run = j.n % s.active.interval == 0;
+  // Unmapped first: a mapping holds a reference, and a buffer takes metas only while writable.
+  w.frames.clear();
+  w.views.clear();
+  if (!w.status.ok()) {
+    EI_POST_ERROR(
+        self, GST_STREAM_ERROR, w.status,
+        "edgeinfer: inference on " + (w.rois.empty() ? describeJobs(w.mapped)
+                                                     : std::to_string(w.rois.size()) +
+                                                           " boxes of " + describeJobs(w.mapped)));
+    return GST_FLOW_ERROR;
   }
-  return s.active.inferOnId < 0 ? runPrimary(self, jobs) : runSecondary(self, jobs);
+  return s.active.inferOnId < 0 ? finishPrimary(self, w) : finishSecondary(self, w);
 }
 
-// A batch of edgemux: every frame in one call. The frame buffers are made writable to take
-// the metas (a copy shares the pixel memory, nothing is copied).
-GstFlowReturn runBatch(GstEdgeInfer* self, GstBuffer* buf) {
+// The jobs of a buffer: the frame itself, or every frame of an edgemux batch. The frame buffers
+// of a batch are made writable to take the metas (a copy shares the pixel memory, nothing is
+// copied). False after posting an error.
+bool collectJobs(GstEdgeInfer* self, GstBuffer* buf, Work& w) {
   State& s = *self->state;
+  w.buf = buf;
+  if (!s.batches) {
+    Job j;
+    j.buf = buf;
+    j.info = &s.info;
+    j.stream = &s.single;
+    w.jobs.push_back(j);
+    return true;
+  }
   EdgeInferBatchMeta* bm = eg::findBatchMeta(buf);
   if (!bm) {
     GST_ELEMENT_ERROR(self, STREAM, FORMAT,
                       ("edgeinfer: a buffer with batch caps (" EDGEINFER_BATCH_CAPS
                        ") has no EdgeInferBatchMeta: batches come from edgemux"),
                       (nullptr));
-    return GST_FLOW_ERROR;
+    return false;
   }
-  // A stream flushed on its own (edgemux) starts afresh, as every stream does after a flush.
+  // A stream flushed on its own (edgemux) starts afresh, as every stream does after a flush
+  // (once the batches in flight, which may carry its state, are out).
+  if (!bm->batch->flushedStreams.empty() && s.inflight) s.inflight->drain();
   for (unsigned stream : bm->batch->flushedStreams) s.streams[stream] = StreamState{};
-  std::vector<Job> jobs;
   for (eg::BatchFrame& f : bm->batch->frames) {
     if (!f.buffer) continue;
     Job j;
@@ -724,49 +804,108 @@ GstFlowReturn runBatch(GstEdgeInfer* self, GstBuffer* buf) {
     j.info = &f.info;
     j.stream = &s.streams[f.streamId];
     j.streamId = static_cast<int>(f.streamId);
-    jobs.push_back(j);
+    w.jobs.push_back(j);
   }
-  if (jobs.empty()) return GST_FLOW_OK;  // a batch that only says which streams ended
-  ++s.batchCount;
-  return runJobs(self, jobs);
+  if (!w.jobs.empty()) ++s.batchCount;  // (a batch may only say which streams ended)
+  return true;
 }
 
 // A flush (flushing seek): the frames that follow start every stream afresh, as a new run
 // would (frame numbers from 0, no results carried over from before the seek). The streaming
-// thread is stopped while flush-stop is handled.
+// thread is stopped while flush-stop is handled; buffers in flight are dropped, not pushed.
+// Other serialized events (EOS, caps, segment ...) wait until the buffers in flight are out.
 gboolean edgeInferSinkEvent(GstBaseTransform* trans, GstEvent* event) {
+  State& s = *GST_EDGE_INFER(trans)->state;
+  if (s.inflight) {
+    if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_START) {
+      s.inflight->setFlushing(true);
+    } else if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) {
+      s.inflight->drain();
+      s.inflight->setFlushing(false);
+    } else if (GST_EVENT_IS_SERIALIZED(event)) {
+      s.inflight->drain();
+    }
+  }
   if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) {
-    State& s = *GST_EDGE_INFER(trans)->state;
     s.single = StreamState{};
     s.streams.clear();
   }
   return GST_BASE_TRANSFORM_CLASS(gst_edge_infer_parent_class)->sink_event(trans, event);
 }
 
+bool checkReady(GstEdgeInfer* self) {
+  State& s = *self->state;
+  if (s.model && s.haveInfo) return true;
+  GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("edgeinfer: a buffer arrived before the caps"),
+                    (nullptr));
+  return false;
+}
+
+// in-flight 1: the three steps in turn, in place.
 GstFlowReturn edgeInferTransformIp(GstBaseTransform* trans, GstBuffer* buf) {
   GstEdgeInfer* self = GST_EDGE_INFER(trans);
   State& s = *self->state;
-  if (!s.model || !s.haveInfo) {
-    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("edgeinfer: a buffer arrived before the caps"),
-                      (nullptr));
-    return GST_FLOW_NOT_NEGOTIATED;
-  }
+  if (!checkReady(self)) return GST_FLOW_NOT_NEGOTIATED;
   const auto t0 = std::chrono::steady_clock::now();
   if (s.busyMs == 0.0) s.firstBuffer = t0;
-  GstFlowReturn ret;
-  if (s.batches) {
-    ret = runBatch(self, buf);
-  } else {
-    std::vector<Job> jobs(1);
-    jobs[0].buf = buf;
-    jobs[0].info = &s.info;
-    jobs[0].stream = &s.single;
-    ret = runJobs(self, jobs);
+  GstFlowReturn ret = GST_FLOW_ERROR;
+  Work w;
+  if (collectJobs(self, buf, w) && prepareWork(self, w)) {
+    computeWork(*s.model, w);
+    ret = finishWork(self, w);
   }
   s.lastBufferEnd = std::chrono::steady_clock::now();
   s.busyMs +=
       std::max(1e-6, std::chrono::duration<double, std::milli>(s.lastBufferEnd - t0).count());
   return ret;
+}
+
+// in-flight > 1: the buffer is prepared here and handed to InFlight, whose workers compute it
+// and whose output thread finishes and pushes it (the base class pushes nothing).
+GstFlowReturn edgeInferGenerateOutput(GstBaseTransform* trans, GstBuffer** outbuf) {
+  GstEdgeInfer* self = GST_EDGE_INFER(trans);
+  State& s = *self->state;
+  if (!s.inflight)
+    return GST_BASE_TRANSFORM_CLASS(gst_edge_infer_parent_class)->generate_output(trans, outbuf);
+  *outbuf = nullptr;
+  GstBuffer* in = trans->queued_buf;
+  trans->queued_buf = nullptr;
+  if (!in) return GST_FLOW_OK;
+  auto w = std::make_unique<Work>();
+  w->ownsBuf = true;
+  w->buf = in;
+  if (!checkReady(self)) return GST_FLOW_NOT_NEGOTIATED;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (s.busyMs == 0.0) s.firstBuffer = t0;
+  // The metas go on the buffer: writable (a copy shares the memory, nothing is copied).
+  w->buf = gst_buffer_make_writable(in);
+  GstFlowReturn ret = GST_FLOW_ERROR;
+  if (collectJobs(self, w->buf, *w) && prepareWork(self, *w))
+    ret = s.inflight->submit(std::move(w));
+  s.lastBufferEnd = std::chrono::steady_clock::now();
+  s.busyMs +=
+      std::max(1e-6, std::chrono::duration<double, std::milli>(s.lastBufferEnd - t0).count());
+  return ret;
+}
+
+// InFlight's output thread: the results attached, the buffer pushed (or dropped).
+GstFlowReturn finishInFlight(GstEdgeInfer* self, edgeinfer::gst::InFlight::Item& item, bool drop) {
+  Work& w = static_cast<Work&>(item);
+  if (drop) return GST_FLOW_OK;  // released with the item
+  const GstFlowReturn ret = finishWork(self, w);
+  if (ret != GST_FLOW_OK) return ret;
+  return gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), w.release());
+}
+
+void startInFlight(GstEdgeInfer* self, int workers) {
+  State& s = *self->state;
+  vision::VisionModel* m = s.model.get();
+  s.inflight = std::make_unique<edgeinfer::gst::InFlight>(
+      workers,
+      [m](edgeinfer::gst::InFlight::Item& item) { computeWork(*m, static_cast<Work&>(item)); },
+      [self](edgeinfer::gst::InFlight::Item& item, bool drop) {
+        return finishInFlight(self, item, drop);
+      });
 }
 
 void edgeInferSetProperty(GObject* object, guint id, const GValue* value, GParamSpec* pspec) {
@@ -820,6 +959,9 @@ void edgeInferSetProperty(GObject* object, guint id, const GValue* value, GParam
       break;
     case PROP_POST_MESSAGES:
       s.postMessages.store(g_value_get_boolean(value));
+      break;
+    case PROP_IN_FLIGHT:
+      p.inFlight = g_value_get_uint(value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
@@ -875,6 +1017,9 @@ void edgeInferGetProperty(GObject* object, guint id, GValue* value, GParamSpec* 
       break;
     case PROP_POST_MESSAGES:
       g_value_set_boolean(value, s.postMessages.load());
+      break;
+    case PROP_IN_FLIGHT:
+      g_value_set_uint(value, p.inFlight);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
@@ -1021,6 +1166,18 @@ static void gst_edge_infer_class_init(GstEdgeInferClass* klass) {
                            "number, pts, size, detections, classifications) on the bus",
                            FALSE, kPlayingFlags));
 
+  g_object_class_install_property(
+      gobject, PROP_IN_FLIGHT,
+      g_param_spec_uint("in-flight", "Engine runs in flight",
+                        "How many buffers (frames or batches) are processed at once, each on an "
+                        "execution context of its own sharing the engine: with 2 or more, the "
+                        "engine runs on worker threads and an output thread attaches the results "
+                        "and pushes the buffers downstream in order, so that one buffer's engine "
+                        "run overlaps the decoding and pushing of another and the streaming "
+                        "thread goes on with the next buffer. 1: every buffer is run in the "
+                        "streaming thread. 0: 2 when the engine runs on the GPU, 1 on the CPU",
+                        0, 16, 0, kReadyFlags));
+
   gst_element_class_set_static_metadata(
       element, "EdgeInfer inference", "Filter/Analyzer/Video",
       "Runs an ONNX network (built into an engine for the GPU or the CPU) on video frames and "
@@ -1040,6 +1197,7 @@ static void gst_edge_infer_class_init(GstEdgeInferClass* klass) {
   trans->set_caps = GST_DEBUG_FUNCPTR(edgeInferSetCaps);
   trans->query = GST_DEBUG_FUNCPTR(edgeInferQuery);
   trans->transform_ip = GST_DEBUG_FUNCPTR(edgeInferTransformIp);
+  trans->generate_output = GST_DEBUG_FUNCPTR(edgeInferGenerateOutput);
   trans->sink_event = GST_DEBUG_FUNCPTR(edgeInferSinkEvent);
   trans->passthrough_on_same_caps = FALSE;  // results are attached: buffers must be writable
 

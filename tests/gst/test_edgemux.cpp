@@ -300,21 +300,22 @@ void expectStreamIntact(const Collected& c, unsigned i, const Stream& s) {
 
 // ---- Positive tests ---------------------------------------------------------------------------
 
-TEST(MultiStream, EveryStreamGetsItsFramesWithTheSdksResults) {
-  EI_SKIP_WITHOUT_MODEL_AND_MEDIA();
+// inFlight: edgeinfer's in-flight property (several batches in flight: the same results).
+void everyStreamGetsItsFrames(const std::string& inFlight) {
+  SCOPED_TRACE(inFlight);
   const std::vector<Stream> streams = photoStreams();
   const std::string config = blazeFace("model_back.json");
   Collected c;
-  const Outcome o =
-      runStreams(multiPipeline(3, "", "edgeinfer name=ei " + cpu(config, "batch-size=3") + " !",
-                               allStreams(3)),
-                 streams, c, allStreams(3));
+  const Outcome o = runStreams(
+      multiPipeline(3, "", "edgeinfer name=ei " + cpu(config, "batch-size=3 " + inFlight) + " !",
+                    allStreams(3)),
+      streams, c, allStreams(3));
   ASSERT_TRUE(o.eos) << describe(o);
   ASSERT_FALSE(o.error) << describe(o);
   size_t withFaces = 0;
   for (unsigned i = 0; i < 3; ++i) {
     expectStreamIntact(c, i, streams[i]);
-    if (HasFatalFailure()) return;
+    if (::testing::Test::HasFatalFailure()) return;
     for (size_t k = 0; k < streams[i].frames.size(); ++k) {
       GstBuffer* b = gst_sample_get_buffer(c.samples[i][k]);
       const auto metas = eg::bufferMetas(b);
@@ -335,6 +336,16 @@ TEST(MultiStream, EveryStreamGetsItsFramesWithTheSdksResults) {
   // One frame of every running stream per batch: 3, 3, 3, then 2 (stream 2 ended), then 1.
   const std::vector<std::vector<unsigned>> batches = {{0, 1, 2}, {0, 1, 2}, {0, 1, 2}, {0, 1}, {1}};
   EXPECT_EQ(c.batches, batches);
+}
+
+TEST(MultiStream, EveryStreamGetsItsFramesWithTheSdksResults) {
+  EI_SKIP_WITHOUT_MODEL_AND_MEDIA();
+  everyStreamGetsItsFrames("in-flight=1");
+}
+
+TEST(MultiStream, EveryStreamGetsItsFramesWithSeveralBatchesInFlight) {
+  EI_SKIP_WITHOUT_MODEL_AND_MEDIA();
+  everyStreamGetsItsFrames("in-flight=3");
 }
 
 TEST(MultiStream, MessagesCarryTheStreamId) {
@@ -370,25 +381,31 @@ TEST(MultiStream, MessagesCarryTheStreamId) {
 
 // interval=2 counts each stream's frames: frames 0, 2, 4 of each stream are inferred, the others
 // carry their own stream's last results (not another stream's).
+// (With several batches in flight too: the carried results are those of the stream's last
+// inferred frame, whose batch may still be running when the next arrives.)
 TEST(MultiStream, IntervalIsPerStream) {
   EI_SKIP_WITHOUT_MODEL_AND_MEDIA();
-  const std::vector<Stream> streams = photoStreams();
-  const std::string config = blazeFace("model_back.json");
-  Collected c;
-  const Outcome o = runStreams(
-      multiPipeline(3, "", "edgeinfer " + cpu(config, "interval=2") + " !", allStreams(3)), streams,
-      c, allStreams(3));
-  ASSERT_TRUE(o.eos) << describe(o);
-  for (unsigned i = 0; i < 3; ++i) {
-    ASSERT_EQ(c.samples[i].size(), streams[i].frames.size());
-    for (size_t k = 0; k < streams[i].frames.size(); ++k) {
-      const EdgeInferMeta* m = eg::findMeta(gst_sample_get_buffer(c.samples[i][k]), 1);
-      ASSERT_NE(m, nullptr);
-      EXPECT_EQ(m->results->inferred, k % 2 == 0) << "stream " << i << " frame " << k;
-      auto want = oracle(config).infer({streams[i].frames[k - k % 2].view()});
-      ASSERT_TRUE(want.ok());
-      expectSameDetections(m->results->objects, (*want)[0].detections,
-                           "stream " + std::to_string(i) + " frame " + std::to_string(k));
+  for (const std::string inFlight : {"in-flight=1", "in-flight=2"}) {
+    SCOPED_TRACE(inFlight);
+    const std::vector<Stream> streams = photoStreams();
+    const std::string config = blazeFace("model_back.json");
+    Collected c;
+    const Outcome o =
+        runStreams(multiPipeline(3, "", "edgeinfer " + cpu(config, "interval=2 " + inFlight) + " !",
+                                 allStreams(3)),
+                   streams, c, allStreams(3));
+    ASSERT_TRUE(o.eos) << describe(o);
+    for (unsigned i = 0; i < 3; ++i) {
+      ASSERT_EQ(c.samples[i].size(), streams[i].frames.size());
+      for (size_t k = 0; k < streams[i].frames.size(); ++k) {
+        const EdgeInferMeta* m = eg::findMeta(gst_sample_get_buffer(c.samples[i][k]), 1);
+        ASSERT_NE(m, nullptr);
+        EXPECT_EQ(m->results->inferred, k % 2 == 0) << "stream " << i << " frame " << k;
+        auto want = oracle(config).infer({streams[i].frames[k - k % 2].view()});
+        ASSERT_TRUE(want.ok());
+        expectSameDetections(m->results->objects, (*want)[0].detections,
+                             "stream " + std::to_string(i) + " frame " + std::to_string(k));
+      }
     }
   }
 }
@@ -403,49 +420,54 @@ vision::PixelRect cropOf(const vision::Box& b, int w, int h) {
 
 // BlazeFace then a classifier on its boxes (infer-on-id=1), both on batches: every face of
 // every stream gets the classes VisionModel::infer gives on its crop.
+// (And with several batches in flight in both elements.)
 TEST(MultiStream, SecondaryClassifierRunsOnEveryStreamsBoxes) {
   EI_SKIP_WITHOUT_MODEL_AND_MEDIA();
   Classifier cls;
-  const std::vector<Stream> streams = photoStreams();
-  const std::string config = blazeFace("model_back.json");
-  Collected c;
-  const Outcome o =
-      runStreams(multiPipeline(3, "",
-                               "edgeinfer " + cpu(config, "unique-id=1") + " ! edgeinfer " +
-                                   cpu(cls.config, "unique-id=2 infer-on-id=1 batch-size=4") + " !",
-                               allStreams(3)),
-                 streams, c, allStreams(3));
-  ASSERT_TRUE(o.eos) << describe(o);
-  size_t classified = 0;
-  for (unsigned i = 0; i < 3; ++i) {
-    ASSERT_EQ(c.samples[i].size(), streams[i].frames.size());
-    for (size_t k = 0; k < streams[i].frames.size(); ++k) {
-      const Frame& f = streams[i].frames[k];
-      GstBuffer* b = gst_sample_get_buffer(c.samples[i][k]);
-      ASSERT_EQ(eg::bufferMetas(b).size(), 1u);
-      const EdgeInferMeta* m = eg::findMeta(b, 1);
-      ASSERT_NE(m, nullptr);
-      auto faces = oracle(config).infer({f.view()});
-      ASSERT_TRUE(faces.ok());
-      expectSameDetections(m->results->objects, (*faces)[0].detections, "detector");
-      const int w = GST_VIDEO_INFO_WIDTH(&f.info), h = GST_VIDEO_INFO_HEIGHT(&f.info);
-      for (size_t d = 0; d < m->results->objects.size(); ++d) {
-        const eg::Object& obj = m->results->objects[d];
-        ASSERT_EQ(obj.classifications.size(), 1u);
-        EXPECT_EQ(obj.classifications[0].uniqueId, 2);
-        auto want = oracle(cls.config, 4).infer({f.view()}, {cropOf(obj.detection.box, w, h)});
-        ASSERT_TRUE(want.ok());
-        const auto& got = obj.classifications[0].classes;
-        ASSERT_EQ(got.size(), (*want)[0].classifications.size());
-        for (size_t q = 0; q < got.size(); ++q) {
-          EXPECT_EQ(got[q].classId, (*want)[0].classifications[q].classId);
-          EXPECT_EQ(got[q].score, (*want)[0].classifications[q].score);
+  for (const std::string inFlight : {"in-flight=1", "in-flight=3"}) {
+    SCOPED_TRACE(inFlight);
+    const std::vector<Stream> streams = photoStreams();
+    const std::string config = blazeFace("model_back.json");
+    Collected c;
+    const Outcome o = runStreams(
+        multiPipeline(3, "",
+                      "edgeinfer " + cpu(config, "unique-id=1 " + inFlight) + " ! edgeinfer " +
+                          cpu(cls.config, "unique-id=2 infer-on-id=1 batch-size=4 " + inFlight) +
+                          " !",
+                      allStreams(3)),
+        streams, c, allStreams(3));
+    ASSERT_TRUE(o.eos) << describe(o);
+    size_t classified = 0;
+    for (unsigned i = 0; i < 3; ++i) {
+      ASSERT_EQ(c.samples[i].size(), streams[i].frames.size());
+      for (size_t k = 0; k < streams[i].frames.size(); ++k) {
+        const Frame& f = streams[i].frames[k];
+        GstBuffer* b = gst_sample_get_buffer(c.samples[i][k]);
+        ASSERT_EQ(eg::bufferMetas(b).size(), 1u);
+        const EdgeInferMeta* m = eg::findMeta(b, 1);
+        ASSERT_NE(m, nullptr);
+        auto faces = oracle(config).infer({f.view()});
+        ASSERT_TRUE(faces.ok());
+        expectSameDetections(m->results->objects, (*faces)[0].detections, "detector");
+        const int w = GST_VIDEO_INFO_WIDTH(&f.info), h = GST_VIDEO_INFO_HEIGHT(&f.info);
+        for (size_t d = 0; d < m->results->objects.size(); ++d) {
+          const eg::Object& obj = m->results->objects[d];
+          ASSERT_EQ(obj.classifications.size(), 1u);
+          EXPECT_EQ(obj.classifications[0].uniqueId, 2);
+          auto want = oracle(cls.config, 4).infer({f.view()}, {cropOf(obj.detection.box, w, h)});
+          ASSERT_TRUE(want.ok());
+          const auto& got = obj.classifications[0].classes;
+          ASSERT_EQ(got.size(), (*want)[0].classifications.size());
+          for (size_t q = 0; q < got.size(); ++q) {
+            EXPECT_EQ(got[q].classId, (*want)[0].classifications[q].classId);
+            EXPECT_EQ(got[q].score, (*want)[0].classifications[q].score);
+          }
+          ++classified;
         }
-        ++classified;
       }
     }
+    EXPECT_GE(classified, 6u) << "the comparison needs faces";
   }
-  EXPECT_GE(classified, 6u) << "the comparison needs faces";
 }
 
 // A model with a dynamic batch built for batch-size=3: a batch of three streams is one engine
@@ -479,7 +501,7 @@ TEST(MultiStream, DynamicBatchModelGivesEachFrameItsOwnResults) {
   size_t boxes = 0;
   for (unsigned i = 0; i < 3; ++i) {
     expectStreamIntact(c, i, streams[i]);
-    if (HasFatalFailure()) return;
+    if (::testing::Test::HasFatalFailure()) return;
     for (size_t k = 0; k < 6; ++k) {
       auto want = (*single)->infer({streams[i].frames[k].view()});
       ASSERT_TRUE(want.ok());

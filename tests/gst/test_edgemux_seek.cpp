@@ -107,10 +107,13 @@ GstPadProbeReturn onDemuxPad(GstPad* /*pad*/, GstPadProbeInfo* info, gpointer da
 class SeekPipeline {
  public:
   // `sync`: the sinks play in real time (10 frames/s), so a seek comes before the streams end.
+  // `inferProps`: more properties of edgeinfer (e.g. in-flight=3).
   SeekPipeline(const TinyDetector& model, const std::vector<std::string>& sources,
-               const std::string& muxProps = "", bool sync = false) {
+               const std::string& muxProps = "", bool sync = false,
+               const std::string& inferProps = "") {
     std::string d = "edgemux name=m " + muxProps + " ! edgeinfer name=ei config=" + model.config +
-                    " backend=cpu engine-cache-dir=" + model.dir.path() + " ! edgedemux name=d";
+                    " backend=cpu engine-cache-dir=" + model.dir.path() + " " + inferProps +
+                    " ! edgedemux name=d";
     for (size_t i = 0; i < sources.size(); ++i) {
       const std::string n = std::to_string(i);
       d += " " + sources[i] + " ! m.sink_" + n + " d.src_" + n + " ! queue ! fakesink name=out" +
@@ -319,9 +322,9 @@ std::vector<std::vector<Item>> freshRun(const TinyDetector& model, size_t stream
 
 // ---- Whole-pipeline seeks ----------------------------------------------------------------------
 
-TEST(EdgeMuxSeek, MidStreamSeekRestartsEveryStreamWithItsResults) {
+void midStreamSeek(const std::string& inferProps) {
   TinyDetector model;
-  SeekPipeline p(model, {testSrc(0), testSrc(1)});
+  SeekPipeline p(model, {testSrc(0), testSrc(1)}, "", false, inferProps);
   ASSERT_NE(p.get(), nullptr);
   // First [0, 3 s), then, after a few frames, [1 s, 2 s).
   gst_element_set_state(p.get(), GST_STATE_PAUSED);
@@ -339,6 +342,15 @@ TEST(EdgeMuxSeek, MidStreamSeekRestartsEveryStreamWithItsResults) {
     expectRestartedAt(items, i, GST_SECOND, 2 * GST_SECOND);
     expectSameResults(items, fresh[i], i);
   }
+}
+
+TEST(EdgeMuxSeek, MidStreamSeekRestartsEveryStreamWithItsResults) {
+  midStreamSeek("");
+}
+
+// The same with batches in flight in edgeinfer when the seek's flush comes: they are dropped.
+TEST(EdgeMuxSeek, MidStreamSeekWithBatchesInFlight) {
+  midStreamSeek("in-flight=3");
 }
 
 TEST(EdgeMuxSeek, ThreeSeeksInARowThenToTheEnd) {
@@ -587,9 +599,9 @@ TEST(EdgeMuxFlush, FlushOfOneStreamLeavesTheOthersAlone) {
 
 // Flushed twice in a row (the second before any frame of the first came out): one stream still
 // resumes once, the other is untouched.
-TEST(EdgeMuxFlush, FlushTwiceInARow_n) {
+void flushTwiceInARow(const std::string& inferProps) {
   TinyDetector model;
-  SeekPipeline p(model, {testSrc(0), testSrc(1)}, "", true);
+  SeekPipeline p(model, {testSrc(0), testSrc(1)}, "", true, inferProps);
   ASSERT_NE(p.get(), nullptr);
   playTwoSeconds(p, {0, 1});
   ASSERT_TRUE(flushStream(p, 0));
@@ -601,6 +613,15 @@ TEST(EdgeMuxFlush, FlushTwiceInARow_n) {
   EXPECT_GE(n, 2u) << "the seek's and at least one";
   expectFlushedOnce(s0, 0, n);
   expectUntouched(p.record(1).snapshot(), 1, 20);
+}
+
+TEST(EdgeMuxFlush, FlushTwiceInARow_n) {
+  flushTwiceInARow("");
+}
+
+// (edgeinfer waits for the batches in flight before it restarts the flushed stream's count.)
+TEST(EdgeMuxFlush, FlushTwiceInARowWithBatchesInFlight_n) {
+  flushTwiceInARow("in-flight=2");
 }
 
 // A flush of a stream that has ended: its source sends EOS again, the other stream goes on, the
