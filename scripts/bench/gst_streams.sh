@@ -28,6 +28,7 @@
 # into build/bench/). EDGEINFER_BUILD_DIR (default build/release), EDGEINFER_CONFIG (default
 # models/blazeface/model.json), EDGEINFER_BACKEND (default auto), EDGEINFER_BATCH (the engine's
 # batch, default STREAMS: one engine call per batch; smaller, one engine serves every N),
+# EDGEINFER_IN_FLIGHT (edgeinfer's in-flight, default 0: 2 on the GPU, 1 on the CPU),
 # REALTIME_FPS (default 30). For the infer mode it also prints edgeinfer's own summary (GST_DEBUG
 # edgeinfer:4): the engine's build or load time, how busy the element was, and its time per
 # engine run by stage (preprocess, engine, outputs, decode, the element's own work).
@@ -48,6 +49,7 @@ config=${EDGEINFER_CONFIG:-$models/blazeface/model.json}
 backend=${EDGEINFER_BACKEND:-auto}
 realtime=${REALTIME_FPS:-30}
 batch=${EDGEINFER_BATCH:-$streams}  # the engine's batch; a batch of more frames runs in passes
+inflight=${EDGEINFER_IN_FLIGHT:-0}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -101,8 +103,8 @@ run() {
   done
   case $mode in
     mux) desc+=(edgemux name=m ! edgedemux name=d) ;;
-    infer) desc+=(edgemux name=m ! edgeinfer config="$config" backend="$backend" batch-size="$batch" !
-      edgedemux name=d) ;;
+    infer) desc+=(edgemux name=m ! edgeinfer config="$config" backend="$backend" batch-size="$batch"
+      in-flight="$inflight" ! edgedemux name=d) ;;
   esac
   local t0 t1 out
   t0=$(date +%s.%N)
@@ -130,7 +132,7 @@ print(f"{mode:7s} {n:7d} {total:7d} {secs:8.3f} {total / secs:10.1f} {min(per):9
 if mode == "infer" and total:
     print(f"    {boxes / total:.1f} detections a frame")
 EOF
-  grep -E "ready on the|busy [0-9]+% of|GPU engine for" "$work/$mode.log" | sed 's/^.*> /    edgeinfer: /' || true
+  grep -E "ready on the|busy [0-9]+% of|GPU engine for|runs in flight" "$work/$mode.log" | sed 's/^.*> /    edgeinfer: /' || true
 }
 
 printf "%-7s %7s %7s %8s %10s %9s %9s %9s %10s\n" mode streams frames seconds "total FPS" \

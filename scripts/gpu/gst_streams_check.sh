@@ -14,7 +14,9 @@
 #            on the phone clip, setup/build/fetch skipped (the bundle is the build)
 #   streams  scripts/bench/gst_streams.sh for each N in STREAMS (default "1 16 64"), on
 #            COPIES concatenated copies of the clip (default 8: 328 frames a stream),
-#            modes MODES (default decode,mux,infer), engine batch EDGEINFER_BATCH (default 16)
+#            modes MODES (default decode,mux,infer), engine batch EDGEINFER_BATCH (default 16),
+#            and for each edgeinfer in-flight value in IN_FLIGHTS (default "0": the element's
+#            own choice, 2 on the GPU)
 # The timing caches come back to $OUT as timing_cache.tgz (carry it as .devcarry-gst/ next time).
 set -uo pipefail
 out=${OUT:-/tmp/out}
@@ -74,17 +76,20 @@ for step in ${STEPS:-demo streams}; do
       # re-encoded at 4 Mbit/s, a usual camera bitrate; the original is about 15 Mbit/s).
       for _ in $(seq "${COPIES:-8}"); do cat ".devcarry-gst/${CLIP_H264:-phone.h264}"; done >"$clip"
       for n in ${STREAMS:-1 16 64}; do
-        echo "== $n streams"
+        for f in ${IN_FLIGHTS:-0}; do
+        echo "== $n streams, in-flight=$f"
         nvidia-smi --query-gpu=utilization.gpu,utilization.decoder --format=csv,noheader,nounits \
-          -lms 250 >"$out/util_$n.csv" 2>/dev/null &
+          -lms 250 >"$out/util_${n}_f$f.csv" 2>/dev/null &
         sampler=$!
         EDGEINFER_BUILD_DIR=$build EDGEINFER_CONFIG=$config EDGEINFER_BACKEND=gpu \
-          EDGEINFER_BATCH=${EDGEINFER_BATCH:-16} timeout -k 5 "${STREAM_TIMEOUT_S:-400}" \
+          EDGEINFER_BATCH=${EDGEINFER_BATCH:-16} EDGEINFER_IN_FLIGHT=$f \
+          timeout -k 5 "${STREAM_TIMEOUT_S:-400}" \
           scripts/bench/gst_streams.sh -n "$n" -m "${MODES:-decode,mux,infer}" "$clip" 2>&1 |
-          tee "$out/streams_$n.txt" | tail -n 6
+          tee "$out/streams_${n}_f$f.txt" | tail -n 7
         kill "$sampler" 2>/dev/null
         # Busiest quarter-seconds of the whole run (both modes): GPU (SM) and NVDEC utilisation.
-        sort -t, -k2 -n -r "$out/util_$n.csv" | head -n 1 | sed 's/^/   peak GPU %, NVDEC %: /'
+        sort -t, -k2 -n -r "$out/util_${n}_f$f.csv" | head -n 1 | sed 's/^/   peak GPU %, NVDEC %: /'
+        done
       done
       ;;
   esac
