@@ -13,8 +13,8 @@
  * Properties mirror VisionModelOptions / BuilderConfig (vision/vision_model.h, builder.h):
  * config, model, engine-cache-dir, no-engine-cache, engine, precision, batch-size, device-id,
  * backend;
- * plus interval, unique-id, infer-on-id, infer-on-class and post-messages. They take effect
- * when the element starts (READY -> PAUSED); post-messages also while playing.
+ * plus interval, unique-id, infer-on-id, infer-on-class, in-flight and post-messages. They take
+ * effect when the element starts (READY -> PAUSED); post-messages also while playing.
  *
  * Start: reads the model config and builds the engine, or loads it from the engine cache
  * (keyed by the ONNX bytes, backend, precision and device; an engine built for another device
@@ -67,8 +67,26 @@
  *     videotestsrc num-buffers=30 ! video/x-raw,width=640,height=480 ! m.sink_1 \
  *     d.src_0 ! queue ! edgemetasink location=s0.jsonl  d.src_1 ! queue ! fakesink
  *
- * Threads: the VisionModel is created in start() (the thread that changes the state), used
- * only from the streaming thread (transform_ip) and destroyed in stop().
+ * In flight (in-flight, default 2 on the GPU, 1 on the CPU): with 2 or more, a buffer is
+ * prepared (frames numbered and mapped) in the streaming thread and handed to InFlight
+ * (inflight.h): its worker threads run the model, several buffers at once on execution
+ * contexts of their own (VisionModelOptions::contexts, one engine), and its output thread
+ * attaches the results and pushes the buffers downstream in the order they came. So the engine
+ * run of one batch overlaps the output decoding (NMS) and the push of the one before, and the
+ * streaming thread is free for the next batch: on an H100, 100 streams of 1080p30 through a
+ * ResNet-34 detector run in real time with 2 in flight, 64 with 1 (docs/performance.md).
+ * Serialized events (caps, segment, EOS ...) and a batch that restarts a flushed stream wait
+ * until the buffers in flight are out; a flush drops them; an error posted for one of them
+ * fails the next push. With 1, everything happens in the streaming thread (transform_ip).
+ *
+ *   ... ! edgemux name=m ! edgeinfer config=detector.json batch-size=32 in-flight=2 ! \
+ *     edgedemux name=d ...
+ *
+ * Threads: the VisionModel is created in start() (the thread that changes the state) and
+ * destroyed in stop(), after InFlight's threads have been joined; infer() is called from the
+ * streaming thread (in-flight 1) or InFlight's workers. The per-stream state (frame numbers,
+ * carried results) is numbered in the streaming thread and read and carried in the output
+ * thread (in order).
  */
 #include "gstedgeinfer.h"
 
@@ -430,21 +448,30 @@ gboolean edgeInferStop(GstBaseTransform* trans) {
     const double span =
         std::chrono::duration<double, std::milli>(s.lastBufferEnd - s.firstBuffer).count();
     const double runs = static_cast<double>(std::max<int64_t>(t.batches, 1));
-    const double other = s.busyMs - t.preprocessMs - t.engineMs - t.outputMs - t.decodeMs;
-    GST_INFO_OBJECT(trans,
-                    "busy %.0f%% of %.2f s (the rest waiting for frames); per engine run (%lld, "
-                    "%.1f frames each): preprocess %.3f ms, engine %.3f ms, outputs %.3f ms, "
-                    "decode %.3f ms, element (mapping, metas, messages) %.3f ms",
-                    span > 0.0 ? 100.0 * s.busyMs / span : 100.0, span / 1e3,
-                    static_cast<long long>(t.batches), static_cast<double>(t.frames) / runs,
-                    t.preprocessMs / runs, t.engineMs / runs, t.outputMs / runs, t.decodeMs / runs,
-                    other / runs);
-    if (s.model->contexts() > 1)
+    const double busy = span > 0.0 ? 100.0 * s.busyMs / span : 100.0;
+    if (s.model->contexts() == 1) {
+      const double other = s.busyMs - t.preprocessMs - t.engineMs - t.outputMs - t.decodeMs;
       GST_INFO_OBJECT(trans,
-                      "%d engine runs in flight (the stages above overlap, so they add up to more "
-                      "than the busy time); the streaming thread waited %.0f%% of the time for a "
-                      "free one (when it is high, the engine or the output decoding is the bound)",
-                      s.model->contexts(), span > 0.0 ? 100.0 * waitedMs / span : 0.0);
+                      "busy %.0f%% of %.2f s (the rest waiting for frames); per engine run (%lld, "
+                      "%.1f frames each): preprocess %.3f ms, engine %.3f ms, outputs %.3f ms, "
+                      "decode %.3f ms, element (mapping, metas, messages) %.3f ms",
+                      busy, span / 1e3, static_cast<long long>(t.batches),
+                      static_cast<double>(t.frames) / runs, t.preprocessMs / runs,
+                      t.engineMs / runs, t.outputMs / runs, t.decodeMs / runs, other / runs);
+    } else {
+      // The runs overlap: their stages add up to more than the time that passed.
+      GST_INFO_OBJECT(trans,
+                      "busy %.0f%% of %.2f s (the rest waiting for frames), %.0f%% waiting for "
+                      "one of the %d engine runs in flight to end (when high, the engine or the "
+                      "output decoding is the bound, not the frames); per engine run (%lld, %.1f "
+                      "frames each, %d at a time): preprocess %.3f ms, engine %.3f ms, outputs "
+                      "%.3f ms, decode %.3f ms",
+                      busy, span / 1e3, span > 0.0 ? 100.0 * waitedMs / span : 0.0,
+                      s.model->contexts(), static_cast<long long>(t.batches),
+                      static_cast<double>(t.frames) / runs, s.model->contexts(),
+                      t.preprocessMs / runs, t.engineMs / runs, t.outputMs / runs,
+                      t.decodeMs / runs);
+    }
   }
   s.busyMs = 0.0;
   s.model.reset();
