@@ -2,12 +2,15 @@
 // MaxPool / AveragePool (pads, strides, dilations, ceil_mode, count_include_pad),
 // GlobalAveragePool / GlobalMaxPool in NCHW and NHWC, FP32 and FP16; Softmax / LogSoftmax
 // along each axis and in the coerce_2d form, short rows (a warp each), long rows (a block
-// each) and strided columns. Inputs are FP16-representable so every tactic sees exactly the
+// each) and strided columns; Hardmax (ties, NaN, -inf) and LpNormalization (p 1 and 2, zero
+// vectors). Inputs are FP16-representable so every tactic sees exactly the
 // reference's inputs. Negative cases (_n): layers the provider must not offer tactics for.
 #include <gtest/gtest.h>
 
 #ifdef EDGEINFER_HAVE_CUDA
 
+#include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 #include <string>
@@ -164,6 +167,64 @@ TEST(CudaSoftmax, SoftmaxAndLogSoftmax) {
   }
 }
 
+// Hardmax: one-hot of the first maximum along the axis (ties from small integers; NaN never a
+// maximum; a row of NaN or -inf gives index 0), every axis, coerce_2d, NCHW and NHWC.
+TEST(CudaSoftmax, Hardmax) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 70;
+  for (const auto& c : std::vector<SoftmaxCase>{{Shape{2, 3, 7, 5}, -1, 0, 4},
+                                                {Shape{2, 3, 7, 5}, 1, 0, 4},
+                                                {Shape{2, 3, 7, 5}, 0, 0, 4},
+                                                {Shape{3, 2500}, -1, 0, 2},
+                                                {Shape{2, 3, 7, 5}, 2, 1, 2},
+                                                {Shape{77}, 0, 0, 2}}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      graph::Node n = makeNode("Hardmax");
+      n.attrs.set("axis", Attribute::Int(c.axis));
+      if (c.coerce) n.attrs.set("coerce_2d", Attribute::Int(1));
+      Tensor x = randomTensor(c.x, seed++, -8.f, 8.f);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        float& v = x.data<float>()[i];
+        if (variant == 1) v = std::round(v / 4.f);  // many ties
+        if (variant == 2 && i % 3 == 0) v = std::numeric_limits<float>::quiet_NaN();
+        if (variant == 2 && i % 7 == 1) v = -std::numeric_limits<float>::infinity();
+      }
+      SCOPED_TRACE(c.x.toString() + " axis " + std::to_string(c.axis) + " variant " +
+                   std::to_string(variant));
+      const auto ids = checkAll(n, x, 0.0, c.expected);
+      EXPECT_TRUE(
+          ids.count("cuda.hardmax.fp16." + std::string(c.x.rank() == 4 ? "nchw" : "linear")))
+          << "the Hardmax tactics are named hardmax";
+    }
+  }
+}
+
+// LpNormalization: p 1 and 2 along every axis, strided and contiguous, zero vectors stay zero.
+TEST(CudaSoftmax, LpNormalization) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 90;
+  for (int64_t p : {1, 2})
+    for (const auto& c : std::vector<SoftmaxCase>{{Shape{2, 3, 7, 5}, -1, 0, 4},
+                                                  {Shape{2, 3, 7, 5}, 1, 0, 4},
+                                                  {Shape{2, 3, 7, 5}, 0, 0, 4},
+                                                  {Shape{4, 1000}, 1, 0, 2},
+                                                  {Shape{5, 3, 1}, 1, 0, 2}}) {
+      graph::Node n = makeNode("LpNormalization");
+      n.attrs.set("axis", Attribute::Int(c.axis));
+      n.attrs.set("p", Attribute::Int(p));
+      Tensor x = randomTensor(c.x, seed++, -8.f, 8.f);
+      const int64_t len =
+          c.x[static_cast<size_t>(c.axis < 0 ? c.axis + static_cast<int64_t>(c.x.rank()) : c.axis)];
+      // The first vector along the axis made zero (for axis -1 / the last axis: its first row).
+      if (c.axis == -1 || c.axis == static_cast<int64_t>(c.x.rank()) - 1)
+        for (int64_t i = 0; i < len; ++i) x.data<float>()[i] = 0.f;
+      SCOPED_TRACE(c.x.toString() + " axis " + std::to_string(c.axis) + " p " + std::to_string(p));
+      const auto ids = checkAll(n, x, 1e-5, c.expected);
+      EXPECT_TRUE(
+          ids.count("cuda.lpnorm.fp32." + std::string(c.x.rank() == 4 ? "nchw" : "linear")));
+    }
+}
+
 // ---- Negative cases: no candidates ---------------------------------------------------------
 
 std::vector<std::unique_ptr<builder::Tactic>> candidatesFor(const graph::Node& node,
@@ -245,8 +306,27 @@ TEST(CudaPool, DynamicShape_n) {
   EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
 }
 
-TEST(CudaSoftmax, Hardmax_n) {
-  EXPECT_TRUE(candidatesFor(makeNode("Hardmax"), randomTensor(Shape{2, 5}, 1)).empty());
+// (The schema refuses p = 3 first; the provider must not rely on it.)
+TEST(CudaSoftmax, LpNormalizationWithPOtherThanOneOrTwo_n) {
+  const graph::Node n = makeNode("LpNormalization");
+  LayerContext layer;
+  ASSERT_FALSE(candidatesFor(n, randomTensor(Shape{2, 5}, 1), &layer).empty());
+  graph::Node bad = n;
+  bad.attrs.set("p", Attribute::Int(3));
+  layer.node = &bad;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaSoftmax, Int32HardmaxAndLpNormalization_n) {
+  for (const char* op : {"Hardmax", "LpNormalization"}) {
+    LayerContext layer;
+    const graph::Node n = makeNode(op);
+    ASSERT_FALSE(candidatesFor(n, randomTensor(Shape{2, 5}, 1), &layer).empty()) << op;
+    layer.inputTypes[0] = layer.outputTypes[0] = DataType::kInt32;
+    cuda::CudaKernelProvider provider;
+    EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty()) << op;
+  }
 }
 
 TEST(CudaSoftmax, Int32Softmax_n) {

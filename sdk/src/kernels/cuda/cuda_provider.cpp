@@ -1,7 +1,8 @@
 // The `cuda` tactic provider (cuda_provider.h): which layers its kernels support, and the
 // tactics that plan (initialize) and enqueue them, for the elementwise, pooling and Softmax
-// families (kernels in eltwise.cu, pool.cu and softmax.cu); the data-movement, Resize and
-// Reduce families are in cuda_provider_data.cpp. Host code only.
+// (with LogSoftmax, Hardmax, LpNormalization) families (kernels in eltwise.cu, pool.cu and
+// softmax.cu); the data-movement, Resize and Reduce families are in cuda_provider_data.cpp. Host
+// code only.
 #include "kernels/cuda/cuda_provider.h"
 
 #include <cuda_runtime.h>
@@ -406,11 +407,25 @@ class PoolTactic final : public CudaTactic {
 
 // ---- Softmax --------------------------------------------------------------------------------
 
-/// The [outer, len, inner] view of a supported Softmax/LogSoftmax layer in `layout`.
+/// The [outer, len, inner] view of a supported Softmax / LogSoftmax / Hardmax /
+/// LpNormalization layer in `layout`.
 bool softmaxPlanFor(const LayerContext& layer, Layout layout, SoftmaxPlan* p) {
   const graph::Node& node = *layer.node;
-  if (!node.domain.empty() || (node.opType != "Softmax" && node.opType != "LogSoftmax"))
+  if (!node.domain.empty()) return false;
+  AxisOp op;
+  if (node.opType == "Softmax") {
+    op = AxisOp::kSoftmax;
+  } else if (node.opType == "LogSoftmax") {
+    op = AxisOp::kLogSoftmax;
+  } else if (node.opType == "Hardmax") {
+    op = AxisOp::kHardmax;
+  } else if (node.opType == "LpNormalization") {
+    const int64_t pn = node.attrs.getInt("p", 2);
+    if (pn != 1 && pn != 2) return false;
+    op = pn == 1 ? AxisOp::kLpNorm1 : AxisOp::kLpNorm2;
+  } else {
     return false;
+  }
   if (layer.inputShapes.size() != 1 || !layer.hasInput(0) || layer.outputShapes.size() != 1)
     return false;
   const DataType t = layer.inputTypes[0];
@@ -424,7 +439,7 @@ bool softmaxPlanFor(const LayerContext& layer, Layout layout, SoftmaxPlan* p) {
   int64_t axis = node.attrs.getInt("axis", coerce ? 1 : -1);
   if (axis < 0) axis += rank;
   *p = SoftmaxPlan{};
-  p->logSoftmax = node.opType == "LogSoftmax";
+  p->op = op;
   if (coerce == 1) {  // rows of the 2-D view [prod(dims[:axis]), prod(dims[axis:])]
     if (axis < 0 || axis > rank || layout == Layout::kNHWC) return false;
     p->outer = x.span(0, static_cast<size_t>(axis));
@@ -452,7 +467,12 @@ bool softmaxPlanFor(const LayerContext& layer, Layout layout, SoftmaxPlan* p) {
 class SoftmaxTactic final : public CudaTactic {
  public:
   SoftmaxTactic(SoftmaxPlan plan, DataType dtype, Layout layout, const LayerContext& layer)
-      : CudaTactic("softmax", dtype, layout, layer), plan_(plan) {}
+      : CudaTactic(family(plan.op), dtype, layout, layer), plan_(plan) {}
+  static const char* family(AxisOp op) {
+    return op == AxisOp::kHardmax                             ? "hardmax"
+           : op == AxisOp::kLpNorm1 || op == AxisOp::kLpNorm2 ? "lpnorm"
+                                                              : "softmax";
+  }
   Status initialize(const LayerContext& layer) override {
     if (!softmaxPlanFor(layer, layout4d_, &plan_))
       return Status(ErrorCode::kUnsupported, id() + ": layer not supported");

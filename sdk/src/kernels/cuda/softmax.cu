@@ -1,4 +1,5 @@
-// Softmax / LogSoftmax kernels of the `cuda` tactic family (softmax.h). The tensor is a
+// Softmax / LogSoftmax kernels of the `cuda` tactic family (softmax.h), and Hardmax and
+// LpNormalization (axisKernel: one thread per column, as the CPU reference). The tensor is a
 // stack of [outer, len, inner] slices normalised along len. One pass keeps a running max and
 // the sum of exp(x - max) rescaled whenever the max grows (the "online" softmax), so each
 // element is read twice: once for (max, sum), once to write the result. Sums are float.
@@ -123,6 +124,54 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// Hardmax / LpNormalization: one thread per (outer, inner) pair walks the axis twice.
+template <typename T, AxisOp kOp>
+__global__ void __launch_bounds__(kThreads) axisKernel(const T* __restrict__ x, T* __restrict__ y,
+                                                       int64_t outer, int64_t len, int64_t inner) {
+  const int64_t total = outer * inner;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < total;
+       t += step) {
+    const int64_t o = t / inner;
+    const int64_t base = o * len * inner + (t - o * inner);
+    if constexpr (kOp == AxisOp::kHardmax) {
+      float best = -INFINITY;
+      int64_t arg = 0;
+      for (int64_t k = 0; k < len; ++k) {
+        const float v = dev::toFloat(x[base + k * inner]);
+        if (v > best) {  // the first maximum wins; NaN never compares greater
+          best = v;
+          arg = k;
+        }
+      }
+      for (int64_t k = 0; k < len; ++k)
+        y[base + k * inner] = dev::fromFloat<T>(k == arg ? 1.f : 0.f);
+    } else {
+      float norm = 0.f;
+      for (int64_t k = 0; k < len; ++k) {
+        const float v = dev::toFloat(x[base + k * inner]);
+        norm += kOp == AxisOp::kLpNorm1 ? fabsf(v) : v * v;
+      }
+      if (kOp == AxisOp::kLpNorm2) norm = sqrtf(norm);
+      const float inv = norm > 0.f ? 1.f / norm : 0.f;  // a zero vector stays zero
+      for (int64_t k = 0; k < len; ++k) {
+        const int64_t off = base + k * inner;
+        y[off] = dev::fromFloat<T>(dev::toFloat(x[off]) * inv);
+      }
+    }
+  }
+}
+
+template <typename T, AxisOp kOp>
+Status launchAxis(const SoftmaxPlan& p, const void* in, void* out, int maxBlocks,
+                  cudaStream_t stream) {
+  const int grid = dev::gridFor(p.outer * p.inner, kThreads, maxBlocks);
+  axisKernel<T, kOp><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out),
+                                                    p.outer, p.len, p.inner);
+  EI_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
+
 template <typename T, bool kLog>
 Status launchTyped(const SoftmaxPlan& p, const void* in, void* out, int maxBlocks,
                    cudaStream_t stream) {
@@ -154,17 +203,32 @@ Status launchTyped(const SoftmaxPlan& p, const void* in, void* out, int maxBlock
   return Status::Ok();
 }
 
+template <typename T>
+Status launchOp(const SoftmaxPlan& p, const void* in, void* out, int maxBlocks,
+                cudaStream_t stream) {
+  switch (p.op) {
+    case AxisOp::kSoftmax:
+      return launchTyped<T, false>(p, in, out, maxBlocks, stream);
+    case AxisOp::kLogSoftmax:
+      return launchTyped<T, true>(p, in, out, maxBlocks, stream);
+    case AxisOp::kHardmax:
+      return launchAxis<T, AxisOp::kHardmax>(p, in, out, maxBlocks, stream);
+    case AxisOp::kLpNorm1:
+      return launchAxis<T, AxisOp::kLpNorm1>(p, in, out, maxBlocks, stream);
+    case AxisOp::kLpNorm2:
+      return launchAxis<T, AxisOp::kLpNorm2>(p, in, out, maxBlocks, stream);
+  }
+  return Status(ErrorCode::kInternal, "launchSoftmax: unknown op");
+}
+
 }  // namespace
 
 Status launchSoftmax(const SoftmaxPlan& plan, bool fp16, const void* input, void* output,
                      int maxBlocks, void* stream) {
   if (plan.outer * plan.len * plan.inner == 0) return Status::Ok();
   auto s = static_cast<cudaStream_t>(stream);
-  if (fp16)
-    return plan.logSoftmax ? launchTyped<__half, true>(plan, input, output, maxBlocks, s)
-                           : launchTyped<__half, false>(plan, input, output, maxBlocks, s);
-  return plan.logSoftmax ? launchTyped<float, true>(plan, input, output, maxBlocks, s)
-                         : launchTyped<float, false>(plan, input, output, maxBlocks, s);
+  return fp16 ? launchOp<__half>(plan, input, output, maxBlocks, s)
+              : launchOp<float>(plan, input, output, maxBlocks, s);
 }
 
 }  // namespace edgeinfer::cuda
