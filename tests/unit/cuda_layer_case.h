@@ -42,8 +42,9 @@ inline Tensor randomInts(const Shape& s, DataType dt, uint32_t seed, int64_t lo 
   return t;
 }
 
-inline Tensor intTensor(DataType dt, const std::vector<int64_t>& v) {
-  Tensor t = Tensor::zeros(dt, Shape{static_cast<int64_t>(v.size())});
+/// `v` as a 1-D tensor, or in `shape` (which must hold v.size() elements).
+inline Tensor intTensor(DataType dt, const std::vector<int64_t>& v, const Shape* shape = nullptr) {
+  Tensor t = Tensor::zeros(dt, shape ? *shape : Shape{static_cast<int64_t>(v.size())});
   for (size_t i = 0; i < v.size(); ++i) {
     if (dt == DataType::kInt64)
       t.data<int64_t>()[i] = v[i];

@@ -1,7 +1,8 @@
 // The `cuda` provider's data-movement tactics against the CPU reference: Concat (every axis,
 // many inputs, NCHW/NHWC, integer types), Transpose (ranks 1-6), Slice (constant bounds,
-// negative steps and axes, NCHW/NHWC), Expand, Pad (constant/reflect/edge, negative pads) and
-// Gather (runtime and constant int32/int64 indices, negative ones). Inputs are
+// negative steps and axes, NCHW/NHWC), Expand, Pad (constant/reflect/edge, negative pads),
+// Gather (runtime and constant int32/int64 indices, negative ones) and GatherND (batch_dims,
+// tuple lengths 1-3, runtime and constant indices). Inputs are
 // FP16-representable, so every variant must match the reference exactly. Negative cases (_n):
 // layers the provider must not offer tactics for (they need no GPU).
 #include <gtest/gtest.h>
@@ -292,6 +293,73 @@ TEST(CudaGather, RuntimeAndConstantIndices) {
   c.check({"cuda.gather.i64.linear"}, 0, 0);
 }
 
+// ---- GatherND --------------------------------------------------------------------------------
+
+/// Index tuples for GatherND: component j of each tuple in [-dims[j], dims[j]) (negative ones
+/// too), in `type`.
+Tensor gatherNDIndices(const Shape& shape, const std::vector<int64_t>& dims, DataType type,
+                       uint32_t seed) {
+  Tensor t = Tensor::zeros(type, shape);
+  const int64_t k = shape[shape.rank() - 1];
+  uint32_t r = seed * 2654435761u + 12345u;
+  for (int64_t e = 0; e < t.numel(); ++e) {
+    r = r * 1664525u + 1013904223u;
+    const int64_t d = dims[static_cast<size_t>(e % k)];
+    const int64_t v = static_cast<int64_t>((r >> 8) % static_cast<uint32_t>(2 * d)) - d;
+    if (type == DataType::kInt64)
+      t.data<int64_t>()[e] = v;
+    else
+      t.data<int32_t>()[e] = static_cast<int32_t>(v);
+  }
+  return t;
+}
+
+TEST(CudaGatherND, BatchDimsTupleLengthsRuntimeAndConstantIndices) {
+  EI_SKIP_WITHOUT_GPU();
+  struct Case {
+    Shape x;
+    int64_t batchDims;
+    Shape idx;  // last dim: the tuple length
+  };
+  const std::vector<Case> cases = {
+      {Shape{5, 4, 3}, 0, Shape{2, 2}},
+      {Shape{5, 4, 3}, 0, Shape{3, 1}},
+      {Shape{5, 4, 3}, 0, Shape{4, 3}},
+      {Shape{2, 6, 5}, 1, Shape{2, 3, 1}},
+      {Shape{2, 3, 4, 8}, 1, Shape{2, 2, 2}},     // 8-float slices (vector units)
+      {Shape{2, 3, 5, 6}, 2, Shape{2, 3, 4, 1}},  // 4-D output
+      {Shape{7}, 0, Shape{5, 1}},
+  };
+  uint32_t seed = 900;
+  for (const auto& gc : cases) {
+    const int64_t k = gc.idx[gc.idx.rank() - 1];
+    std::vector<int64_t> dims;
+    for (int64_t j = 0; j < k; ++j) dims.push_back(gc.x[static_cast<size_t>(gc.batchDims + j)]);
+    for (DataType it : {DataType::kInt64, DataType::kInt32}) {
+      for (bool constant : {false, true}) {
+        LayerCase c("GatherND");
+        c.attr("batch_dims", Attribute::Int(gc.batchDims));
+        c.input(randomHalfExact(gc.x, seed++));
+        const Tensor idx = gatherNDIndices(gc.idx, dims, it, seed++);
+        if (constant)
+          c.constant(idx);
+        else
+          c.input(idx);
+        SCOPED_TRACE(gc.x.toString() + " b " + std::to_string(gc.batchDims) + " idx " +
+                     gc.idx.toString() + (constant ? " constant" : " runtime"));
+        const size_t outRank =
+            gc.idx.rank() - 1 + gc.x.rank() - static_cast<size_t>(gc.batchDims + k);
+        c.check(ids("gathernd", kFloat, {outRank == 4 ? "nchw" : "linear"}), 0, 0);
+      }
+    }
+  }
+  const Shape kPairs{2, 2};
+  LayerCase c("GatherND");
+  c.input(randomInts(Shape{5, 3}, DataType::kInt64, seed++))
+      .input(intTensor(DataType::kInt64, {4, -3, 0, 2}, &kPairs));
+  c.check({"cuda.gathernd.i64.linear"}, 0, 0);
+}
+
 // ---- Negative cases: no candidates (no GPU needed) -----------------------------------------
 
 TEST(CudaDataMovement, DynamicShape_n) {
@@ -432,6 +500,35 @@ TEST(CudaGather, FloatIndices_n) {
   layer.inputTypes[1] = DataType::kFloat32;
   cuda::CudaKernelProvider provider;
   EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaGatherND, FloatIndices_n) {
+  LayerCase c("GatherND");
+  const Shape tuples{2, 1};
+  c.input(randomHalfExact(Shape{5, 3}, 1)).input(intTensor(DataType::kInt64, {1, 2}, &tuples));
+  builder::LayerContext layer;
+  ASSERT_FALSE(c.candidates(Precision::kFp16, &layer).empty());
+  layer.inputTypes[1] = DataType::kFloat32;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+// batch_dims out of range (the schema refuses it first; the provider must not rely on it).
+TEST(CudaGatherND, BatchDimsOutOfRange_n) {
+  const Shape tuples{5, 1};
+  LayerCase c("GatherND");
+  c.input(randomHalfExact(Shape{5, 3}, 1))
+      .input(intTensor(DataType::kInt64, {1, 2, 0, 4, 3}, &tuples));
+  builder::LayerContext layer;
+  ASSERT_FALSE(c.candidates(Precision::kFp16, &layer).empty());
+  for (int64_t b : {-1, 2}) {
+    graph::Node bad = *layer.node;
+    bad.attrs.set("batch_dims", Attribute::Int(b));
+    builder::LayerContext l = layer;
+    l.node = &bad;
+    cuda::CudaKernelProvider provider;
+    EXPECT_TRUE(provider.candidates(l, Precision::kFp16).empty()) << b;
+  }
 }
 
 TEST(CudaGather, IndicesDeclaredInTheirType_n) {

@@ -1,5 +1,5 @@
-// The `cuda` provider's data-movement (Concat, Transpose, Slice, Expand, Pad, Gather), Resize
-// and Reduce families: which layers the kernels support, and the tactics that plan
+// The `cuda` provider's data-movement (Concat, Transpose, Slice, Expand, Pad, Gather, GatherND),
+// Resize and Reduce families: which layers the kernels support, and the tactics that plan
 // (initialize) and enqueue them. Kernels: data_movement.cu, resize.cu, reduce.cu. Host code.
 //
 // Data movement copies bytes, so float tensors get an FP16 and an FP32 tactic (the builder
@@ -397,6 +397,63 @@ class GatherTactic final : public CudaTactic {
   GatherPlan plan_;
 };
 
+// ---- GatherND -------------------------------------------------------------------------------
+
+bool gatherNDPlan(const LayerContext& layer, DataType storage, GatherNDPlan* p) {
+  if (layer.inputShapes.size() != 2 || !layer.hasInput(1)) return false;
+  const Shape& x = layer.inputShapes[0];
+  const Shape& idx = layer.inputShapes[1];
+  const DataType it = layer.inputTypes[1];
+  if (!isIntStorage(it) || x.rank() == 0 || idx.rank() == 0) return false;
+  const int64_t b = layer.node->attrs.getInt("batch_dims", 0);
+  const int64_t r = static_cast<int64_t>(x.rank()), q = static_cast<int64_t>(idx.rank());
+  if (b < 0 || b >= std::min(r, q)) return false;
+  const int64_t k = idx[static_cast<size_t>(q - 1)];
+  if (k < 1 || k > r - b || k > kMoveMaxDims) return false;
+  const size_t bs = static_cast<size_t>(b);
+  if (idx.span(0, bs) != x.span(0, bs)) return false;
+  *p = GatherNDPlan{};
+  p->elemBytes = static_cast<int>(dataTypeSize(storage));
+  p->indices64 = it == DataType::kInt64;
+  p->k = static_cast<int>(k);
+  p->batches = x.span(0, bs);
+  p->count = idx.span(bs, static_cast<size_t>(q - 1));
+  p->slice = x.span(bs + static_cast<size_t>(k), x.rank());
+  for (int64_t j = 0; j < k; ++j) p->dims[j] = x[bs + static_cast<size_t>(j)];
+  if (layer.outputShapes[0].numel() != p->batches * p->count * p->slice) return false;
+  // Constant indices are checked here, as the reference checks them at run time.
+  if (const Tensor* c = layer.constantInput(1)) {
+    for (int64_t e = 0; e < c->numel(); ++e) {
+      const int64_t v = c->getAsInt64(e), d = p->dims[e % k];
+      if (v < -d || v >= d) return false;
+    }
+  }
+  return true;
+}
+
+class GatherNDTactic final : public CudaTactic {
+ public:
+  GatherNDTactic(DataType t, const LayerContext& layer)
+      : CudaTactic("gathernd", t, Layout::kNCHW, layer) {
+    setInputType(1, layer.inputTypes[1]);
+  }
+  Status initialize(const LayerContext& layer) override {
+    if (!gatherNDPlan(layer, dtype_, &plan_))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 2));
+    return launchGatherND(plan_, args.inputs[0], args.inputs[1], args.outputs[0], maxBlocks_,
+                          args.stream);
+  }
+
+ private:
+  GatherNDPlan plan_;
+};
+
 // ---- Resize ---------------------------------------------------------------------------------
 // Every axis is tabulated (N and C too, which the common case leaves one to one), so every
 // mode the reference supports on 4-D tensors runs, including the ones that move N or C.
@@ -674,9 +731,9 @@ class ReduceTactic final : public CudaTactic {
 bool dataCandidates(const LayerContext& layer, Precision precision,
                     std::vector<std::unique_ptr<Tactic>>* out) {
   const graph::Node& node = *layer.node;
-  static const std::array<const char*, 11> kOps = {
-      "Concat", "Transpose", "Slice",      "Expand",    "Pad",      "Gather",
-      "Resize", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"};
+  static const std::array<const char*, 12> kOps = {
+      "Concat",   "Transpose", "Slice",     "Expand",     "Pad",       "Gather",
+      "GatherND", "Resize",    "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"};
   if (!node.domain.empty() || std::find(kOps.begin(), kOps.end(), node.opType) == kOps.end())
     return false;
   if (layer.inputShapes.empty() || !layer.hasInput(0) || !staticNonEmpty(layer)) return true;
@@ -720,6 +777,11 @@ bool dataCandidates(const LayerContext& layer, Precision precision,
     for (DataType s : moveTypes(t, precision)) {
       GatherPlan p;
       if (gatherPlan(layer, s, &p)) out->push_back(std::make_unique<GatherTactic>(s, layer));
+    }
+  } else if (op == "GatherND") {
+    for (DataType s : moveTypes(t, precision)) {
+      GatherNDPlan p;
+      if (gatherNDPlan(layer, s, &p)) out->push_back(std::make_unique<GatherNDTactic>(s, layer));
     }
   } else if (op == "Resize") {
     ResizePlan p;

@@ -366,6 +366,57 @@ Status launchGatherT(const GatherPlan& q, int64_t innerUnits, const void* x, con
   return Status::Ok();
 }
 
+template <typename I>
+struct GatherNDParams {
+  I count, sliceUnits, total, batchUnits;  // batchUnits: a batch of x in units
+  int k;
+  I dims[kMoveMaxDims];
+};
+
+/// One thread per output unit: its index tuple names the slice (row-major over dims).
+template <typename U, typename Idx, typename I>
+__global__ void __launch_bounds__(kThreads)
+    gatherNDKernel(const U* __restrict__ x, const Idx* __restrict__ indices, U* __restrict__ y,
+                   const GatherNDParams<I> p) {
+  const I step = static_cast<I>(gridDim.x) * kThreads;
+  for (I o = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x; o < p.total; o += step) {
+    const I i = o % p.sliceUnits;
+    const I t = o / p.sliceUnits;  // index tuple number over all batches
+    const I batch = t / p.count;
+    I off = 0;
+    for (int j = 0; j < p.k; ++j) {
+      int64_t v = static_cast<int64_t>(indices[static_cast<int64_t>(t) * p.k + j]);
+      if (v < 0) v += p.dims[j];
+      v = v < 0 ? 0 : (v >= p.dims[j] ? p.dims[j] - 1 : v);
+      off = off * p.dims[j] + static_cast<I>(v);
+    }
+    y[o] = x[batch * p.batchUnits + off * p.sliceUnits + i];
+  }
+}
+
+template <typename U, typename I>
+Status launchGatherNDT(const GatherNDPlan& q, int64_t sliceUnits, const void* x, const void* idx,
+                       void* y, int maxBlocks, cudaStream_t stream) {
+  GatherNDParams<I> p{};
+  p.count = static_cast<I>(q.count);
+  p.sliceUnits = static_cast<I>(sliceUnits);
+  p.total = static_cast<I>(q.batches * q.count * sliceUnits);
+  int64_t tuples = 1;
+  for (int j = 0; j < q.k; ++j) tuples *= q.dims[j];
+  p.batchUnits = static_cast<I>(tuples * sliceUnits);
+  p.k = q.k;
+  for (int j = 0; j < q.k; ++j) p.dims[j] = static_cast<I>(q.dims[j]);
+  const int grid = dev::gridFor(q.batches * q.count * sliceUnits, kThreads, maxBlocks);
+  if (q.indices64)
+    gatherNDKernel<U, int64_t, I><<<grid, kThreads, 0, stream>>>(
+        static_cast<const U*>(x), static_cast<const int64_t*>(idx), static_cast<U*>(y), p);
+  else
+    gatherNDKernel<U, int32_t, I><<<grid, kThreads, 0, stream>>>(
+        static_cast<const U*>(x), static_cast<const int32_t*>(idx), static_cast<U*>(y), p);
+  EI_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
+
 }  // namespace
 
 StridedCopyPlan makeStridedCopyPlan(int elemBytes, const std::vector<int64_t>& dims,
@@ -480,6 +531,25 @@ Status launchPad(const PadPlan& plan, const void* x, void* y, int maxBlocks, voi
       return small ? launchPadT<U, int32_t>(plan, x, y, maxBlocks, s)
                    : launchPadT<U, int64_t>(plan, x, y, maxBlocks, s);
     }
+  });
+}
+
+Status launchGatherND(const GatherNDPlan& plan, const void* x, const void* indices, void* y,
+                      int maxBlocks, void* stream) {
+  const int64_t total = plan.batches * plan.count * plan.slice;
+  if (total == 0) return Status::Ok();
+  if (plan.k < 1 || plan.k > kMoveMaxDims)
+    return Status(ErrorCode::kInvalidArgument, "launchGatherND: bad index tuple length");
+  int64_t xElems = plan.batches * plan.slice;
+  for (int j = 0; j < plan.k; ++j) xElems *= plan.dims[j];
+  const int unit = widestUnit(plan.elemBytes, {plan.slice * plan.elemBytes}, {x, y});
+  const int64_t sliceUnits = plan.slice * plan.elemBytes / unit;
+  const bool small = fitsInt32(std::max(total, xElems));
+  const auto s = static_cast<cudaStream_t>(stream);
+  return dispatchUnit(unit, [&](auto u) -> Status {
+    using U = decltype(u);
+    return small ? launchGatherNDT<U, int32_t>(plan, sliceUnits, x, indices, y, maxBlocks, s)
+                 : launchGatherNDT<U, int64_t>(plan, sliceUnits, x, indices, y, maxBlocks, s);
   });
 }
 

@@ -1,7 +1,7 @@
 // Data-movement CUDA kernels of the `cuda` tactic family: strided copies (Transpose, Slice,
-// Expand), Concat, Pad and Gather. They move elements without looking at them, so one kernel
-// serves every storage type of the same size (FP16 = 2 bytes, FP32/INT32 = 4, INT64 = 8); the
-// host picks the widest access unit (up to 16 bytes) that the plan and the pointers allow.
+// Expand), Concat, Pad, Gather and GatherND. They move elements without looking at them, so one
+// kernel serves every storage type of the same size (FP16 = 2 bytes, FP32/INT32 = 4, INT64 = 8);
+// the host picks the widest access unit (up to 16 bytes) that the plan and the pointers allow.
 // Plain C++ (no device syntax): cuda_provider.cpp includes it.
 #pragma once
 
@@ -76,5 +76,20 @@ struct GatherPlan {
 
 Status launchGather(const GatherPlan& plan, const void* x, const void* indices, void* y,
                     int maxBlocks, void* stream);
+
+/// GatherND (batch_dims b): x viewed as [batches, dims[0], ..., dims[k-1], slice], indices
+/// (int32 or int64) as [batches, count, k]; y [batches, count, slice] takes, for each index
+/// tuple, the slice it names. Negative indices count from the end; indices out of range are
+/// clamped into it (the reference rejects them; a kernel cannot).
+struct GatherNDPlan {
+  int elemBytes = 4;
+  bool indices64 = true;
+  int k = 1;
+  int64_t batches = 1, count = 1, slice = 1;
+  int64_t dims[kMoveMaxDims] = {};
+};
+
+Status launchGatherND(const GatherNDPlan& plan, const void* x, const void* indices, void* y,
+                      int maxBlocks, void* stream);
 
 }  // namespace edgeinfer::cuda
