@@ -99,6 +99,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -231,6 +232,9 @@ struct State {
   // in-flight > 1: the workers and the output thread (started with the model, stopped before
   // it goes); null: every buffer is run in place by the streaming thread.
   std::unique_ptr<edgeinfer::gst::InFlight> inflight;
+  // Guards `inflight` between stop() and a FLUSH_START, which comes on another thread than the
+  // streaming one (every other use is on the streaming thread, which stop() waits for).
+  std::mutex inflightMutex;
 };
 
 // One frame to process: a buffer of its own, or one frame of a batch.
@@ -432,7 +436,12 @@ gboolean edgeInferStop(GstBaseTransform* trans) {
   State& s = *GST_EDGE_INFER(trans)->state;
   // The streaming thread has left; the output thread's pushes fail now (the pads are inactive).
   const double waitedMs = s.inflight ? s.inflight->waitedMs() : 0.0;
-  s.inflight.reset();
+  std::unique_ptr<edgeinfer::gst::InFlight> inflight;
+  {
+    std::lock_guard<std::mutex> lock(s.inflightMutex);
+    inflight = std::move(s.inflight);
+  }
+  inflight.reset();  // joins its threads (outside the lock: a push may still be returning)
   uint64_t frames = s.single.frames;
   for (const auto& [id, st] : s.streams) frames += st.frames;
   GST_INFO_OBJECT(trans,
@@ -485,7 +494,8 @@ gboolean edgeInferStop(GstBaseTransform* trans) {
 gboolean edgeInferSetCaps(GstBaseTransform* trans, GstCaps* incaps, GstCaps* /*outcaps*/) {
   GstEdgeInfer* self = GST_EDGE_INFER(trans);
   State& s = *self->state;
-  if (eg::isBatchCaps(incaps)) {  // each frame of a batch carries its own caps
+  if (s.inflight) s.inflight->drain();  // buffers in flight point at the caps' video info
+  if (eg::isBatchCaps(incaps)) {        // each frame of a batch carries its own caps
     s.batches = true;
     s.haveInfo = true;
     GST_DEBUG_OBJECT(self, "batches of frames from edgemux");
@@ -521,6 +531,10 @@ gboolean edgeInferQuery(GstBaseTransform* trans, GstPadDirection direction, GstQ
   State& s = *self->state;
   // nvh264dec & co ask their neighbours for a CUDA context: ours is the SDK's.
   if (s.cuda.answer(GST_ELEMENT(self), query)) return TRUE;
+  // Serialized queries come on the streaming thread after the buffers before them: those in
+  // flight go first (a drain query promises the buffers are released when it returns).
+  if (direction == GST_PAD_SINK && GST_QUERY_IS_SERIALIZED(query) && s.inflight)
+    s.inflight->drain();
   if (direction == GST_PAD_SINK &&
       (GST_QUERY_TYPE(query) == GST_QUERY_ACCEPT_CAPS || GST_QUERY_TYPE(query) == GST_QUERY_CAPS)) {
     const bool accept = GST_QUERY_TYPE(query) == GST_QUERY_ACCEPT_CAPS;
@@ -548,7 +562,22 @@ gboolean edgeInferQuery(GstBaseTransform* trans, GstPadDirection direction, GstQ
       g_free(offered);
     }
   }
-  return GST_BASE_TRANSFORM_CLASS(gst_edge_infer_parent_class)->query(trans, direction, query);
+  const gboolean ret =
+      GST_BASE_TRANSFORM_CLASS(gst_edge_infer_parent_class)->query(trans, direction, query);
+  // Buffers held in flight come out of upstream's pool: ask for that many more.
+  if (ret && direction == GST_PAD_SINK && GST_QUERY_TYPE(query) == GST_QUERY_ALLOCATION &&
+      s.inflight && s.model) {
+    const guint extra = static_cast<guint>(s.model->contexts()) + 1;
+    for (guint i = 0; i < gst_query_get_n_allocation_pools(query); ++i) {
+      GstBufferPool* pool = nullptr;
+      guint size = 0, min = 0, max = 0;
+      gst_query_parse_nth_allocation_pool(query, i, &pool, &size, &min, &max);
+      gst_query_set_nth_allocation_pool(query, i, pool, size, min + extra,
+                                        max == 0 ? 0 : std::max(max, min + extra));
+      if (pool) gst_object_unref(pool);
+    }
+  }
+  return ret;
 }
 
 // Whether `buf` is read in place on the GPU: CUDA memory of the context the engine runs in,
@@ -843,14 +872,19 @@ bool collectJobs(GstEdgeInfer* self, GstBuffer* buf, Work& w) {
 // Other serialized events (EOS, caps, segment ...) wait until the buffers in flight are out.
 gboolean edgeInferSinkEvent(GstBaseTransform* trans, GstEvent* event) {
   State& s = *GST_EDGE_INFER(trans)->state;
-  if (s.inflight) {
-    if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_START) {
-      s.inflight->setFlushing(true);
-    } else if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) {
+  if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_START) {  // not on the streaming thread
+    std::lock_guard<std::mutex> lock(s.inflightMutex);
+    if (s.inflight) s.inflight->setFlushing(true);
+  } else if (s.inflight) {
+    if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) {
       s.inflight->drain();
       s.inflight->setFlushing(false);
     } else if (GST_EVENT_IS_SERIALIZED(event)) {
       s.inflight->drain();
+      // A new stream or segment: an EOS or error downstream returned for the last one is over.
+      if (GST_EVENT_TYPE(event) == GST_EVENT_STREAM_START ||
+          GST_EVENT_TYPE(event) == GST_EVENT_SEGMENT)
+        s.inflight->resetFlow();
     }
   }
   if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) {
@@ -892,12 +926,17 @@ GstFlowReturn edgeInferTransformIp(GstBaseTransform* trans, GstBuffer* buf) {
 GstFlowReturn edgeInferGenerateOutput(GstBaseTransform* trans, GstBuffer** outbuf) {
   GstEdgeInfer* self = GST_EDGE_INFER(trans);
   State& s = *self->state;
-  if (!s.inflight)
+  // (In pull mode downstream pulls each buffer from this call: no output thread to push.)
+  if (!s.inflight || GST_PAD_MODE(GST_BASE_TRANSFORM_SRC_PAD(trans)) != GST_PAD_MODE_PUSH)
     return GST_BASE_TRANSFORM_CLASS(gst_edge_infer_parent_class)->generate_output(trans, outbuf);
   *outbuf = nullptr;
   GstBuffer* in = trans->queued_buf;
   trans->queued_buf = nullptr;
   if (!in) return GST_FLOW_OK;
+  // What the base class does for a buffer it pushes itself: the position (position queries).
+  if (trans->segment.format == GST_FORMAT_TIME && GST_BUFFER_PTS_IS_VALID(in))
+    trans->segment.position =
+        GST_BUFFER_PTS(in) + (GST_BUFFER_DURATION_IS_VALID(in) ? GST_BUFFER_DURATION(in) : 0);
   auto w = std::make_unique<Work>();
   w->ownsBuf = true;
   w->buf = in;
@@ -921,7 +960,12 @@ GstFlowReturn finishInFlight(GstEdgeInfer* self, edgeinfer::gst::InFlight::Item&
   if (drop) return GST_FLOW_OK;  // released with the item
   const GstFlowReturn ret = finishWork(self, w);
   if (ret != GST_FLOW_OK) return ret;
-  return gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), w.release());
+  const GstFlowReturn pushed = gst_pad_push(GST_BASE_TRANSFORM_SRC_PAD(self), w.release());
+  // A fatal flow from downstream is an error here, as a queue's task posts it: no buffer may
+  // come after it to carry it upstream.
+  if (pushed == GST_FLOW_NOT_NEGOTIATED || pushed <= GST_FLOW_ERROR)
+    GST_ELEMENT_FLOW_ERROR(self, pushed);
+  return pushed;
 }
 
 void startInFlight(GstEdgeInfer* self, int workers) {

@@ -47,13 +47,19 @@ class InFlight {
 
   /// Queues `item`, first waiting while `workers` items are in flight. Returns GST_FLOW_OK, or
   /// (dropping `item`) GST_FLOW_FLUSHING while flushing, or the first flow other than OK an
-  /// earlier item's Finish returned (an error, EOS, not-linked ...).
+  /// earlier item's Finish returned (an error, EOS, not-linked ...; items after it are dropped
+  /// until resetFlow() or a flush; not-linked is returned once).
   GstFlowReturn submit(std::unique_ptr<Item> item);
-  /// Waits until every submitted item has been finished (pushed or dropped).
+  /// Waits until every submitted item has been finished (pushed or dropped). Called from the
+  /// output thread itself (an event sent back from downstream during a push), it finishes
+  /// them there.
   void drain();
-  /// While flushing, submit() refuses items and computed items are finished with drop=true.
-  /// Leaving it (flush-stop) also forgets an earlier item's flow.
+  /// While flushing, submit() refuses items, items not yet computed are not computed, and
+  /// computed items are finished with drop=true. Leaving it (flush-stop) also forgets an
+  /// earlier item's flow.
   void setFlushing(bool flushing);
+  /// Forgets an earlier item's flow (a new stream or segment: EOS from downstream is over).
+  void resetFlow();
   /// Milliseconds submit() has waited for a free worker so far.
   double waitedMs() const;
 
@@ -65,6 +71,8 @@ class InFlight {
   };
   void workerLoop();
   void outputLoop();
+  /// Pops the front item (done) and finishes it with the lock released.
+  void finishFront(std::unique_lock<std::mutex>& lock);
 
   const size_t limit_;
   Compute compute_;
@@ -72,7 +80,7 @@ class InFlight {
   mutable std::mutex mutex_;
   std::condition_variable changed_;  // every change of the state below
   std::deque<Entry> queue_;          // submit order; popped when finished
-  bool finishing_ = false;           // the output thread is finishing an item popped from queue_
+  bool finishing_ = false;           // an item popped from queue_ is being finished
   bool flushing_ = false;
   bool stopping_ = false;
   GstFlowReturn flow_ = GST_FLOW_OK;

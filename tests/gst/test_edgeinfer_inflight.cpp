@@ -185,31 +185,14 @@ TEST(EdgeInferInFlight, EosWaitsForTheBuffersInFlight) {
   gst_harness_teardown(h);
 }
 
-// A flush with buffers in flight: none of them comes out after flush-stop, and the frames that
-// follow start from frame number 0 again.
-TEST(EdgeInferInFlight, FlushDropsTheBuffersInFlight) {
-  EI_SKIP_WITHOUT_MODEL_AND_MEDIA();
-  const std::vector<Frame> frames = mixedFrames(8);
-  GstHarness* h = harnessFor("edgeinfer", props(blazeFace("model.json"), "in-flight=4"));
-  ASSERT_NE(h, nullptr);
-  gst_harness_set_src_caps(h, frames.front().caps());
-  for (size_t i = 0; i < frames.size(); ++i)
-    ASSERT_EQ(gst_harness_push(h, frames[i].buffer(i * 40 * GST_MSECOND)), GST_FLOW_OK);
-  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_flush_start()));
-  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_flush_stop(TRUE)));
-  // What came out before the flush: some of the first frames, in order.
-  const guint before = gst_harness_buffers_in_queue(h);
-  EXPECT_LE(before, frames.size());
-  for (guint i = 0; i < before; ++i) {
-    GstBuffer* out = gst_harness_pull(h);
-    EXPECT_EQ(GST_BUFFER_PTS(out), i * 40 * GST_MSECOND);
-    gst_buffer_unref(out);
-  }
+// After a flush: a segment, three frames of the first kind and EOS; they come out numbered
+// from 0 again (and nothing from before the flush comes after them).
+void expectFreshStartAfterFlush(GstHarness* h, const Frame& frame) {
   GstSegment seg;
   gst_segment_init(&seg, GST_FORMAT_TIME);
   ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_segment(&seg)));
   for (size_t i = 0; i < 3; ++i)
-    ASSERT_EQ(gst_harness_push(h, frames[0].buffer((100 + i) * GST_MSECOND)), GST_FLOW_OK);
+    ASSERT_EQ(gst_harness_push(h, frame.buffer((100 + i) * GST_MSECOND)), GST_FLOW_OK);
   ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));
   ASSERT_EQ(gst_harness_buffers_in_queue(h), 3u)
       << "buffers from before the flush came out after it, or frames were lost";
@@ -222,6 +205,79 @@ TEST(EdgeInferInFlight, FlushDropsTheBuffersInFlight) {
     EXPECT_FALSE(m->results->objects.empty());
     gst_buffer_unref(out);
   }
+}
+
+// A flush with buffers in flight: downstream holds the first buffer (so the others are surely
+// in flight) until flush-start has been handled; then none of the others comes out, before or
+// after flush-stop, and the frames that follow start from frame number 0 again.
+TEST(EdgeInferInFlight, FlushDropsTheBuffersInFlight) {
+  EI_SKIP_WITHOUT_MODEL_AND_MEDIA();
+  const std::vector<Frame> frames = mixedFrames(5);  // in-flight + 1: all accepted while held
+  GstHarness* h = harnessFor("edgeinfer", props(blazeFace("model.json"), "in-flight=4"));
+  ASSERT_NE(h, nullptr);
+  gst_harness_set_src_caps(h, frames.front().caps());
+  Gate gate;
+  gst_pad_add_probe(h->sinkpad, GST_PAD_PROBE_TYPE_BUFFER, holdFirstBuffer, &gate, nullptr);
+  for (size_t i = 0; i < frames.size(); ++i)
+    ASSERT_EQ(gst_harness_push(h, frames[i].buffer(i * 40 * GST_MSECOND)), GST_FLOW_OK);
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_flush_start()));
+  {
+    std::lock_guard<std::mutex> lock(gate.m);
+    gate.open = true;
+  }
+  gate.cv.notify_all();
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_flush_stop(TRUE)));
+  EXPECT_FALSE(gate.timedOut);
+  // At most the held first buffer came out.
+  const guint before = gst_harness_buffers_in_queue(h);
+  EXPECT_LE(before, 1u) << "buffers in flight were pushed after flush-start";
+  for (guint i = 0; i < before; ++i) gst_buffer_unref(gst_harness_pull(h));
+  expectFreshStartAfterFlush(h, frames[0]);
+  gst_harness_teardown(h);
+}
+
+// A flush sent back up from downstream while edgeinfer's output thread pushes (as a seek from
+// an appsink callback or a pad probe does): flush-stop reaches edgeinfer on its own output
+// thread, which must finish (drop) what is in flight itself instead of waiting for itself.
+struct FlushFromDownstream {
+  GstPad* inferSink = nullptr;
+  bool sent = false;
+};
+GstPadProbeReturn flushFromDownstream(GstPad*, GstPadProbeInfo*, gpointer data) {
+  auto* f = static_cast<FlushFromDownstream*>(data);
+  if (f->sent) return GST_PAD_PROBE_OK;
+  f->sent = true;
+  gst_pad_send_event(f->inferSink, gst_event_new_flush_start());
+  gst_pad_send_event(f->inferSink, gst_event_new_flush_stop(TRUE));
+  return GST_PAD_PROBE_OK;
+}
+
+TEST(EdgeInferInFlight, FlushSentFromTheOutputThreadDoesNotHang_n) {
+  EI_SKIP_WITHOUT_MODEL_AND_MEDIA();
+  const std::vector<Frame> frames = mixedFrames(6);
+  GstHarness* h = harnessFor("edgeinfer", props(blazeFace("model.json"), "in-flight=3"));
+  ASSERT_NE(h, nullptr);
+  gst_harness_set_src_caps(h, frames.front().caps());
+  FlushFromDownstream f;
+  f.inferSink = gst_element_get_static_pad(h->element, "sink");
+  gst_pad_add_probe(h->sinkpad, GST_PAD_PROBE_TYPE_BUFFER, flushFromDownstream, &f, nullptr);
+  for (size_t i = 0; i < frames.size(); ++i) {
+    // Pushes during the flush are refused (flushing); the others are accepted.
+    const GstFlowReturn ret = gst_harness_push(h, frames[i].buffer(i * 40 * GST_MSECOND));
+    EXPECT_TRUE(ret == GST_FLOW_OK || ret == GST_FLOW_FLUSHING) << gst_flow_get_name(ret);
+  }
+  // Wait (at most 20 s) until the flush has been sent and everything before it is out.
+  GstBuffer* first = gst_harness_pull(h);
+  ASSERT_NE(first, nullptr) << "nothing came out: the output thread hung in the flush";
+  EXPECT_TRUE(f.sent);
+  gst_buffer_unref(first);
+  // The buffers the streaming thread got in after the flush may still come; take them all.
+  GstSegment seg;
+  gst_segment_init(&seg, GST_FORMAT_TIME);
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_segment(&seg)));
+  ASSERT_TRUE(gst_harness_push_event(h, gst_event_new_eos()));  // drains
+  while (GstBuffer* b = gst_harness_try_pull(h)) gst_buffer_unref(b);
+  gst_object_unref(f.inferSink);
   gst_harness_teardown(h);
 }
 

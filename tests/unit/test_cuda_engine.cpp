@@ -590,9 +590,10 @@ TEST(CudaEngine, DynamicBatchIsBuiltStatic) {
 }
 
 // waitForEvent orders execute() after work on another stream: the input's bytes are written by
-// a copy queued on a stream of the test's own behind a 300 ms host callback; the engine, told to
-// wait for the event recorded after the copy, reads the new bytes (it would read the old ones
-// if it ran at once). Also with shape profiles (the event goes to the profile's sub-context).
+// a device-to-device copy (asynchronous for the host, unlike a copy from pageable memory)
+// queued on a stream of the test's own behind a 300 ms host callback; the engine, told to wait
+// for the event recorded after the copy, reads the new bytes (it would read the old ones if it
+// ran at once). Also with shape profiles (the event goes to the profile's sub-context).
 void sleepOnStream(void*) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
 }
@@ -613,9 +614,12 @@ TEST(CudaEngine, WaitForEventOrdersTheRunAfterAnotherStreamsWork) {
     auto ctx = (*e)->createExecutionContext();
     ASSERT_TRUE(ctx.ok());
     auto dev = copyToDevice(oldX);
-    ASSERT_TRUE(dev.ok());
+    auto devNew = copyToDevice(newX);
+    ASSERT_TRUE(dev.ok() && devNew.ok());
     ASSERT_TRUE((*ctx)->setInput("x", *dev).ok());
-    for (int run = 0; run < 3; ++run) {  // the warm-up, the capture, a replay
+    // run -1, the control: no waitForEvent, so the engine reads the old bytes (the copy is still
+    // behind the callback): the test can tell. Then the capture and two replays.
+    for (int run = -1; run < 3; ++run) {
       ASSERT_TRUE(cudaMemcpy(dev->raw(), oldX.raw(), oldX.bytes(), cudaMemcpyHostToDevice) ==
                   cudaSuccess);
       cudaStream_t other = nullptr;
@@ -624,15 +628,21 @@ TEST(CudaEngine, WaitForEventOrdersTheRunAfterAnotherStreamsWork) {
       ASSERT_EQ(cudaEventCreateWithFlags(&written, cudaEventDisableTiming), cudaSuccess);
       ASSERT_EQ(cudaLaunchHostFunc(other, sleepOnStream, nullptr), cudaSuccess);
       ASSERT_EQ(
-          cudaMemcpyAsync(dev->raw(), newX.raw(), newX.bytes(), cudaMemcpyHostToDevice, other),
+          cudaMemcpyAsync(dev->raw(), devNew->raw(), newX.bytes(), cudaMemcpyDeviceToDevice, other),
           cudaSuccess);
       ASSERT_EQ(cudaEventRecord(written, other), cudaSuccess);
-      ASSERT_TRUE((*ctx)->waitForEvent(written).ok());
+      if (run >= 0) {
+        ASSERT_TRUE((*ctx)->waitForEvent(written).ok());
+      }
       ASSERT_TRUE((*ctx)->execute().ok());
       auto y = (*ctx)->getOutput("y");
       ASSERT_TRUE(y.ok());
-      EXPECT_LT(relL2(*y, want), 1e-6) << "run " << run << (profiles ? " (profiles)" : "")
-                                       << ": the engine did not wait for the other stream";
+      if (run < 0) {
+        EXPECT_LT(relL2(*y, wantOld), 1e-6) << "control: the engine should not have waited";
+      } else {
+        EXPECT_LT(relL2(*y, want), 1e-6) << "run " << run << (profiles ? " (profiles)" : "")
+                                         << ": the engine did not wait for the other stream";
+      }
       cudaStreamSynchronize(other);
       cudaEventDestroy(written);
       cudaStreamDestroy(other);

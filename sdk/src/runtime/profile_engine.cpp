@@ -97,6 +97,9 @@ class ProfileContext final : public ExecutionContext {
   }
 
   Status execute() override {
+    // The event applies to this run only, whether it gets to its sub-context or fails first.
+    void* waitEvent = waitEvent_;
+    waitEvent_ = nullptr;
     std::map<std::string, Shape> shapes;
     for (const auto& d : engine_.inputs()) {
       const auto it = bound_.find(d.name);
@@ -125,11 +128,7 @@ class ProfileContext final : public ExecutionContext {
       EI_RETURN_IF_ERROR(sub.ctx->setInput(name, b.tensor));
       seen = b.generation;
     }
-    if (waitEvent_) {
-      void* ev = waitEvent_;
-      waitEvent_ = nullptr;
-      EI_RETURN_IF_ERROR(sub.ctx->waitForEvent(ev));
-    }
+    if (waitEvent) EI_RETURN_IF_ERROR(sub.ctx->waitForEvent(waitEvent));
     current_ = -1;
     EI_RETURN_IF_ERROR(sub.ctx->execute());
     current_ = p;
