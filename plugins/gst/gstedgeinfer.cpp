@@ -73,8 +73,8 @@
  * contexts of their own (VisionModelOptions::contexts, one engine), and its output thread
  * attaches the results and pushes the buffers downstream in the order they came. So the engine
  * run of one batch overlaps the output decoding (NMS) and the push of the one before, and the
- * streaming thread is free for the next batch: on an H100, 100 streams of 1080p30 through a
- * ResNet-34 detector run in real time with 2 in flight, 64 with 1 (docs/performance.md).
+ * streaming thread is free for the next batch: on an H100, about 100 streams of 1080p30 through
+ * a ResNet-34 detector run in real time with 2 in flight, 64 with 1 (docs/performance.md).
  * Serialized events (caps, segment, EOS ...) and a batch that restarts a flushed stream wait
  * until the buffers in flight are out; a flush drops them; an error posted for one of them
  * fails the next push. With 1, everything happens in the streaming thread (transform_ip).
