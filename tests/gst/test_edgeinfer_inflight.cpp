@@ -14,6 +14,7 @@
 
 #include "gst_test_util.h"
 #include "test_model.h"
+#include "tiny_models.h"
 
 namespace {
 
@@ -285,20 +286,8 @@ TEST(EdgeInferInFlight, FlushSentFromTheOutputThreadDoesNotHang_n) {
 // every face gets equal those of the chain with one in flight.
 TEST(EdgeInferInFlight, SecondaryChainGivesTheResultsOfOneInFlight) {
   EI_SKIP_WITHOUT_MODEL_AND_MEDIA();
-  edgeinfer::test::TempDir dir;
-  edgeinfer::test::TestModel m;
-  m.input("input", {-1, 3, 32, 32}).randomInitializer("w", {4, 3, 8, 8}, 11).output("output");
-  auto& conv = m.node("Conv", {"input", "w"}, {"c"});
-  edgeinfer::test::TestModel::attrInts(conv, "kernel_shape", {8, 8});
-  edgeinfer::test::TestModel::attrInts(conv, "strides", {8, 8});
-  m.node("GlobalAveragePool", {"c"}, {"p"});
-  m.node("Flatten", {"p"}, {"output"});
-  dir.write("classifier.onnx", m.bytes());
-  const std::string cls = dir.write("classifier.json", R"({
-      "name": "tiny-classifier", "model": "classifier.onnx", "labels": ["a", "b", "c", "d"],
-      "input": {"tensor": "input", "width": 32, "height": 32, "layout": "NCHW",
-                "resize": "stretch", "channels": "RGB", "scale": 0.00392156862745098},
-      "decoder": {"type": "classification", "output": "output", "top_k": 2, "softmax": true}})");
+  const TinyClassifier classifier;
+  const std::string& cls = classifier.config;
   const Frame group = makeFrame(photo("faces/2008_002506.ppm"), GST_VIDEO_FORMAT_I420, true);
   const Frame face = makeFrame(photo("faces/2009_004587.ppm"), GST_VIDEO_FORMAT_I420, false);
   auto run = [&](const char* n) {
@@ -340,6 +329,7 @@ TEST(EdgeInferInFlight, SecondaryChainGivesTheResultsOfOneInFlight) {
       ASSERT_EQ(a.size(), b.size());
       for (size_t c = 0; c < a.size(); ++c) {
         EXPECT_EQ(a[c].classId, b[c].classId);
+        EXPECT_EQ(a[c].label, b[c].label);
         EXPECT_EQ(a[c].score, b[c].score);
       }
       ++classified;

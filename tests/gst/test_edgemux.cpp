@@ -68,28 +68,7 @@ std::string cpu(const std::string& config, const std::string& extra = "") {
 
 // ---- Small generated models -------------------------------------------------------------------
 
-// A classifier with a dynamic batch: [N,3,32,32] -> Conv 3->4 -> GlobalAveragePool -> [N,4].
-struct Classifier {
-  TempDir dir;
-  std::string config;
-  Classifier() {
-    TestModel m;
-    m.input("input", {-1, 3, 32, 32}).randomInitializer("w", {4, 3, 8, 8}, 11).output("output");
-    auto& conv = m.node("Conv", {"input", "w"}, {"c"});
-    TestModel::attrInts(conv, "kernel_shape", {8, 8});
-    TestModel::attrInts(conv, "strides", {8, 8});
-    m.node("GlobalAveragePool", {"c"}, {"p"});
-    m.node("Flatten", {"p"}, {"output"});
-    dir.write("classifier.onnx", m.bytes());
-    config = dir.write("classifier.json", R"({
-      "name": "tiny-classifier", "model": "classifier.onnx",
-      "labels": ["cat", "dog", "bird", "fish"],
-      "input": {"tensor": "input", "width": 32, "height": 32, "layout": "NCHW",
-                "resize": "stretch", "channels": "RGB", "scale": 0.00392156862745098},
-      "decoder": {"type": "classification", "output": "output", "top_k": 3, "softmax": true}
-    })");
-  }
-};
+using Classifier = TinyClassifier;
 
 // ---- Streams through a pipeline ----------------------------------------------------------------
 

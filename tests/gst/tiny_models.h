@@ -46,4 +46,29 @@ struct TinyDetector {
   }
 };
 
+// A classifier with a dynamic batch (the secondary of the chain tests): [N,3,32,32] -> Conv 3->4
+// (8x8, stride 8) -> GlobalAveragePool -> Flatten -> "output" [N,4]; config with four labels,
+// top 3, softmax.
+struct TinyClassifier {
+  edgeinfer::test::TempDir dir;
+  std::string config;
+  TinyClassifier() {
+    edgeinfer::test::TestModel m;
+    m.input("input", {-1, 3, 32, 32}).randomInitializer("w", {4, 3, 8, 8}, 11).output("output");
+    auto& conv = m.node("Conv", {"input", "w"}, {"c"});
+    edgeinfer::test::TestModel::attrInts(conv, "kernel_shape", {8, 8});
+    edgeinfer::test::TestModel::attrInts(conv, "strides", {8, 8});
+    m.node("GlobalAveragePool", {"c"}, {"p"});
+    m.node("Flatten", {"p"}, {"output"});
+    dir.write("classifier.onnx", m.bytes());
+    config = dir.write("classifier.json", R"({
+      "name": "tiny-classifier", "model": "classifier.onnx",
+      "labels": ["cat", "dog", "bird", "fish"],
+      "input": {"tensor": "input", "width": 32, "height": 32, "layout": "NCHW",
+                "resize": "stretch", "channels": "RGB", "scale": 0.00392156862745098},
+      "decoder": {"type": "classification", "output": "output", "top_k": 3, "softmax": true}
+    })");
+  }
+};
+
 }  // namespace eitest

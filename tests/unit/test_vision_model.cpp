@@ -709,11 +709,13 @@ TEST(VisionModel, BatchDecodedOnThreadsEqualsOneImageAtATime) {
 // regions of a photo through one model give, call for call, what one context gives run after
 // run (exactly on the CPU; on the GPU within `tol`, in case a tactic sums in another order);
 // the stage times count every call.
+// The model is BlazeFace front (128x128, batch 1: cheap enough for the sanitizer and qemu
+// runs of CI).
 void concurrentCallsEqualSequentialOnes(Backend backend, Precision precision, float tol) {
+  SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
   Image img;
   if (!loadPhoto(img)) GTEST_SKIP() << "run scripts/fetch_media.sh";
-  test::TempDir d;
-  auto cfg = templateWithModel("yolov5", yoloV5Model(2), d);
+  auto cfg = loadModelConfig(blazeFaceConfig("model.json"));
   ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
   VisionModelOptions o = cpuOptions(tempDir("concurrent"));
   o.backend = backend;
@@ -725,7 +727,7 @@ void concurrentCallsEqualSequentialOnes(Backend backend, Precision precision, fl
   ASSERT_TRUE(three.ok()) << three.status().toString();
   EXPECT_EQ((*one)->contexts(), 1);
   EXPECT_EQ((*three)->contexts(), 3);
-  // Call c runs 3 regions (two engine runs of batch 2, the second partial).
+  // Call c runs 3 regions of the group photo (three engine runs).
   constexpr int kCalls = 24;
   auto regions = [&](int c) {
     std::vector<PixelRect> r;
@@ -771,10 +773,10 @@ void concurrentCallsEqualSequentialOnes(Backend backend, Precision precision, fl
       }
     }
   }
-  EXPECT_GT(detections, 0u) << "the generated detector should yield detections";
+  EXPECT_GT(detections, 0u) << "faces should be found in some regions (or the test is moot)";
   const VisionStageTimes times = (*three)->stageTimes();
   EXPECT_EQ(times.frames, 3 * kCalls);
-  EXPECT_EQ(times.batches, 2 * kCalls);
+  EXPECT_EQ(times.batches, 3 * kCalls);
 }
 
 TEST(VisionModel, ConcurrentCallsOnSeveralContextsEqualSequentialOnes) {

@@ -374,29 +374,6 @@ bool gatherPlan(const LayerContext& layer, DataType storage, GatherPlan* p) {
   return true;
 }
 
-class GatherTactic final : public CudaTactic {
- public:
-  GatherTactic(DataType t, const LayerContext& layer)
-      : CudaTactic("gather", t, Layout::kNCHW, layer) {
-    setInputType(1, layer.inputTypes[1]);
-  }
-  Status initialize(const LayerContext& layer) override {
-    if (!gatherPlan(layer, dtype_, &plan_))
-      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
-    maxBlocks_ = maxBlocksForDevice();
-    initialized_ = true;
-    return Status::Ok();
-  }
-  Status enqueue(const LaunchArgs& args) override {
-    EI_RETURN_IF_ERROR(checkArgs(args, 2));
-    return launchGather(plan_, args.inputs[0], args.inputs[1], args.outputs[0], maxBlocks_,
-                        args.stream);
-  }
-
- private:
-  GatherPlan plan_;
-};
-
 // ---- GatherND -------------------------------------------------------------------------------
 
 bool gatherNDPlan(const LayerContext& layer, DataType storage, GatherNDPlan* p) {
@@ -431,14 +408,18 @@ bool gatherNDPlan(const LayerContext& layer, DataType storage, GatherNDPlan* p) 
   return true;
 }
 
-class GatherNDTactic final : public CudaTactic {
+/// Gather and GatherND: x and the indices (a runtime input in their own integer type) through
+/// `Launch` with the plan `PlanFor` makes of the layer.
+template <typename Plan, bool (*PlanFor)(const LayerContext&, DataType, Plan*),
+          Status (*Launch)(const Plan&, const void*, const void*, void*, int, void*)>
+class IndexedGatherTactic final : public CudaTactic {
  public:
-  GatherNDTactic(DataType t, const LayerContext& layer)
-      : CudaTactic("gathernd", t, Layout::kNCHW, layer) {
+  IndexedGatherTactic(const char* family, DataType t, const LayerContext& layer)
+      : CudaTactic(family, t, Layout::kNCHW, layer) {
     setInputType(1, layer.inputTypes[1]);
   }
   Status initialize(const LayerContext& layer) override {
-    if (!gatherNDPlan(layer, dtype_, &plan_))
+    if (!PlanFor(layer, dtype_, &plan_))
       return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
     maxBlocks_ = maxBlocksForDevice();
     initialized_ = true;
@@ -446,13 +427,15 @@ class GatherNDTactic final : public CudaTactic {
   }
   Status enqueue(const LaunchArgs& args) override {
     EI_RETURN_IF_ERROR(checkArgs(args, 2));
-    return launchGatherND(plan_, args.inputs[0], args.inputs[1], args.outputs[0], maxBlocks_,
-                          args.stream);
+    return Launch(plan_, args.inputs[0], args.inputs[1], args.outputs[0], maxBlocks_, args.stream);
   }
 
  private:
-  GatherNDPlan plan_;
+  Plan plan_;
 };
+
+using GatherTactic = IndexedGatherTactic<GatherPlan, gatherPlan, launchGather>;
+using GatherNDTactic = IndexedGatherTactic<GatherNDPlan, gatherNDPlan, launchGatherND>;
 
 // ---- Resize ---------------------------------------------------------------------------------
 // Every axis is tabulated (N and C too, which the common case leaves one to one), so every
@@ -776,12 +759,14 @@ bool dataCandidates(const LayerContext& layer, Precision precision,
   } else if (op == "Gather") {
     for (DataType s : moveTypes(t, precision)) {
       GatherPlan p;
-      if (gatherPlan(layer, s, &p)) out->push_back(std::make_unique<GatherTactic>(s, layer));
+      if (gatherPlan(layer, s, &p))
+        out->push_back(std::make_unique<GatherTactic>("gather", s, layer));
     }
   } else if (op == "GatherND") {
     for (DataType s : moveTypes(t, precision)) {
       GatherNDPlan p;
-      if (gatherNDPlan(layer, s, &p)) out->push_back(std::make_unique<GatherNDTactic>(s, layer));
+      if (gatherNDPlan(layer, s, &p))
+        out->push_back(std::make_unique<GatherNDTactic>("gathernd", s, layer));
     }
   } else if (op == "Resize") {
     ResizePlan p;
