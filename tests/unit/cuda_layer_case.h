@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <random>
 #include <set>
@@ -28,6 +29,7 @@ inline Tensor randomHalfExact(const Shape& s, uint32_t seed, float lo = -3.f, fl
   return t;
 }
 
+/// Random integers in [lo, hi] (int64, int32, int8, uint8, or bool: nonzero is true).
 inline Tensor randomInts(const Shape& s, DataType dt, uint32_t seed, int64_t lo = -1000000,
                          int64_t hi = 1000000) {
   std::mt19937 rng(seed);
@@ -36,8 +38,14 @@ inline Tensor randomInts(const Shape& s, DataType dt, uint32_t seed, int64_t lo 
   for (int64_t i = 0; i < t.numel(); ++i) {
     if (dt == DataType::kInt64)
       t.data<int64_t>()[i] = d(rng);
-    else
+    else if (dt == DataType::kInt32)
       t.data<int32_t>()[i] = static_cast<int32_t>(d(rng));
+    else if (dt == DataType::kInt8)
+      t.data<int8_t>()[i] = static_cast<int8_t>(d(rng));
+    else if (dt == DataType::kBool)
+      t.data<uint8_t>()[i] = d(rng) != 0 ? 1 : 0;
+    else  // kUInt8
+      t.data<uint8_t>()[i] = static_cast<uint8_t>(d(rng));
   }
   return t;
 }
@@ -81,11 +89,20 @@ class LayerCase {
     constant_.push_back(false);
     return *this;
   }
+  /// `n` outputs y0 .. y(n-1), every one of them compared with the reference.
+  LayerCase& outputs(size_t n) {
+    node_.outputs.clear();
+    for (size_t k = 0; k < n; ++k) node_.outputs.push_back("y" + std::to_string(k));
+    allOutputs_ = true;
+    return *this;
+  }
   LayerCase& attr(const std::string& name, graph::Attribute a) {
     node_.attrs.set(name, std::move(a));
     return *this;
   }
   graph::Node& node() { return node_; }
+  /// The graph holding the constants (to alter one after the layer is made).
+  graph::Graph& graph() { return g_; }
   std::vector<const Tensor*> inputs() const {
     std::vector<const Tensor*> v;
     for (const auto& t : tensors_) v.push_back(t.get());
@@ -144,16 +161,23 @@ class LayerCase {
       auto outs = runTactic(*t, layer, in);
       EXPECT_TRUE(outs.ok()) << t->id() << ": " << outs.status().toString();
       if (!outs.ok()) continue;
-      EXPECT_EQ((*outs)[0].shape(), ref[0].shape()) << t->id();
-      if ((*outs)[0].shape() != ref[0].shape()) continue;
-      const double err = relL2((*outs)[0], ref[0]);
-      const double tol = t->outputFormat(0).dtype == DataType::kFloat16 ? tol16 : tol32;
-      EXPECT_LE(err, tol) << t->id();
-      if (tol == 0) {  // exact: compare every element
-        int64_t bad = 0;
-        for (int64_t i = 0; i < ref[0].numel(); ++i)
-          bad += (*outs)[0].getAsDouble(i) != ref[0].getAsDouble(i) ? 1 : 0;
-        EXPECT_EQ(bad, 0) << t->id();
+      const size_t compared = allOutputs_ ? ref.size() : 1;
+      EXPECT_GE(outs->size(), compared) << t->id();
+      for (size_t k = 0; k < compared && k < outs->size(); ++k) {
+        const Tensor& got = (*outs)[k];
+        EXPECT_EQ(got.shape(), ref[k].shape()) << t->id() << " output " << k;
+        if (got.shape() != ref[k].shape()) continue;
+        const double err = relL2(got, ref[k]);
+        const double tol = t->outputFormat(k).dtype == DataType::kFloat16 ? tol16 : tol32;
+        EXPECT_LE(err, tol) << t->id() << " output " << k;
+        if (tol == 0) {  // exact: compare every element
+          int64_t bad = 0;
+          for (int64_t i = 0; i < ref[k].numel(); ++i) {
+            const double a = got.getAsDouble(i), b = ref[k].getAsDouble(i);
+            bad += a != b && !(std::isnan(a) && std::isnan(b)) ? 1 : 0;
+          }
+          EXPECT_EQ(bad, 0) << t->id() << " output " << k;
+        }
       }
     }
     return ids;
@@ -180,6 +204,7 @@ class LayerCase {
   graph::Node node_;
   std::vector<std::unique_ptr<Tensor>> tensors_;
   std::vector<bool> constant_;
+  bool allOutputs_ = false;
 };
 
 /// The ids "cuda.<family>.<type>.<layout>" for every type and layout given.

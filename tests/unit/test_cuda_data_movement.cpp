@@ -1,8 +1,10 @@
 // The `cuda` provider's data-movement tactics against the CPU reference: Concat (every axis,
 // many inputs, NCHW/NHWC, integer types), Transpose (ranks 1-6), Slice (constant bounds,
 // negative steps and axes, NCHW/NHWC), Expand, Pad (constant/reflect/edge, negative pads),
-// Gather (runtime and constant int32/int64 indices, negative ones) and GatherND (batch_dims,
-// tuple lengths 1-3, runtime and constant indices). Inputs are
+// Gather (runtime and constant int32/int64 indices, negative ones), GatherND (batch_dims,
+// tuple lengths 1-3, runtime and constant indices), GatherElements, Split (equal and given
+// sizes, several outputs), Tile, DepthToSpace (DCR, CRD), SpaceToDepth and Trilu; one-byte
+// types (uint8, int8, bool). Inputs are
 // FP16-representable, so every variant must match the reference exactly. Negative cases (_n):
 // layers the provider must not offer tactics for (they need no GPU).
 #include <gtest/gtest.h>
@@ -293,6 +295,161 @@ TEST(CudaGather, RuntimeAndConstantIndices) {
   c.check({"cuda.gather.i64.linear"}, 0, 0);
 }
 
+// One-byte tensors (uint8, int8, bool) move like the others.
+TEST(CudaConcat, OneByteTypes) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 150;
+  for (DataType t : {DataType::kUInt8, DataType::kInt8, DataType::kBool}) {
+    const int64_t lo = t == DataType::kInt8 ? -128 : 0, hi = t == DataType::kBool ? 1 : 127;
+    LayerCase c("Concat");
+    c.attr("axis", Attribute::Int(1));
+    c.input(randomInts(Shape{2, 3, 5}, t, seed + 0, lo, hi))
+        .input(randomInts(Shape{2, 4, 5}, t, seed + 1, lo, hi));
+    seed += 2;
+    c.check({"cuda.concat." +
+             std::string(t == DataType::kUInt8  ? "u8"
+                         : t == DataType::kInt8 ? "i8"
+                                                : "bool") +
+             ".linear"},
+            0, 0);
+  }
+}
+
+// ---- Split, Tile, DepthToSpace, SpaceToDepth, Trilu -----------------------------------------
+
+TEST(CudaSplit, EveryAxisSizesAndLayouts) {
+  EI_SKIP_WITHOUT_GPU();
+  struct Case {
+    Shape x;
+    int64_t axis;
+    std::vector<int64_t> split;  // empty: equal parts
+    size_t outputs;
+  };
+  const std::vector<Case> cases = {
+      {Shape{2, 6, 5, 4}, 1, {}, 3},
+      {Shape{2, 6, 5, 4}, 1, {1, 3, 2}, 3},
+      {Shape{2, 6, 5, 4}, -1, {3, 1}, 2},
+      {Shape{2, 6, 5, 4}, 2, {2, 3}, 2},
+      {Shape{2, 6, 5, 4}, 0, {1, 1}, 2},
+      {Shape{7, 9}, 1, {4, 5}, 2},
+      {Shape{10}, 0, {}, 5},
+      {Shape{3, 17, 2}, 1, {16, 1}, 2},
+  };
+  uint32_t seed = 1500;
+  for (const auto& sc : cases) {
+    LayerCase c("Split");
+    c.outputs(sc.outputs);
+    c.attr("axis", Attribute::Int(sc.axis));
+    if (!sc.split.empty()) c.attr("split", Attribute::Ints(sc.split));
+    c.input(randomHalfExact(sc.x, seed++));
+    c.check(ids("split", kFloat, sc.x.rank() == 4 ? kBoth : std::vector<std::string>{"linear"}), 0,
+            0);
+  }
+  LayerCase c("Split");  // integers
+  c.outputs(2);
+  c.attr("axis", Attribute::Int(0));
+  c.input(randomInts(Shape{4, 3}, DataType::kInt64, seed++));
+  c.check({"cuda.split.i64.linear"}, 0, 0);
+}
+
+TEST(CudaTile, RepeatsOnEveryAxis) {
+  EI_SKIP_WITHOUT_GPU();
+  struct Case {
+    Shape x;
+    std::vector<int64_t> repeats;
+  };
+  const std::vector<Case> cases = {
+      {Shape{2, 3, 4, 5}, {1, 2, 1, 3}},
+      {Shape{2, 3, 4, 5}, {2, 2, 2, 2}},
+      {Shape{1, 3, 1, 5}, {4, 1, 3, 1}},
+      {Shape{7}, {3}},
+      {Shape{3, 5}, {1, 1}},
+      {Shape{2, 1, 3}, {2, 5, 1}},
+  };
+  uint32_t seed = 1600;
+  for (const auto& tc : cases) {
+    LayerCase c("Tile");
+    c.input(randomHalfExact(tc.x, seed++)).constant(intTensor(DataType::kInt64, tc.repeats));
+    c.check(ids("tile", kFloat, {tc.x.rank() == 4 ? "nchw" : "linear"}), 0, 0);
+  }
+  LayerCase c("Tile");
+  c.input(randomInts(Shape{3, 2}, DataType::kInt32, seed++))
+      .constant(intTensor(DataType::kInt64, {2, 3}));
+  c.check({"cuda.tile.i32.linear"}, 0, 0);
+}
+
+TEST(CudaDepthToSpace, DcrCrdAndSpaceToDepth) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 1700;
+  for (int64_t b : {2, 3}) {
+    for (const char* mode : {"DCR", "CRD"}) {
+      LayerCase c("DepthToSpace");
+      c.attr("blocksize", Attribute::Int(b)).attr("mode", Attribute::String(mode));
+      c.input(randomHalfExact(Shape{2, 5 * b * b, 3, 4}, seed++));
+      c.check(ids("depthtospace", kFloat, kBoth), 0, 0);
+    }
+    LayerCase c("SpaceToDepth");
+    c.attr("blocksize", Attribute::Int(b));
+    c.input(randomHalfExact(Shape{2, 5, 3 * b, 4 * b}, seed++));
+    c.check(ids("spacetodepth", kFloat, kBoth), 0, 0);
+  }
+}
+
+TEST(CudaTrilu, UpperLowerAndDiagonals) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 1800;
+  for (int64_t upper : {0, 1}) {
+    for (int64_t k : {-7, -1, 0, 2, 9}) {
+      for (const Shape& x : {Shape{5, 7}, Shape{2, 3, 6, 4}}) {
+        LayerCase c("Trilu");
+        c.attr("upper", Attribute::Int(upper));
+        c.input(randomHalfExact(x, seed++)).constant(intTensor(DataType::kInt64, {k}, nullptr));
+        c.check(ids("trilu", kFloat, {x.rank() == 4 ? "nchw" : "linear"}), 0, 0);
+      }
+    }
+  }
+  LayerCase c("Trilu");  // no k: the main diagonal
+  c.input(randomInts(Shape{4, 4}, DataType::kInt64, seed++));
+  c.check({"cuda.trilu.i64.linear"}, 0, 0);
+}
+
+// ---- GatherElements -------------------------------------------------------------------------
+
+TEST(CudaGatherElements, EveryAxisRuntimeAndConstantIndices) {
+  EI_SKIP_WITHOUT_GPU();
+  struct Case {
+    Shape x;
+    int64_t axis;
+    Shape idx;
+  };
+  const std::vector<Case> cases = {
+      {Shape{5, 7}, 0, Shape{3, 7}},
+      {Shape{5, 7}, 1, Shape{5, 9}},  // more indices than the axis has elements
+      {Shape{2, 3, 4, 5}, -1, Shape{2, 3, 4, 2}},
+      {Shape{2, 3, 4, 5}, 1, Shape{1, 2, 3, 5}},  // smaller on the other axes too
+      {Shape{11}, 0, Shape{4}},
+  };
+  uint32_t seed = 1900;
+  for (const auto& gc : cases) {
+    const size_t a =
+        static_cast<size_t>(gc.axis < 0 ? gc.axis + static_cast<int64_t>(gc.x.rank()) : gc.axis);
+    const int64_t dim = gc.x[a];
+    for (DataType it : {DataType::kInt64, DataType::kInt32}) {
+      for (bool constant : {false, true}) {
+        Tensor idx = randomInts(gc.idx, it, seed++, -dim, dim - 1);
+        LayerCase c("GatherElements");
+        c.attr("axis", Attribute::Int(gc.axis));
+        c.input(randomHalfExact(gc.x, seed++));
+        if (constant)
+          c.constant(idx);
+        else
+          c.input(idx);
+        c.check(ids("gatherelements", kFloat, {gc.idx.rank() == 4 ? "nchw" : "linear"}), 0, 0);
+      }
+    }
+  }
+}
+
 // ---- GatherND --------------------------------------------------------------------------------
 
 /// Index tuples for GatherND: component j of each tuple in [-dims[j], dims[j]) (negative ones
@@ -428,11 +585,11 @@ TEST(CudaTranspose, NoNhwcVariant_n) {
   for (const auto& t : cands) EXPECT_EQ(t->id().find("nhwc"), std::string::npos) << t->id();
 }
 
-TEST(CudaConcat, UInt8_n) {
+TEST(CudaConcat, BFloat16_n) {
   LayerCase c("Concat");
   c.attr("axis", Attribute::Int(0));
-  c.input(Tensor::zeros(DataType::kUInt8, Shape{3}))
-      .input(Tensor::zeros(DataType::kUInt8, Shape{2}));
+  c.input(Tensor::zeros(DataType::kBFloat16, Shape{3}))
+      .input(Tensor::zeros(DataType::kBFloat16, Shape{2}));
   EXPECT_TRUE(c.candidates().empty());
 }
 
@@ -540,6 +697,66 @@ TEST(CudaGather, IndicesDeclaredInTheirType_n) {
     EXPECT_EQ(t->inputFormat(1).dtype, DataType::kInt32) << t->id();
     EXPECT_FALSE(t->consumesInput(1)) << t->id();
   }
+}
+
+TEST(CudaSplit, OutputOfAnotherType_n) {
+  LayerCase c("Split");
+  c.outputs(2);
+  c.attr("axis", Attribute::Int(0));
+  c.input(randomHalfExact(Shape{4, 3}, 1));
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer).ok());
+  layer.outputTypes[1] = DataType::kInt32;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaTile, RuntimeRepeats_n) {
+  LayerCase c("Tile");
+  c.input(randomHalfExact(Shape{2, 3}, 1)).input(intTensor(DataType::kInt64, {2, 1}));
+  EXPECT_TRUE(c.candidates().empty());
+}
+
+TEST(CudaDepthToSpace, SizesThatDoNotMatch_n) {
+  LayerCase c("SpaceToDepth");
+  c.attr("blocksize", Attribute::Int(2));
+  c.input(randomHalfExact(Shape{2, 4, 6, 8}, 1));
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer).ok());
+  cuda::CudaKernelProvider provider;
+  EXPECT_FALSE(provider.candidates(layer, Precision::kFp16).empty());
+  layer.inputShapes[0] = Shape{2, 4, 7, 8};  // H not a multiple of the block
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaTrilu, RuntimeK_n) {
+  LayerCase c("Trilu");
+  c.input(randomHalfExact(Shape{4, 4}, 1)).input(intTensor(DataType::kInt64, {1}));
+  EXPECT_TRUE(c.candidates().empty());
+}
+
+TEST(CudaGatherElements, FloatIndicesAndConstantOutOfRange_n) {
+  const Shape idxShape{1, 3};
+  {
+    LayerCase c("GatherElements");
+    c.input(randomHalfExact(Shape{4, 3}, 1))
+        .input(intTensor(DataType::kInt64, {0, 3, 1}, &idxShape));
+    builder::LayerContext layer;
+    ASSERT_TRUE(c.layer(&layer).ok());
+    cuda::CudaKernelProvider provider;
+    EXPECT_FALSE(provider.candidates(layer, Precision::kFp16).empty());
+    layer.inputTypes[1] = DataType::kFloat32;
+    EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+  }
+  // A constant index of 4 on an axis of 4: shape inference already names the problem, before
+  // any provider sees the layer.
+  LayerCase c("GatherElements");
+  c.input(randomHalfExact(Shape{4, 3}, 1))
+      .constant(intTensor(DataType::kInt64, {0, 4, 1}, &idxShape));
+  builder::LayerContext layer;
+  const Status st = c.layer(&layer);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.toString().find("out of range"), std::string::npos) << st.toString();
 }
 
 TEST(CudaDataMovement, EnqueueBeforeInitialize_n) {

@@ -1,5 +1,7 @@
 // The `cuda` provider's elementwise tactics against the CPU reference: every unary op and
-// activation, binary ops with numpy broadcasting, PRelu, two-input Max/Min, each
+// activation (trigonometry, rounding, Celu / Shrink / Softsign / ThresholdedRelu included),
+// binary ops with numpy broadcasting, PRelu, Mod (fmod=1), Max/Min, and the variadic
+// Sum/Mean/Max/Min of one to five inputs, each
 // (FP32|FP16) x (NCHW|NHWC|linear) tactic on random inputs with odd shapes (fixed seeds).
 // Inputs are rounded to FP16-representable values so FP32 and FP16 tactics see exactly the
 // reference's inputs. Negative cases (_n): layers the provider must not offer tactics for,
@@ -137,6 +139,42 @@ TEST(CudaEltwise, UnaryMath) {
                  {"Ceil", -4.f, 4.f, 1e-6, {}}});
 }
 
+TEST(CudaEltwise, TrigonometryAndHyperbolic) {
+  EI_SKIP_WITHOUT_GPU();
+  runUnaryCases({{"Sin", -4.f, 4.f, 1e-5, {}},
+                 {"Cos", -4.f, 4.f, 1e-5, {}},
+                 {"Tan", -1.2f, 1.2f, 1e-5, {}},
+                 {"Asin", -0.95f, 0.95f, 1e-5, {}},
+                 {"Acos", -0.95f, 0.95f, 1e-5, {}},
+                 {"Atan", -4.f, 4.f, 1e-5, {}},
+                 {"Sinh", -3.f, 3.f, 1e-5, {}},
+                 {"Cosh", -3.f, 3.f, 1e-5, {}},
+                 {"Asinh", -4.f, 4.f, 1e-5, {}},
+                 {"Acosh", 1.05f, 5.f, 1e-5, {}},
+                 {"Atanh", -0.9f, 0.9f, 1e-5, {}}});
+}
+
+TEST(CudaEltwise, RoundingSignAndShapedActivations) {
+  EI_SKIP_WITHOUT_GPU();
+  // FP16-representable inputs in [-4, 4] include halves: Round must go to the even neighbour.
+  runUnaryCases({{"Round", -4.f, 4.f, 1e-6, {}},
+                 {"Sign", -4.f, 4.f, 1e-6, {}},
+                 {"Softsign", -6.f, 6.f, 1e-5, {}},
+                 {"Celu", -4.f, 4.f, 1e-5, {{"alpha", 0.8f}}},
+                 {"ThresholdedRelu", -4.f, 4.f, 1e-6, {{"alpha", 0.5f}}},
+                 {"Shrink", -4.f, 4.f, 1e-6, {{"lambd", 0.625f}, {"bias", 0.25f}}}});
+}
+
+TEST(CudaEltwise, RoundHalfToEvenAndSignOfNaN) {
+  EI_SKIP_WITHOUT_GPU();
+  Tensor x = Tensor::zeros(DataType::kFloat32, Shape{8});
+  const float v[8] = {0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 3.49f, NAN, -0.f};
+  for (int i = 0; i < 8; ++i) x.data<float>()[i] = v[i];
+  graph::Graph g;
+  checkAll(makeNode("Round", 1), g, {&x}, 0.0);
+  checkAll(makeNode("Sign", 1), g, {&x}, 0.0);
+}
+
 TEST(CudaEltwise, ClipWithConstantBounds) {
   EI_SKIP_WITHOUT_GPU();
   Tensor lo = scalarTensor(-1.f), hi = scalarTensor(1.5f);
@@ -206,6 +244,49 @@ TEST(CudaEltwise, MaxMinOfTwo) {
   EI_SKIP_WITHOUT_GPU();
   runBinary("Max", -3.f, 3.f, -3.f, 3.f, 1e-6);
   runBinary("Min", -3.f, 3.f, -3.f, 3.f, 1e-6);
+}
+
+TEST(CudaEltwise, FMod) {
+  EI_SKIP_WITHOUT_GPU();
+  graph::Node node = makeNode("Mod", 2);
+  node.attrs.set("fmod", Attribute::Int(1));
+  graph::Graph g;
+  uint32_t seed = 700;
+  for (const auto& bs : binaryShapes()) {
+    Tensor a = randomTensor(bs.a, seed++, -8.f, 8.f);
+    Tensor b = randomTensor(bs.b, seed++, 0.75f, 3.f);
+    for (int64_t i = 0; i < b.numel(); i += 2) b.data<float>()[i] *= -1.f;  // both signs
+    checkAll(node, g, {&a, &b}, 1e-6);
+  }
+}
+
+/// Sum / Mean / Max / Min over `count` inputs of the given shapes (broadcast to the largest).
+void runVariadic(const char* op, const std::vector<Shape>& shapes, double tol32) {
+  graph::Node node = makeNode(op, shapes.size());
+  graph::Graph g;
+  std::vector<Tensor> ts;
+  uint32_t seed = 1300;
+  for (const Shape& s : shapes) ts.push_back(randomTensor(s, seed++, -3.f, 3.f));
+  std::vector<const Tensor*> in;
+  for (const Tensor& t : ts) in.push_back(&t);
+  checkAll(node, g, in, tol32);
+}
+
+TEST(CudaEltwise, VariadicSumMeanMaxMin) {
+  EI_SKIP_WITHOUT_GPU();
+  const std::vector<std::vector<Shape>> cases = {
+      {Shape{2, 3, 7, 5}},                                           // one input: a copy
+      {Shape{2, 3, 7, 5}, Shape{2, 3, 7, 5}},                        // two
+      {Shape{2, 16, 9, 8}, Shape{16, 1, 1}, Shape{1}},               // three, broadcast
+      {Shape{3, 1, 5}, Shape{2, 1, 7, 1}, Shape{5}, Shape{7, 5}},    // the first ones broadcast
+      {Shape{1, 13}, Shape{13}, Shape{1, 13}, Shape{1}, Shape{13}},  // five
+  };
+  for (const auto& c : cases) {
+    runVariadic("Sum", c, 1e-5);
+    runVariadic("Mean", c, 1e-5);
+    runVariadic("Max", c, 1e-6);
+    runVariadic("Min", c, 1e-6);
+  }
 }
 
 TEST(CudaEltwise, PRelu) {
@@ -279,12 +360,6 @@ TEST(CudaEltwise, Int64Relu_n) {
   EXPECT_TRUE(candidatesFor(makeNode("Relu", 1), g, {&x}).empty());
 }
 
-TEST(CudaEltwise, Int32Add_n) {
-  Tensor x = Tensor::zeros(DataType::kInt32, Shape{2, 3, 4, 5});
-  graph::Graph g;
-  EXPECT_TRUE(candidatesFor(makeNode("Add", 2), g, {&x, &x}).empty());
-}
-
 TEST(CudaEltwise, BFloat16Sigmoid_n) {
   Tensor x = Tensor::zeros(DataType::kBFloat16, Shape{2, 3});
   graph::Graph g;
@@ -309,16 +384,39 @@ TEST(CudaEltwise, PowIntegerExponent_n) {
   EXPECT_TRUE(candidatesFor(makeNode("Pow", 2), g, {&x, &e}).empty());
 }
 
-TEST(CudaEltwise, MaxOfThree_n) {
+TEST(CudaEltwise, SumOfMixedTypes_n) {
   Tensor x = randomTensor(Shape{2, 3}, 1, -1.f, 1.f);
   graph::Graph g;
-  EXPECT_TRUE(candidatesFor(makeNode("Max", 3), g, {&x, &x, &x}).empty());
+  graph::Node node = makeNode("Sum", 3);
+  LayerContext layer;
+  ASSERT_TRUE(test::makeLayer(node, g, {&x, &x, &x}, &layer).ok());
+  layer.inputTypes[2] = DataType::kFloat16;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
 }
 
-TEST(CudaEltwise, MinOfOne_n) {
-  Tensor x = randomTensor(Shape{2, 3}, 1, -1.f, 1.f);
+TEST(CudaEltwise, SumNotBroadcastable_n) {
+  Tensor a = randomTensor(Shape{2, 3}, 1, -1.f, 1.f);
   graph::Graph g;
-  EXPECT_TRUE(candidatesFor(makeNode("Min", 1), g, {&x}).empty());
+  graph::Node node = makeNode("Sum", 2);
+  LayerContext layer;
+  ASSERT_TRUE(test::makeLayer(node, g, {&a, &a}, &layer).ok());
+  layer.inputShapes[1] = Shape{4};  // 4 does not broadcast to 3
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaEltwise, FloatModWithoutFMod_n) {
+  Tensor x = randomTensor(Shape{2, 3}, 1, 0.5f, 1.f);
+  graph::Graph g;
+  LayerContext layer;
+  graph::Node node = makeNode("Mod", 2);
+  node.attrs.set("fmod", Attribute::Int(1));
+  ASSERT_TRUE(test::makeLayer(node, g, {&x, &x}, &layer).ok());
+  cuda::CudaKernelProvider provider;
+  EXPECT_FALSE(provider.candidates(layer, Precision::kFp16).empty());
+  node.attrs.set("fmod", Attribute::Int(0));  // invalid on floats (shape inference says so too)
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
 }
 
 TEST(CudaEltwise, ClipRuntimeBound_n) {
@@ -341,9 +439,18 @@ TEST(CudaEltwise, ClipNonScalarBound_n) {
 }
 
 TEST(CudaEltwise, UnsupportedOps_n) {
-  Tensor x = randomTensor(Shape{2, 3}, 1, 0.1f, 0.9f);
+  // Ops still on the CPU fallback (docs/design/gpu-backend.md lists them).
+  Tensor x = randomTensor(Shape{1, 3, 2, 2}, 1, 0.1f, 0.9f);
   graph::Graph g;
-  for (const char* op : {"Sin", "Round", "Celu", "ThresholdedRelu", "Softsign", "IsNaN"}) {
+  for (const char* op : {"MeanVarianceNormalization", "NonZero"}) {
+    EXPECT_TRUE(candidatesFor(makeNode(op, 1), g, {&x}).empty()) << op;
+  }
+}
+
+TEST(CudaEltwise, BFloat16Trigonometry_n) {
+  Tensor x = Tensor::zeros(DataType::kBFloat16, Shape{2, 3});
+  graph::Graph g;
+  for (const char* op : {"Sin", "Round", "Celu", "Shrink"}) {
     EXPECT_TRUE(candidatesFor(makeNode(op, 1), g, {&x}).empty()) << op;
   }
 }

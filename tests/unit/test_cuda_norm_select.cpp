@@ -172,6 +172,51 @@ TEST(CudaNormSelect, InstanceNormalization) {
   }
 }
 
+// ---- BatchNormalization (one the graph passes did not fold) ---------------------------------
+
+TEST(CudaNormSelect, BatchNormalization) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 250;
+  for (const Shape& s : {Shape{2, 3, 7, 5}, Shape{2, 16, 9, 8}, Shape{3, 5}, Shape{2, 4, 11},
+                         Shape{1, 3, 2, 3, 4}}) {
+    for (float eps : {1e-5f, 0.1f}) {
+      LayerCase c("BatchNormalization");
+      c.attr("epsilon", Attribute::Float(eps));
+      c.input(randomHalfExact(s, seed++, -2.f, 5.f));
+      c.constant(randomHalfExact(Shape{s[1]}, seed++, 0.5f, 2.f));  // scale
+      c.constant(randomHalfExact(Shape{s[1]}, seed++));             // B
+      c.constant(randomHalfExact(Shape{s[1]}, seed++));             // mean
+      c.constant(randomHalfExact(Shape{s[1]}, seed++, 0.1f, 3.f));  // var
+      SCOPED_TRACE(s.toString());
+      const auto expected = s.rank() == 4 ? ids("batchnorm", kFloat, {"nchw", "nhwc"})
+                                          : ids("batchnorm", kFloat, {"linear"});
+      EXPECT_EQ(runCase(c, 1e-5, 2e-3), expected);
+    }
+  }
+}
+
+TEST(CudaNormSelect, BatchNormalizationRuntimeStatistics_n) {
+  LayerCase c("BatchNormalization");
+  c.input(randomHalfExact(Shape{2, 3, 4, 5}, 1));
+  c.constant(randomHalfExact(Shape{3}, 2)).constant(randomHalfExact(Shape{3}, 3));
+  c.input(randomHalfExact(Shape{3}, 4));  // the mean arrives at run time
+  c.constant(randomHalfExact(Shape{3}, 5, 0.1f, 1.f));
+  EXPECT_TRUE(c.candidates().empty());
+}
+
+TEST(CudaNormSelect, BatchNormalizationTrainingMode_n) {
+  LayerCase c("BatchNormalization");
+  c.input(randomHalfExact(Shape{2, 3, 4, 5}, 1));
+  for (uint32_t k = 0; k < 4; ++k) c.constant(randomHalfExact(Shape{3}, 2 + k, 0.1f, 1.f));
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer).ok());
+  cuda::CudaKernelProvider provider;
+  EXPECT_FALSE(provider.candidates(layer, Precision::kFp16).empty());
+  // Shape inference refuses training mode; the provider must not rely on that.
+  c.node().attrs.set("training_mode", Attribute::Int(1));
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
 // ---- LRN ------------------------------------------------------------------------------------
 
 TEST(CudaNormSelect, Lrn) {

@@ -1,5 +1,5 @@
 // The `cuda` provider's pooling and Softmax/LogSoftmax tactics against the CPU reference:
-// MaxPool / AveragePool (pads, strides, dilations, ceil_mode, count_include_pad),
+// MaxPool / AveragePool (pads, strides, dilations, ceil_mode, count_include_pad), LpPool,
 // GlobalAveragePool / GlobalMaxPool in NCHW and NHWC, FP32 and FP16; Softmax / LogSoftmax
 // along each axis and in the coerce_2d form, short rows (a warp each), long rows (a block
 // each) and strided columns; Hardmax (ties, NaN, -inf) and LpNormalization (p 1 and 2, zero
@@ -124,6 +124,58 @@ TEST(CudaPool, AveragePool) {
       checkAll(n, randomTensor(c.x, seed++), 1e-5, 4);
     }
   }
+}
+
+// LpPool, p 1, 2 and 3 (pads count as zeros; the windows of MaxPool's cases without
+// ceil_mode and dilations, which LpPool before opset 18 does not have).
+TEST(CudaPool, LpPool) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 25;
+  for (int64_t p : {1, 2, 3}) {
+    for (const auto& c : windowCases()) {
+      if (c.ceil || !c.dilations.empty()) continue;
+      graph::Node n = windowNode("LpPool", c);
+      n.attrs.set("p", Attribute::Int(p));
+      checkAll(n, randomTensor(c.x, seed++), 1e-5, 4);
+    }
+  }
+}
+
+// 1-D pools ([N, C, W]) run as 2-D ones over [N, C, 1, W]: strides, pads, dilations,
+// ceil_mode, count_include_pad, and the global pools.
+TEST(CudaPool, OneDimensional) {
+  EI_SKIP_WITHOUT_GPU();
+  struct Case {
+    const char* op;
+    Shape x;
+    int64_t k, stride, padB, padE, dilation, ceil;
+  };
+  const std::vector<Case> cases = {
+      {"MaxPool", Shape{2, 3, 17}, 3, 2, 1, 1, 1, 0},
+      {"MaxPool", Shape{1, 5, 20}, 2, 3, 0, 1, 2, 1},
+      {"AveragePool", Shape{2, 3, 17}, 3, 2, 1, 0, 1, 0},
+      {"AveragePool", Shape{3, 4, 9}, 4, 1, 2, 1, 1, 1},
+      {"LpPool", Shape{2, 3, 11}, 3, 2, 1, 1, 1, 0},
+  };
+  uint32_t seed = 90;
+  for (const auto& c : cases) {
+    graph::Node n = makeNode(c.op);
+    n.attrs.set("kernel_shape", Attribute::Ints({c.k}));
+    n.attrs.set("strides", Attribute::Ints({c.stride}));
+    n.attrs.set("pads", Attribute::Ints({c.padB, c.padE}));
+    if (std::string(c.op) != "LpPool") {
+      n.attrs.set("dilations", Attribute::Ints({c.dilation}));
+      if (c.ceil) n.attrs.set("ceil_mode", Attribute::Int(1));
+    }
+    for (int64_t cip : {0, 1}) {
+      if (cip && std::string(c.op) != "AveragePool") continue;
+      if (cip) n.attrs.set("count_include_pad", Attribute::Int(1));
+      SCOPED_TRACE(std::string(c.op) + " " + c.x.toString());
+      checkAll(n, randomTensor(c.x, seed++), 1e-5, 2);
+    }
+  }
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"})
+    checkAll(makeNode(op), randomTensor(Shape{2, 5, 300}, seed++), 1e-5, 2);
 }
 
 TEST(CudaPool, GlobalPools) {
@@ -253,27 +305,27 @@ TEST(CudaPool, MaxPoolInt8_n) {
   EXPECT_TRUE(candidatesFor(windowNode("MaxPool", windowCases()[0]), x).empty());
 }
 
-TEST(CudaPool, OneDimensionalPool_n) {
-  graph::Node n = makeNode("MaxPool");
-  n.attrs.set("kernel_shape", Attribute::Ints({3}));
-  EXPECT_TRUE(candidatesFor(n, randomTensor(Shape{2, 3, 9}, 1)).empty());
-}
-
 TEST(CudaPool, ThreeDimensionalPool_n) {
   graph::Node n = makeNode("AveragePool");
   n.attrs.set("kernel_shape", Attribute::Ints({2, 2, 2}));
   EXPECT_TRUE(candidatesFor(n, randomTensor(Shape{1, 2, 4, 4, 4}, 1)).empty());
 }
 
-TEST(CudaPool, LpPool_n) {
+TEST(CudaPool, LpPoolBadP_n) {
   graph::Node n = makeNode("LpPool");
   n.attrs.set("kernel_shape", Attribute::Ints({2, 2}));
-  EXPECT_TRUE(candidatesFor(n, randomTensor(Shape{1, 2, 4, 4}, 1)).empty());
+  LayerContext layer;
+  ASSERT_FALSE(candidatesFor(n, randomTensor(Shape{1, 2, 4, 4}, 1), &layer).empty());
+  graph::Node bad = n;  // p = 0 (the reference rejects it too)
+  bad.attrs.set("p", Attribute::Int(0));
+  layer.node = &bad;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
 }
 
-TEST(CudaPool, GlobalPoolRank3_n) {
+TEST(CudaPool, GlobalPoolRank5_n) {
   EXPECT_TRUE(
-      candidatesFor(makeNode("GlobalAveragePool"), randomTensor(Shape{2, 3, 9}, 1)).empty());
+      candidatesFor(makeNode("GlobalAveragePool"), randomTensor(Shape{2, 3, 4, 4, 4}, 1)).empty());
 }
 
 TEST(CudaPool, Int64AveragePool_n) {

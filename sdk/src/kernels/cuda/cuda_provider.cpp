@@ -44,6 +44,12 @@ const char* storageName(DataType t) {
       return "i32";
     case DataType::kInt64:
       return "i64";
+    case DataType::kInt8:
+      return "i8";
+    case DataType::kUInt8:
+      return "u8";
+    case DataType::kBool:
+      return "bool";
     default:
       return "fp32";
   }
@@ -111,6 +117,61 @@ Status CudaTactic::checkArgs(const LaunchArgs& args, size_t numInputs) const {
 
 }  // namespace detail
 
+bool planBroadcast(const Shape& out, const Shape* operands, int numOperands, bool nhwc,
+                   int64_t* dims, int64_t (*strides)[kEltMaxDims], int* rank) {
+  const size_t r = out.rank();
+  if (r > static_cast<size_t>(kEltMaxDims) || numOperands < 1) return false;
+  const bool nhwc4 = nhwc && r == 4;
+  // Logical (NCHW-order) strides of each operand in its own storage, broadcast dims 0.
+  std::vector<std::array<int64_t, kEltMaxDims>> logical(static_cast<size_t>(numOperands));
+  for (int k = 0; k < numOperands; ++k) {
+    const Shape& s = operands[k];
+    if (s.rank() > r) return false;
+    std::vector<int64_t> st(s.rank(), 1);
+    if (s.rank() == 4 && nhwc4) {
+      st = {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]};
+    } else {
+      for (size_t d = s.rank(); d-- > 1;) st[d - 1] = st[d] * s[d];
+    }
+    const size_t lead = r - s.rank();
+    for (size_t d = 0; d < r; ++d) {
+      if (d >= lead && s[d - lead] != out[d] && s[d - lead] != 1) return false;
+      logical[static_cast<size_t>(k)][d] = (d < lead || s[d - lead] == 1) ? 0 : st[d - lead];
+    }
+  }
+  // Physical order of the output, dims of size 1 dropped, then adjacent dims merged where
+  // every operand is contiguous across them.
+  std::vector<size_t> order(r);
+  for (size_t d = 0; d < r; ++d) order[d] = d;
+  if (nhwc4) order = {0, 2, 3, 1};
+  int n = 0;
+  for (size_t d : order) {
+    const int64_t size = out[d];
+    if (size == 1) continue;
+    if (n > 0) {
+      bool merge = true;
+      for (int k = 0; k < numOperands; ++k)
+        merge = merge && strides[k][n - 1] == logical[static_cast<size_t>(k)][d] * size;
+      if (merge) {
+        dims[n - 1] *= size;
+        for (int k = 0; k < numOperands; ++k)
+          strides[k][n - 1] = logical[static_cast<size_t>(k)][d];
+        continue;
+      }
+    }
+    dims[n] = size;
+    for (int k = 0; k < numOperands; ++k) strides[k][n] = logical[static_cast<size_t>(k)][d];
+    ++n;
+  }
+  if (n == 0) {  // a single element
+    n = 1;
+    dims[0] = 1;
+    for (int k = 0; k < numOperands; ++k) strides[k][0] = 0;
+  }
+  *rank = n;
+  return true;
+}
+
 namespace {
 
 using detail::CudaTactic;
@@ -156,6 +217,26 @@ bool eltSpecFor(const graph::Node& node, EltSpec* spec) {
       {"Max", EltOp::kMax},
       {"Min", EltOp::kMin},
       {"PRelu", EltOp::kPRelu},
+      {"Sin", EltOp::kSin},
+      {"Cos", EltOp::kCos},
+      {"Tan", EltOp::kTan},
+      {"Asin", EltOp::kAsin},
+      {"Acos", EltOp::kAcos},
+      {"Atan", EltOp::kAtan},
+      {"Sinh", EltOp::kSinh},
+      {"Cosh", EltOp::kCosh},
+      {"Asinh", EltOp::kAsinh},
+      {"Acosh", EltOp::kAcosh},
+      {"Atanh", EltOp::kAtanh},
+      {"Round", EltOp::kRound},
+      {"Sign", EltOp::kSign},
+      {"Softsign", EltOp::kSoftsign},
+      {"Celu", EltOp::kCelu},
+      {"ThresholdedRelu", EltOp::kThresholdedRelu},
+      {"Shrink", EltOp::kShrink},
+      {"Mod", EltOp::kFMod},  // fmod=1 only (Mod on floats requires it)
+      {"Sum", EltOp::kAdd},   // variadic: a chain of binary launches (VariadicTactic)
+      {"Mean", EltOp::kAdd},
   };
   if (!node.domain.empty()) return false;
   const auto it = kOps.find(node.opType);
@@ -178,10 +259,27 @@ bool eltSpecFor(const graph::Node& node, EltSpec* spec) {
       spec->alpha = a.getFloat("alpha", 1.67326319217681884765625f);
       spec->beta = a.getFloat("gamma", 1.05070102214813232421875f);
       break;
+    case EltOp::kCelu:
+    case EltOp::kThresholdedRelu:
+      spec->alpha = a.getFloat("alpha", 1.f);
+      break;
+    case EltOp::kShrink:
+      spec->alpha = a.getFloat("lambd", 0.5f);
+      spec->beta = a.getFloat("bias", 0.f);
+      break;
+    case EltOp::kFMod:
+      if (a.getInt("fmod", 0) != 1) return false;
+      break;
     default:
       break;
   }
   return true;
+}
+
+/// Sum and Mean (any input count), Max and Min with other than two inputs: a chain of launches.
+bool isVariadic(const graph::Node& node, size_t numInputs) {
+  return node.opType == "Sum" || node.opType == "Mean" ||
+         ((node.opType == "Max" || node.opType == "Min") && numInputs != 2);
 }
 
 /// Can the kernels run this elementwise layer? (Clip bounds are read in initialize().)
@@ -194,7 +292,7 @@ bool eltSupported(const LayerContext& layer, const EltSpec& spec) {
   if (!isFloatStorage(t) || layer.outputTypes[0] != t) return false;
   const Shape& out = layer.outputShapes[0];
   if (!isStatic(out) || out.rank() > static_cast<size_t>(kEltMaxDims)) return false;
-  const size_t operands = isBinaryEltOp(spec.op) ? 2 : 1;
+  const size_t operands = isVariadic(node, n) ? n : isBinaryEltOp(spec.op) ? 2 : 1;
   if (spec.op == EltOp::kClip) {
     if (n > 3) return false;
     for (size_t i = 1; i < n; ++i) {
@@ -244,53 +342,11 @@ class EltwiseTactic final : public CudaTactic {
       }
     }
     const Shape& out = layer.outputShapes[0];
-    const size_t rank = out.rank();
-    if (rank > static_cast<size_t>(kEltMaxDims))
-      return Status(ErrorCode::kUnsupported, id() + ": rank above 8");
-    // Logical (NCHW-order) strides of each operand in its own storage, broadcast dims 0.
-    std::array<std::array<int64_t, kEltMaxDims>, 2> logical{};
-    for (int k = 0; k < p.numInputs; ++k) {
-      const Shape& s = layer.inputShapes[static_cast<size_t>(k)];
-      std::vector<int64_t> st(s.rank(), 1);
-      if (s.rank() == 4 && nhwc()) {
-        st = {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]};
-      } else {
-        for (size_t d = s.rank(); d-- > 1;) st[d - 1] = st[d] * s[d];
-      }
-      for (size_t d = 0; d < rank; ++d) {
-        const size_t lead = rank - s.rank();
-        logical[k][d] = (d < lead || s[d - lead] == 1) ? 0 : st[d - lead];
-      }
-    }
-    // Physical order of the output, dims of size 1 dropped, then adjacent dims merged where
-    // every operand is contiguous across them.
-    std::vector<size_t> order(rank);
-    for (size_t d = 0; d < rank; ++d) order[d] = d;
-    if (rank == 4 && nhwc()) order = {0, 2, 3, 1};
-    p.rank = 0;
+    const Shape ops[2] = {layer.inputShapes[0],
+                          p.numInputs > 1 ? layer.inputShapes[1] : layer.inputShapes[0]};
+    if (!planBroadcast(out, ops, p.numInputs, nhwc(), p.dims, p.strides, &p.rank))
+      return Status(ErrorCode::kUnsupported, id() + ": operands do not broadcast to the output");
     p.numel = out.numel();
-    for (size_t d : order) {
-      const int64_t size = out[d];
-      if (size == 1) continue;
-      if (p.rank > 0) {
-        const int last = p.rank - 1;
-        bool merge = true;
-        for (int k = 0; k < p.numInputs; ++k)
-          merge = merge && p.strides[k][last] == logical[k][d] * size;
-        if (merge) {
-          p.dims[last] *= size;
-          for (int k = 0; k < p.numInputs; ++k) p.strides[k][last] = logical[k][d];
-          continue;
-        }
-      }
-      p.dims[p.rank] = size;
-      for (int k = 0; k < p.numInputs; ++k) p.strides[k][p.rank] = logical[k][d];
-      ++p.rank;
-    }
-    if (p.rank == 0) {  // a single element
-      p.rank = 1;
-      p.dims[0] = 1;
-    }
     maxBlocks_ = maxBlocksForDevice();
     initialized_ = true;
     return Status::Ok();
@@ -307,6 +363,63 @@ class EltwiseTactic final : public CudaTactic {
   EltwisePlan plan_;
 };
 
+/// Sum / Mean / Max / Min of any number of inputs: y = x0 op x1, then y = y op xk for each
+/// further input (every launch planned against the output shape; the reference accumulates
+/// left to right too), and Mean's division by the count; one input is a copy.
+class VariadicTactic final : public CudaTactic {
+ public:
+  VariadicTactic(EltSpec spec, DataType dtype, Layout layout, const LayerContext& layer)
+      : CudaTactic("variadic", dtype, layout, layer), spec_(spec) {}
+
+  Status initialize(const LayerContext& layer) override {
+    steps_.clear();
+    const Shape& out = layer.outputShapes[0];
+    const size_t n = layer.inputShapes.size();
+    const auto add = [&](EltOp op, const Shape& a, const Shape* b, float alpha) -> Status {
+      EltwisePlan p;
+      p.op = op;
+      p.alpha = alpha;
+      p.numInputs = b ? 2 : 1;
+      const Shape ops[2] = {a, b ? *b : a};
+      if (!planBroadcast(out, ops, p.numInputs, nhwc(), p.dims, p.strides, &p.rank))
+        return Status(ErrorCode::kUnsupported, id() + ": inputs do not broadcast to the output");
+      p.numel = out.numel();
+      steps_.push_back(p);
+      return Status::Ok();
+    };
+    if (n == 1) {
+      EI_RETURN_IF_ERROR(add(EltOp::kAffine, layer.inputShapes[0], nullptr, 1.f));
+    } else {
+      EI_RETURN_IF_ERROR(add(spec_.op, layer.inputShapes[0], &layer.inputShapes[1], 0.f));
+      for (size_t k = 2; k < n; ++k)
+        EI_RETURN_IF_ERROR(add(spec_.op, out, &layer.inputShapes[k], 0.f));
+    }
+    if (layer.node->opType == "Mean" && n > 1)
+      EI_RETURN_IF_ERROR(add(EltOp::kAffine, out, nullptr, 1.f / static_cast<float>(n)));
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+
+  Status enqueue(const LaunchArgs& args) override {
+    const size_t n = inputRanks_.size();
+    EI_RETURN_IF_ERROR(checkArgs(args, n));
+    void* y = args.outputs[0];
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      // Step 0 reads x0 (and x1); step k reads y and x(k + 1); Mean's last step reads y.
+      const void* ins[2] = {
+          i == 0 ? args.inputs[0] : y,
+          i == 0 ? (n > 1 ? args.inputs[1] : nullptr) : (i + 1 < n ? args.inputs[i + 1] : nullptr)};
+      EI_RETURN_IF_ERROR(launchEltwise(steps_[i], fp16(), ins, y, maxBlocks_, args.stream));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  EltSpec spec_;
+  std::vector<EltwisePlan> steps_;
+};
+
 // ---- Pooling --------------------------------------------------------------------------------
 
 bool poolKindFor(const graph::Node& node, PoolKind* kind) {
@@ -319,12 +432,15 @@ bool poolKindFor(const graph::Node& node, PoolKind* kind) {
     *kind = PoolKind::kGlobalAverage;
   else if (node.opType == "GlobalMaxPool")
     *kind = PoolKind::kGlobalMax;
+  else if (node.opType == "LpPool")
+    *kind = PoolKind::kLp;
   else
     return false;
   return true;
 }
 
-/// The pooling plan (logical sizes, window) of a supported layer; false otherwise.
+/// The pooling plan (logical sizes, window) of a supported layer; false otherwise. 1-D pools
+/// ([N, C, W] tensors) run as 2-D ones over [N, C, 1, W].
 bool poolPlanFor(const LayerContext& layer, PoolKind kind, PoolPlan* p) {
   const graph::Node& node = *layer.node;
   // One input, one output: MaxPool's Indices output has no GPU kernel.
@@ -335,44 +451,58 @@ bool poolPlanFor(const LayerContext& layer, PoolKind kind, PoolPlan* p) {
   const DataType t = layer.inputTypes[0];
   const Shape& x = layer.inputShapes[0];
   const Shape& y = layer.outputShapes[0];
-  if (!isFloatStorage(t) || layer.outputTypes[0] != t || x.rank() != 4 || y.rank() != 4 ||
-      !isStatic(x) || !isStatic(y))
+  const size_t rank = x.rank();
+  if (!isFloatStorage(t) || layer.outputTypes[0] != t || (rank != 4 && rank != 3) ||
+      y.rank() != rank || !isStatic(x) || !isStatic(y))
     return false;
+  const bool oneD = rank == 3;
   constexpr int64_t kLimit = int64_t{1} << 30;  // int arithmetic in the kernels
-  if (x[1] * x[2] * x[3] >= kLimit || y[1] * y[2] * y[3] >= kLimit) return false;
+  if (x.span(1, rank) >= kLimit || y.span(1, rank) >= kLimit) return false;
   *p = PoolPlan{};
   p->kind = kind;
   p->N = x[0];
   p->C = x[1];
-  p->H = x[2];
-  p->W = x[3];
+  p->H = oneD ? 1 : x[2];
+  p->W = x[rank - 1];
   if (kind == PoolKind::kGlobalAverage || kind == PoolKind::kGlobalMax)
-    return y[0] == p->N && y[1] == p->C && y[2] == 1 && y[3] == 1;
+    return y[0] == p->N && y[1] == p->C && y.span(2, rank) == 1;
+  const size_t sr = rank - 2;  // spatial dims
   graph::WindowAttrs wa;
   graph::WindowDims dims;
-  if (!graph::readWindowAttrs(node.attrs, 2, {}, &wa).ok() ||
-      !graph::computeWindowDims(wa, {p->H, p->W}, &dims).ok())
+  if (!graph::readWindowAttrs(node.attrs, sr, {}, &wa).ok() ||
+      !graph::computeWindowDims(
+           wa, oneD ? std::vector<int64_t>{p->W} : std::vector<int64_t>{p->H, p->W}, &dims)
+           .ok())
     return false;
   if (kind == PoolKind::kAverage) {
     const int64_t cip = node.attrs.getInt("count_include_pad", 0);
     if (cip != 0 && cip != 1) return false;
     p->countIncludePad = cip == 1;
   }
-  p->OH = dims.out[0];
-  p->OW = dims.out[1];
-  if (y[0] != p->N || y[1] != p->C || y[2] != p->OH || y[3] != p->OW) return false;
-  p->kh = wa.kernel[0];
-  p->kw = wa.kernel[1];
-  p->sh = wa.strides[0];
-  p->sw = wa.strides[1];
-  p->dh = wa.dilations[0];
-  p->dw = wa.dilations[1];
-  p->padTop = dims.padBegin[0];
-  p->padLeft = dims.padBegin[1];
-  p->padBottom = dims.padEnd[0];
-  p->padRight = dims.padEnd[1];
+  if (kind == PoolKind::kLp) {
+    p->lpP = node.attrs.getInt("p", 2);
+    if (p->lpP < 1 || p->lpP > 64) return false;
+  }
+  // Spatial dim i of the 2-D window (0: H, 1: W) from dim j of the op's own (1-D: H is 1).
+  const auto at = [&](const std::vector<int64_t>& v, size_t i, int64_t unit) {
+    return oneD ? (i == 0 ? unit : v[0]) : v[i];
+  };
+  p->OH = at(dims.out, 0, 1);
+  p->OW = at(dims.out, 1, 1);
+  if (y[0] != p->N || y[1] != p->C || (!oneD && y[2] != p->OH) || y[rank - 1] != p->OW)
+    return false;
+  p->kh = at(wa.kernel, 0, 1);
+  p->kw = at(wa.kernel, 1, 1);
+  p->sh = at(wa.strides, 0, 1);
+  p->sw = at(wa.strides, 1, 1);
+  p->dh = at(wa.dilations, 0, 1);
+  p->dw = at(wa.dilations, 1, 1);
+  p->padTop = at(dims.padBegin, 0, 0);
+  p->padLeft = at(dims.padBegin, 1, 0);
+  p->padBottom = at(dims.padEnd, 0, 0);
+  p->padRight = at(dims.padEnd, 1, 0);
   // Window coordinates stay in int: (out - 1) * stride + extent within the limit.
-  for (size_t i = 0; i < 2; ++i)
+  for (size_t i = 0; i < sr; ++i)
     if ((dims.out[i] - 1) * wa.strides[i] + wa.effectiveKernel(i) + dims.padBegin[i] +
             dims.padEnd[i] >=
         kLimit)
@@ -502,12 +632,19 @@ std::vector<std::unique_ptr<builder::Tactic>> CudaKernelProvider::candidates(
                                             : std::vector<Layout>{Layout::kLinear};
   if (detail::dataCandidates(layer, precision, &out)) return out;
   if (detail::normSelectCandidates(layer, precision, &out)) return out;
+  if (detail::typedCandidates(layer, precision, &out)) return out;
   EltSpec spec;
   PoolKind kind;
   if (eltSpecFor(*layer.node, &spec)) {
     if (!eltSupported(layer, spec)) return out;
+    const bool variadic = isVariadic(*layer.node, layer.inputShapes.size());
     for (DataType t : storageTypes(precision))
-      for (Layout l : layouts) out.push_back(std::make_unique<EltwiseTactic>(spec, t, l, layer));
+      for (Layout l : layouts) {
+        if (variadic)
+          out.push_back(std::make_unique<VariadicTactic>(spec, t, l, layer));
+        else
+          out.push_back(std::make_unique<EltwiseTactic>(spec, t, l, layer));
+      }
   } else if (poolKindFor(*layer.node, &kind)) {
     PoolPlan plan;
     if (!poolPlanFor(layer, kind, &plan)) return out;

@@ -42,7 +42,8 @@ bool isIntStorage(DataType t) {
 /// Storage types for an op that only moves elements of logical type t.
 std::vector<DataType> moveTypes(DataType t, Precision p) {
   if (isFloatStorage(t)) return storageTypes(p);
-  if (isIntStorage(t)) return {t};
+  if (isIntStorage(t) || t == DataType::kInt8 || t == DataType::kUInt8 || t == DataType::kBool)
+    return {t};
   return {};
 }
 
@@ -228,6 +229,146 @@ bool expandPlan(const LayerContext& layer, DataType storage, bool nhwc, StridedC
   return true;
 }
 
+// ---- Tile -----------------------------------------------------------------------------------
+
+/// Tile as an expand of a 2k-D view: output axis a of size r * x[a] is (repeat, i) with input
+/// strides (0, stride of a).
+bool tilePlan(const LayerContext& layer, DataType storage, bool nhwc, StridedCopyPlan* p) {
+  const Shape& x = layer.inputShapes[0];
+  const Shape& y = layer.outputShapes[0];
+  std::vector<int64_t> repeats;
+  if (nhwc || layer.inputShapes.size() != 2 || !constInts(layer, 1, &repeats) ||
+      repeats.size() != x.rank() || y.rank() != x.rank() || x.rank() == 0)
+    return false;
+  const std::vector<int64_t> in = storageStrides(x, false);
+  std::vector<int64_t> dims, strides;
+  for (size_t a = 0; a < x.rank(); ++a) {
+    if (repeats[a] < 1 || y[a] != x[a] * repeats[a]) return false;
+    if (repeats[a] > 1 && x[a] > 1) {
+      dims.push_back(repeats[a]);
+      strides.push_back(0);
+    }
+    // An axis of one input element is all repeats (stride 0 either way).
+    dims.push_back(x[a] > 1 ? x[a] : repeats[a]);
+    strides.push_back(x[a] > 1 ? in[a] : 0);
+  }
+  std::vector<int64_t> d2, s2;  // size-1 dims dropped
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (dims[k] != 1) {
+      d2.push_back(dims[k]);
+      s2.push_back(strides[k]);
+    }
+  if (d2.empty()) {
+    d2.push_back(1);
+    s2.push_back(0);
+  }
+  if (d2.size() > static_cast<size_t>(kMoveMaxDims)) return false;
+  *p = makeStridedCopyPlan(static_cast<int>(dataTypeSize(storage)), d2, s2, 0);
+  return true;
+}
+
+// ---- DepthToSpace / SpaceToDepth ------------------------------------------------------------
+
+/// A 6-D view of the output, enumerated in its storage order, with the input's strides:
+///   DepthToSpace DCR: y[n][c][h*b + i][w*b + j] = x[n][(i*b + j) * C' + c][h][w]
+///   DepthToSpace CRD: y[n][c][h*b + i][w*b + j] = x[n][c * b*b + i*b + j][h][w]
+///   SpaceToDepth:     y[n][(i*b + j) * C + c][h][w] = x[n][c][h*b + i][w*b + j]
+bool spaceDepthPlan(const LayerContext& layer, DataType storage, bool nhwc, StridedCopyPlan* p) {
+  const Shape& x = layer.inputShapes[0];
+  const Shape& y = layer.outputShapes[0];
+  const int64_t b = layer.node->attrs.getInt("blocksize", 0);
+  if (layer.inputShapes.size() != 1 || x.rank() != 4 || y.rank() != 4 || b < 1) return false;
+  const std::vector<int64_t> in = storageStrides(x, nhwc);  // n, c, h, w
+  const int64_t sN = in[0], sC = in[1], sH = in[2], sW = in[3];
+  std::vector<int64_t> dims, strides;
+  if (layer.node->opType == "DepthToSpace") {
+    const int64_t c = y[1];
+    if (x[1] != c * b * b || y[2] != x[2] * b || y[3] != x[3] * b) return false;
+    const bool crd = layer.node->attrs.getString("mode", "DCR") == "CRD";
+    const int64_t stC = crd ? b * b * sC : sC;
+    const int64_t stI = crd ? b * sC : b * c * sC;
+    const int64_t stJ = crd ? sC : c * sC;
+    // NCHW: (n, c, h, i, w, j); NHWC: (n, h, i, w, j, c).
+    if (nhwc) {
+      dims = {x[0], x[2], b, x[3], b, c};
+      strides = {sN, sH, stI, sW, stJ, stC};
+    } else {
+      dims = {x[0], c, x[2], b, x[3], b};
+      strides = {sN, stC, sH, stI, sW, stJ};
+    }
+  } else {
+    const int64_t c = x[1];
+    if (x[2] % b != 0 || x[3] % b != 0 || y[1] != c * b * b || y[2] != x[2] / b || y[3] != x[3] / b)
+      return false;
+    // Output channel (i*b + j) * C + c: NCHW (n, i, j, c, h, w); NHWC (n, h, w, i, j, c).
+    if (nhwc) {
+      dims = {x[0], y[2], y[3], b, b, c};
+      strides = {sN, b * sH, b * sW, sH, sW, sC};
+    } else {
+      dims = {x[0], b, b, c, y[2], y[3]};
+      strides = {sN, sH, sW, sC, b * sH, b * sW};
+    }
+  }
+  *p = makeStridedCopyPlan(static_cast<int>(dataTypeSize(storage)), dims, strides, 0);
+  return true;
+}
+
+// ---- Split ----------------------------------------------------------------------------------
+
+/// One strided copy per output: the slice of the input along the axis at its running offset.
+bool splitPlans(const LayerContext& layer, DataType storage, bool nhwc,
+                std::vector<StridedCopyPlan>* plans) {
+  const Shape& x = layer.inputShapes[0];
+  const size_t rank = x.rank();
+  size_t axis = 0;
+  if (rank == 0 || rank > static_cast<size_t>(kMoveMaxDims) ||
+      !normAxis(layer.node->attrs.getInt("axis", 0), rank, &axis) ||
+      layer.outputShapes.size() != layer.node->outputs.size() || layer.outputShapes.empty())
+    return false;
+  if (layer.inputShapes.size() > 1 && layer.hasInput(1) && !layer.constantInput(1)) return false;
+  const std::vector<int64_t> in = storageStrides(x, nhwc);
+  plans->clear();
+  int64_t offset = 0;
+  for (size_t k = 0; k < layer.outputShapes.size(); ++k) {
+    const Shape& y = layer.outputShapes[k];
+    if (y.rank() != rank || layer.node->outputs[k].empty()) return false;
+    for (size_t d = 0; d < rank; ++d)
+      if (d != axis && y[d] != x[d]) return false;
+    if (y.numel() == 0) return false;
+    plans->push_back(copyPlan(storage, y, in, offset * in[axis], nhwc));
+    offset += y[axis];
+  }
+  return offset == x[axis];
+}
+
+class SplitTactic final : public CudaTactic {
+ public:
+  SplitTactic(DataType t, Layout l, const LayerContext& layer) : CudaTactic("split", t, l, layer) {}
+  bool consumesInput(size_t index) const override { return index >= 1; }  // the split sizes
+  Status initialize(const LayerContext& layer) override {
+    if (!splitPlans(layer, dtype_, nhwc(), &plans_))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 1));
+    if (args.outputs.size() < plans_.size())
+      return Status(ErrorCode::kInvalidArgument, id() + ": missing output pointers");
+    for (size_t k = 0; k < plans_.size(); ++k) {
+      if (!args.outputs[k])
+        return Status(ErrorCode::kInvalidArgument, id() + ": output pointer is null");
+      EI_RETURN_IF_ERROR(
+          launchStridedCopy(plans_[k], args.inputs[0], args.outputs[k], maxBlocks_, args.stream));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::vector<StridedCopyPlan> plans_;
+};
+
 // ---- Concat ---------------------------------------------------------------------------------
 
 bool concatPlan(const LayerContext& layer, DataType storage, bool nhwc, ConcatPlan* p) {
@@ -408,6 +549,42 @@ bool gatherNDPlan(const LayerContext& layer, DataType storage, GatherNDPlan* p) 
   return true;
 }
 
+bool gatherElementsPlan(const LayerContext& layer, DataType storage, GatherElementsPlan* p) {
+  if (layer.inputShapes.size() != 2 || !layer.hasInput(1)) return false;
+  const Shape& x = layer.inputShapes[0];
+  const Shape& idx = layer.inputShapes[1];
+  const DataType it = layer.inputTypes[1];
+  const size_t rank = x.rank();
+  size_t axis = 0;
+  if (!isIntStorage(it) || rank == 0 || rank > static_cast<size_t>(kMoveMaxDims) ||
+      idx.rank() != rank || layer.outputShapes[0] != idx ||
+      !normAxis(layer.node->attrs.getInt("axis", 0), rank, &axis))
+    return false;
+  for (size_t d = 0; d < rank; ++d)
+    if (d != axis && idx[d] > x[d]) return false;
+  *p = GatherElementsPlan{};
+  p->elemBytes = static_cast<int>(dataTypeSize(storage));
+  p->indices64 = it == DataType::kInt64;
+  p->rank = static_cast<int>(rank);
+  p->axis = static_cast<int>(axis);
+  p->axisDim = x[axis];
+  const std::vector<int64_t> st = storageStrides(x, false);
+  for (size_t d = 0; d < rank; ++d) {
+    p->outDims[d] = idx[d];
+    p->xStrides[d] = st[d];
+  }
+  p->numel = idx.numel();
+  p->xNumel = x.numel();
+  if (const Tensor* c =
+          layer.constantInput(1)) {  // checked here, as the reference does at run time
+    for (int64_t e = 0; e < c->numel(); ++e) {
+      const int64_t v = c->getAsInt64(e);
+      if (v < -p->axisDim || v >= p->axisDim) return false;
+    }
+  }
+  return true;
+}
+
 /// Gather and GatherND: x and the indices (a runtime input in their own integer type) through
 /// `Launch` with the plan `PlanFor` makes of the layer.
 template <typename Plan, bool (*PlanFor)(const LayerContext&, DataType, Plan*),
@@ -436,6 +613,48 @@ class IndexedGatherTactic final : public CudaTactic {
 
 using GatherTactic = IndexedGatherTactic<GatherPlan, gatherPlan, launchGather>;
 using GatherNDTactic = IndexedGatherTactic<GatherNDPlan, gatherNDPlan, launchGatherND>;
+using GatherElementsTactic =
+    IndexedGatherTactic<GatherElementsPlan, gatherElementsPlan, launchGatherElements>;
+
+// ---- Trilu ----------------------------------------------------------------------------------
+
+bool triluPlan(const LayerContext& layer, DataType storage, TriluPlan* p) {
+  const Shape& x = layer.inputShapes[0];
+  if (x.rank() < 2 || layer.inputShapes.size() > 2 || layer.outputShapes[0] != x) return false;
+  *p = TriluPlan{};
+  if (layer.inputShapes.size() == 2 && layer.hasInput(1)) {
+    std::vector<int64_t> k;
+    if (!constInts(layer, 1, &k) || k.size() != 1) return false;
+    p->k = k[0];
+  }
+  p->elemBytes = static_cast<int>(dataTypeSize(storage));
+  p->upper = layer.node->attrs.getInt("upper", 1) != 0;
+  p->rows = x[x.rank() - 2];
+  p->cols = x[x.rank() - 1];
+  p->batches = x.span(0, x.rank() - 2);
+  return true;
+}
+
+class TriluTactic final : public CudaTactic {
+ public:
+  TriluTactic(DataType t, const LayerContext& layer)
+      : CudaTactic("trilu", t, Layout::kNCHW, layer) {}
+  bool consumesInput(size_t index) const override { return index >= 1; }  // k
+  Status initialize(const LayerContext& layer) override {
+    if (!triluPlan(layer, dtype_, &plan_))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 1));
+    return launchTrilu(plan_, args.inputs[0], args.outputs[0], maxBlocks_, args.stream);
+  }
+
+ private:
+  TriluPlan plan_;
+};
 
 // ---- Resize ---------------------------------------------------------------------------------
 // Every axis is tabulated (N and C too, which the common case leaves one to one), so every
@@ -644,6 +863,18 @@ bool reduceOpFor(const std::string& op, ReduceOp* r) {
     *r = ReduceOp::kMax;
   else if (op == "ReduceMin")
     *r = ReduceOp::kMin;
+  else if (op == "ReduceProd")
+    *r = ReduceOp::kProd;
+  else if (op == "ReduceL1")
+    *r = ReduceOp::kL1;
+  else if (op == "ReduceL2")
+    *r = ReduceOp::kL2;
+  else if (op == "ReduceLogSum")
+    *r = ReduceOp::kLogSum;
+  else if (op == "ReduceLogSumExp")
+    *r = ReduceOp::kLogSumExp;
+  else if (op == "ReduceSumSquare")
+    *r = ReduceOp::kSumSquare;
   else
     return false;
   return true;
@@ -714,22 +945,54 @@ class ReduceTactic final : public CudaTactic {
 bool dataCandidates(const LayerContext& layer, Precision precision,
                     std::vector<std::unique_ptr<Tactic>>* out) {
   const graph::Node& node = *layer.node;
-  static const std::array<const char*, 12> kOps = {
-      "Concat",   "Transpose", "Slice",     "Expand",     "Pad",       "Gather",
-      "GatherND", "Resize",    "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"};
+  static const std::array<const char*, 24> kOps = {
+      "Concat",       "Transpose",       "Slice",           "Expand",
+      "Pad",          "Gather",          "GatherND",        "GatherElements",
+      "Resize",       "ReduceSum",       "ReduceMean",      "ReduceMax",
+      "ReduceMin",    "ReduceProd",      "ReduceL1",        "ReduceL2",
+      "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "Tile",
+      "DepthToSpace", "SpaceToDepth",    "Split",           "Trilu"};
   if (!node.domain.empty() || std::find(kOps.begin(), kOps.end(), node.opType) == kOps.end())
     return false;
+  const std::string& op = node.opType;
+  if (op == "Split") {  // several outputs
+    if (layer.inputShapes.empty() || !layer.hasInput(0) || !isStatic(layer.inputShapes[0]))
+      return true;
+    const DataType t = layer.inputTypes[0];
+    for (DataType o : layer.outputTypes)
+      if (o != t) return true;
+    const bool in4d = layer.inputShapes[0].rank() == 4;
+    for (DataType s : moveTypes(t, precision))
+      for (Layout l : in4d ? std::vector<Layout>{Layout::kNCHW, Layout::kNHWC}
+                           : std::vector<Layout>{Layout::kNCHW}) {
+        std::vector<StridedCopyPlan> plans;
+        if (splitPlans(layer, s, l == Layout::kNHWC, &plans))
+          out->push_back(std::make_unique<SplitTactic>(s, l, layer));
+      }
+    return true;
+  }
   if (layer.inputShapes.empty() || !layer.hasInput(0) || !staticNonEmpty(layer)) return true;
   const DataType t = layer.inputTypes[0];
   if (layer.outputTypes[0] != t) return true;
-  const std::string& op = node.opType;
   const bool all4d = layer.inputShapes[0].rank() == 4 && layer.outputShapes[0].rank() == 4;
   // NHWC where the op is natural on 4-D activations; NCHW (plain row-major) otherwise.
   const std::vector<Layout> layouts = all4d ? std::vector<Layout>{Layout::kNCHW, Layout::kNHWC}
                                             : std::vector<Layout>{Layout::kNCHW};
   const std::vector<Layout> plain = {Layout::kNCHW};
 
-  if (op == "Concat") {
+  if (op == "Tile" || op == "DepthToSpace" || op == "SpaceToDepth") {
+    const bool tile = op == "Tile";
+    const StridedCopyTactic::Planner planner = tile ? tilePlan : spaceDepthPlan;
+    const std::string family = tile                   ? "tile"
+                               : op == "DepthToSpace" ? "depthtospace"
+                                                      : "spacetodepth";
+    for (DataType s : moveTypes(t, precision))
+      for (Layout l : tile ? plain : layouts) {
+        StridedCopyPlan p;
+        if (planner(layer, s, l == Layout::kNHWC, &p))
+          out->push_back(std::make_unique<StridedCopyTactic>(family, planner, 1, s, l, layer));
+      }
+  } else if (op == "Concat") {
     for (size_t i = 0; i < layer.inputTypes.size(); ++i)
       if (layer.inputTypes[i] != t) return true;
     for (DataType s : moveTypes(t, precision))
@@ -767,6 +1030,17 @@ bool dataCandidates(const LayerContext& layer, Precision precision,
       GatherNDPlan p;
       if (gatherNDPlan(layer, s, &p))
         out->push_back(std::make_unique<GatherNDTactic>("gathernd", s, layer));
+    }
+  } else if (op == "GatherElements") {
+    for (DataType s : moveTypes(t, precision)) {
+      GatherElementsPlan p;
+      if (gatherElementsPlan(layer, s, &p))
+        out->push_back(std::make_unique<GatherElementsTactic>("gatherelements", s, layer));
+    }
+  } else if (op == "Trilu") {
+    for (DataType s : moveTypes(t, precision)) {
+      TriluPlan p;
+      if (triluPlan(layer, s, &p)) out->push_back(std::make_unique<TriluTactic>(s, layer));
     }
   } else if (op == "Resize") {
     ResizePlan p;

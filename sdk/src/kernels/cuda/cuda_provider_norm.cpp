@@ -167,6 +167,80 @@ class RowNormTactic final : public CudaTactic {
   void* params_ = nullptr;
 };
 
+// ---- BatchNormalization (inference) ---------------------------------------------------------
+
+/// A BatchNormalization the graph passes left standing (not after a convolution): constant
+/// per-channel parameters, inference mode, one output. Fills the folded scale / shift.
+bool batchNormPlan(const LayerContext& layer, bool nhwc, ChannelAffinePlan* p,
+                   std::vector<float>* scale, std::vector<float>* shift) {
+  const graph::Node& n = *layer.node;
+  const Shape& x = layer.inputShapes[0];
+  if (layer.inputShapes.size() != 5 || layer.outputShapes.size() != 1 || x.rank() < 2 ||
+      !isFloatStorage(layer.inputTypes[0]) || n.attrs.getInt("training_mode", 0) != 0 ||
+      (nhwc && x.rank() != 4))
+    return false;
+  for (size_t i = 1; i < n.outputs.size(); ++i)
+    if (!n.outputs[i].empty()) return false;
+  const int64_t c = x[1];
+  const Tensor* t[4];
+  for (size_t i = 0; i < 4; ++i) {
+    t[i] = layer.constantInput(i + 1);
+    if (!t[i] || t[i]->numel() != c || !isFloatStorage(t[i]->dtype())) return false;
+  }
+  *p = ChannelAffinePlan{};
+  p->N = x[0];
+  p->C = c;
+  p->S = x.span(2, x.rank());
+  p->nhwc = nhwc;
+  if (scale) {
+    const double eps = n.attrs.getFloat("epsilon", 1e-5f);
+    scale->resize(static_cast<size_t>(c));
+    shift->resize(static_cast<size_t>(c));
+    for (int64_t k = 0; k < c; ++k) {
+      const double inv = 1.0 / std::sqrt(t[3]->getAsDouble(k) + eps);
+      const double a = inv * t[0]->getAsDouble(k);
+      (*scale)[static_cast<size_t>(k)] = static_cast<float>(a);
+      (*shift)[static_cast<size_t>(k)] =
+          static_cast<float>(t[1]->getAsDouble(k) - t[2]->getAsDouble(k) * a);
+    }
+  }
+  return true;
+}
+
+class BatchNormTactic final : public CudaTactic {
+ public:
+  BatchNormTactic(DataType t, Layout l, const LayerContext& layer)
+      : CudaTactic("batchnorm", t, l, layer) {}
+  ~BatchNormTactic() override { cudaFree(params_); }
+  bool consumesInput(size_t index) const override { return index >= 1; }
+  Status initialize(const LayerContext& layer) override {
+    std::vector<float> scale, shift;
+    if (!batchNormPlan(layer, nhwc(), &plan_, &scale, &shift))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    cudaFree(params_);
+    params_ = nullptr;
+    std::vector<float> all = scale;
+    all.insert(all.end(), shift.begin(), shift.end());
+    EI_CUDA_CHECK(cudaMalloc(&params_, all.size() * sizeof(float)));
+    EI_CUDA_CHECK(
+        cudaMemcpy(params_, all.data(), all.size() * sizeof(float), cudaMemcpyHostToDevice));
+    plan_.scale = static_cast<const float*>(params_);
+    plan_.shift = plan_.scale + scale.size();
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 1));
+    return launchChannelAffine(plan_, fp16(), args.inputs[0], args.outputs[0], maxBlocks_,
+                               args.stream);
+  }
+
+ private:
+  ChannelAffinePlan plan_;
+  void* params_ = nullptr;
+};
+
 // ---- LRN ------------------------------------------------------------------------------------
 
 bool lrnPlan(const LayerContext& layer, bool nhwc, LrnPlan* p) {
@@ -444,8 +518,9 @@ bool normSelectCandidates(const LayerContext& layer, Precision precision,
   const graph::Node& node = *layer.node;
   const std::string& op = node.opType;
   const bool ours = op == "LayerNormalization" || op == "InstanceNormalization" || op == "LRN" ||
-                    op == "ArgMax" || op == "ArgMin" || op == "TopK" || op == "CumSum" ||
-                    op == "ScatterElements" || op == "Scatter" || op == "ScatterND";
+                    op == "BatchNormalization" || op == "ArgMax" || op == "ArgMin" ||
+                    op == "TopK" || op == "CumSum" || op == "ScatterElements" || op == "Scatter" ||
+                    op == "ScatterND";
   if (!node.domain.empty() || !ours) return false;
   if (!staticShapes(layer)) return true;
   const DataType t = layer.inputTypes[0];
@@ -455,6 +530,15 @@ bool normSelectCandidates(const LayerContext& layer, Precision precision,
     const std::string family = op == "LayerNormalization" ? "layernorm" : "instancenorm";
     for (DataType s : storageTypes(precision))
       out->push_back(std::make_unique<RowNormTactic>(family, s, layer));
+  } else if (op == "BatchNormalization") {
+    const bool is4d = layer.inputShapes[0].rank() == 4;
+    for (DataType s : storageTypes(precision))
+      for (Layout l : is4d ? std::vector<Layout>{Layout::kNCHW, Layout::kNHWC}
+                           : std::vector<Layout>{Layout::kNCHW}) {
+        ChannelAffinePlan p;
+        if (batchNormPlan(layer, l == Layout::kNHWC, &p, nullptr, nullptr))
+          out->push_back(std::make_unique<BatchNormTactic>(s, l, layer));
+      }
   } else if (op == "LRN") {
     const bool is4d = layer.inputShapes[0].rank() == 4;
     for (DataType s : storageTypes(precision))

@@ -42,7 +42,7 @@ inline std::vector<DataType> storageTypes(Precision p) {
   return {DataType::kFloat16, DataType::kFloat32};
 }
 
-/// The id part of a storage type: fp32, fp16, i32, i64.
+/// The id part of a storage type: fp32, fp16, i32, i64, i8, u8, bool.
 const char* storageName(DataType t);
 
 /// Grid-size cap for grid-stride kernels: 16 blocks of 256 threads per multiprocessor.
@@ -101,5 +101,10 @@ bool dataCandidates(const builder::LayerContext& layer, Precision precision,
 /// ArgMin, TopK), CumSum and scatter families (cuda_provider_norm.cpp), as dataCandidates().
 bool normSelectCandidates(const builder::LayerContext& layer, Precision precision,
                           std::vector<std::unique_ptr<builder::Tactic>>* out);
+
+/// The typed elementwise family (cuda_provider_typed.cpp: Cast, comparisons, logic, Where,
+/// IsNaN / IsInf, integer arithmetic), as dataCandidates().
+bool typedCandidates(const builder::LayerContext& layer, Precision precision,
+                     std::vector<std::unique_ptr<builder::Tactic>>* out);
 
 }  // namespace edgeinfer::cuda::detail

@@ -417,7 +417,106 @@ Status launchGatherNDT(const GatherNDPlan& q, int64_t sliceUnits, const void* x,
   return Status::Ok();
 }
 
+template <typename I>
+struct GatherElementsParams {
+  I outDims[kMoveMaxDims];
+  I xStrides[kMoveMaxDims];
+  int rank, axis;
+  I axisDim, numel;
+};
+
+template <typename U, typename IX, typename I>
+__global__ void __launch_bounds__(kThreads)
+    gatherElementsKernel(const U* __restrict__ x, const IX* __restrict__ idx, U* __restrict__ y,
+                         const GatherElementsParams<I> p) {
+  const I step = static_cast<I>(gridDim.x) * kThreads;
+  for (I o = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x; o < p.numel; o += step) {
+    I rem = o, off = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const I c = rem % p.outDims[d];
+      rem /= p.outDims[d];
+      if (d != p.axis) off += c * p.xStrides[d];
+    }
+    I i = static_cast<I>(idx[o]);
+    if (i < 0) i += p.axisDim;
+    i = i < 0 ? I(0) : (i >= p.axisDim ? p.axisDim - 1 : i);
+    y[o] = x[off + i * p.xStrides[p.axis]];
+  }
+}
+
+template <typename U, typename I>
+Status launchGatherElementsT(const GatherElementsPlan& q, const void* x, const void* idx, void* y,
+                             int maxBlocks, cudaStream_t s) {
+  GatherElementsParams<I> p{};
+  p.rank = q.rank;
+  p.axis = q.axis;
+  p.axisDim = static_cast<I>(q.axisDim);
+  p.numel = static_cast<I>(q.numel);
+  for (int d = 0; d < q.rank; ++d) {
+    p.outDims[d] = static_cast<I>(q.outDims[d]);
+    p.xStrides[d] = static_cast<I>(q.xStrides[d]);
+  }
+  const int grid = dev::gridFor(q.numel, kThreads, maxBlocks);
+  if (q.indices64)
+    gatherElementsKernel<U, int64_t, I><<<grid, kThreads, 0, s>>>(
+        static_cast<const U*>(x), static_cast<const int64_t*>(idx), static_cast<U*>(y), p);
+  else
+    gatherElementsKernel<U, int32_t, I><<<grid, kThreads, 0, s>>>(
+        static_cast<const U*>(x), static_cast<const int32_t*>(idx), static_cast<U*>(y), p);
+  EI_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
+
+template <typename U, typename I>
+__global__ void __launch_bounds__(kThreads)
+    triluKernel(const U* __restrict__ x, U* __restrict__ y, I total, I rows, I cols, long long k,
+                bool upper) {
+  const I step = static_cast<I>(gridDim.x) * kThreads;
+  for (I e = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x; e < total; e += step) {
+    const long long j = static_cast<long long>(e % cols);
+    const long long i = static_cast<long long>((e / cols) % rows);
+    const bool keep = upper ? j - i >= k : j - i <= k;
+    y[e] = keep ? x[e] : U{};
+  }
+}
+
 }  // namespace
+
+Status launchGatherElements(const GatherElementsPlan& plan, const void* x, const void* indices,
+                            void* y, int maxBlocks, void* stream) {
+  if (plan.numel == 0) return Status::Ok();
+  if (plan.rank < 1 || plan.rank > kMoveMaxDims || plan.axis < 0 || plan.axis >= plan.rank ||
+      plan.axisDim < 1)
+    return Status(ErrorCode::kInvalidArgument, "launchGatherElements: malformed plan");
+  const bool small = fitsInt32(std::max(plan.numel, plan.xNumel));
+  const auto s = static_cast<cudaStream_t>(stream);
+  return dispatchUnit(plan.elemBytes, [&](auto u) -> Status {
+    using U = decltype(u);
+    return small ? launchGatherElementsT<U, int32_t>(plan, x, indices, y, maxBlocks, s)
+                 : launchGatherElementsT<U, int64_t>(plan, x, indices, y, maxBlocks, s);
+  });
+}
+
+Status launchTrilu(const TriluPlan& plan, const void* x, void* y, int maxBlocks, void* stream) {
+  const int64_t total = plan.batches * plan.rows * plan.cols;
+  if (total == 0) return Status::Ok();
+  const auto s = static_cast<cudaStream_t>(stream);
+  const int grid = dev::gridFor(total, kThreads, maxBlocks);
+  return dispatchUnit(plan.elemBytes, [&](auto u) -> Status {
+    using U = decltype(u);
+    const U* in = static_cast<const U*>(x);
+    U* out = static_cast<U*>(y);
+    if (fitsInt32(total))
+      triluKernel<U, int32_t><<<grid, kThreads, 0, s>>>(
+          in, out, static_cast<int32_t>(total), static_cast<int32_t>(plan.rows),
+          static_cast<int32_t>(plan.cols), plan.k, plan.upper);
+    else
+      triluKernel<U, int64_t>
+          <<<grid, kThreads, 0, s>>>(in, out, total, plan.rows, plan.cols, plan.k, plan.upper);
+    EI_CUDA_CHECK(cudaGetLastError());
+    return Status::Ok();
+  });
+}
 
 StridedCopyPlan makeStridedCopyPlan(int elemBytes, const std::vector<int64_t>& dims,
                                     const std::vector<int64_t>& strides, int64_t base) {

@@ -92,4 +92,31 @@ struct GatherNDPlan {
 Status launchGatherND(const GatherNDPlan& plan, const void* x, const void* indices, void* y,
                       int maxBlocks, void* stream);
 
+/// GatherElements along `axis`: y and the indices (int32 or int64) share the shape outDims
+/// (row-major); y[..., i_axis, ...] = x[..., indices[...], ...], x's element strides in
+/// xStrides. Negative indices count from the end; out-of-range ones are clamped (as Gather).
+struct GatherElementsPlan {
+  int elemBytes = 4;
+  bool indices64 = true;
+  int rank = 1, axis = 0;
+  int64_t axisDim = 1;
+  int64_t outDims[kMoveMaxDims] = {};
+  int64_t xStrides[kMoveMaxDims] = {};
+  int64_t numel = 0, xNumel = 0;
+};
+
+Status launchGatherElements(const GatherElementsPlan& plan, const void* x, const void* indices,
+                            void* y, int maxBlocks, void* stream);
+
+/// Trilu on a batch of [rows, cols] matrices (row-major): keeps the elements on and above
+/// (upper) or on and below (lower) the k-th diagonal, zeroes the others.
+struct TriluPlan {
+  int elemBytes = 4;
+  bool upper = true;
+  int64_t k = 0;
+  int64_t batches = 1, rows = 1, cols = 1;
+};
+
+Status launchTrilu(const TriluPlan& plan, const void* x, void* y, int maxBlocks, void* stream);
+
 }  // namespace edgeinfer::cuda

@@ -71,6 +71,24 @@ __device__ __forceinline__ void applyUnary(EltOp op, float alpha, float beta, fl
     EI_ELT_CASE(kErf, erff(x))
     EI_ELT_CASE(kFloor, floorf(x))
     EI_ELT_CASE(kCeil, ceilf(x))
+    EI_ELT_CASE(kSin, sinf(x))
+    EI_ELT_CASE(kCos, cosf(x))
+    EI_ELT_CASE(kTan, tanf(x))
+    EI_ELT_CASE(kAsin, asinf(x))
+    EI_ELT_CASE(kAcos, acosf(x))
+    EI_ELT_CASE(kAtan, atanf(x))
+    EI_ELT_CASE(kSinh, sinhf(x))
+    EI_ELT_CASE(kCosh, coshf(x))
+    EI_ELT_CASE(kAsinh, asinhf(x))
+    EI_ELT_CASE(kAcosh, acoshf(x))
+    EI_ELT_CASE(kAtanh, atanhf(x))
+    EI_ELT_CASE(kRound, rintf(x))
+    EI_ELT_CASE(kSign, x != x ? x : (x > 0.f ? 1.f : (x < 0.f ? -1.f : 0.f)))
+    EI_ELT_CASE(kSoftsign, x / (1.f + fabsf(x)))
+    EI_ELT_CASE(kCelu, refMax(0.f, x) + refMin(0.f, alpha * (expf(x / alpha) - 1.f)))
+    EI_ELT_CASE(kThresholdedRelu, x > alpha ? x : 0.f)
+    EI_ELT_CASE(kShrink, x < -alpha ? x + beta : (x > alpha ? x - beta : 0.f))
+    EI_ELT_CASE(kAffine, alpha * x + beta)
     default:
       break;
   }
@@ -98,6 +116,7 @@ __device__ __forceinline__ void applyBinary(EltOp op, float (&a)[N], const float
     EI_ELT_CASE2(kMax, (isnan(x) || isnan(y)) ? __int_as_float(0x7fc00000) : refMax(x, y))
     EI_ELT_CASE2(kMin, (isnan(x) || isnan(y)) ? __int_as_float(0x7fc00000) : refMin(x, y))
     EI_ELT_CASE2(kPRelu, x < 0.f ? y * x : x)
+    EI_ELT_CASE2(kFMod, fmodf(x, y))
     default:
       break;
   }

@@ -1,11 +1,13 @@
 // Elementwise CUDA kernels (unary math, activations, binary arithmetic with numpy
-// broadcasting) of the `cuda` tactic family: the plan the tactic computes at initialize()
-// and the host-side launcher. Plain C++ (no device syntax): cuda_provider.cpp includes it.
+// broadcasting; the variadic Sum/Mean/Max/Min run as a chain of binary launches) of the `cuda`
+// tactic family: the plan the tactic computes at initialize() and the host-side launcher. Plain C++
+// (no device syntax): cuda_provider.cpp includes it.
 #pragma once
 
 #include <cstdint>
 
 #include "edgeinfer/status.h"
+#include "edgeinfer/types.h"
 
 namespace edgeinfer::cuda {
 
@@ -31,6 +33,24 @@ enum class EltOp : int32_t {
   kErf,
   kFloor,
   kCeil,
+  kSin,
+  kCos,
+  kTan,
+  kAsin,
+  kAcos,
+  kAtan,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh,
+  kRound,  // half to even
+  kSign,
+  kSoftsign,
+  kCelu,             // alpha
+  kThresholdedRelu,  // alpha
+  kShrink,           // alpha = lambd, beta = bias
+  kAffine,           // alpha * x + beta (Sum of one input, Mean's division)
   // binary (inputs 0 and 1, broadcast)
   kAdd,
   kSub,
@@ -40,6 +60,7 @@ enum class EltOp : int32_t {
   kMax,
   kMin,
   kPRelu,  // input 1 is the slope
+  kFMod,   // C's fmod (Mod with fmod=1)
 };
 
 inline bool isBinaryEltOp(EltOp op) {
@@ -60,6 +81,15 @@ struct EltwisePlan {
   int64_t strides[2][kEltMaxDims] = {};
   int64_t numel = 0;
 };
+
+/// The broadcast view shared by every elementwise family: the output `out` enumerated in its
+/// storage order (NHWC for a 4-D tensor when `nhwc`; operands of rank 4 are then NHWC too),
+/// dims of size 1 dropped and adjacent dims merged where every operand is contiguous across
+/// them. Operand k (shape operands[k], right-aligned to `out`, numpy broadcasting) gets
+/// strides[k][d], 0 where it is broadcast. Fills dims[0, *rank) (*rank >= 1); false when an
+/// operand does not broadcast to `out` or the rank exceeds kEltMaxDims.
+bool planBroadcast(const Shape& out, const Shape* operands, int numOperands, bool nhwc,
+                   int64_t* dims, int64_t (*strides)[kEltMaxDims], int* rank);
 
 /// Enqueues y = op(x0[, x1]) on `stream`; fp16 selects half storage (computing in float).
 /// Picks 16-byte vector accesses when the innermost dim and every pointer allow them.

@@ -3,8 +3,10 @@
 //     get a warp each, longer ones a block each; each row is read three times (sum, centred
 //     squares, output), the later reads mostly from cache. Float sums, shuffle trees.
 //   LRN: one thread per element, the window's squares summed in float.
+//   BatchNormalization (inference, not folded into a convolution): a per-channel fmaf.
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cmath>
 
 #include "kernels/cuda/cuda_check.h"
@@ -149,6 +151,51 @@ Status launchLrn(const LrnPlan& plan, bool fp16, const void* x, void* y, int max
   else
     lrnKernel<float>
         <<<grid, kThreads, 0, s>>>(static_cast<const float*>(x), static_cast<float*>(y), plan);
+  EI_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
+
+namespace {
+
+template <typename T, typename I>
+__global__ void __launch_bounds__(kThreads)
+    channelAffineKernel(const T* __restrict__ x, T* __restrict__ y, const float* __restrict__ scale,
+                        const float* __restrict__ shift, I total, I C, I S, bool nhwc) {
+  const I step = static_cast<I>(gridDim.x) * kThreads;
+  for (I i = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x; i < total; i += step) {
+    const I c = nhwc ? i % C : (i / S) % C;
+    y[i] = dev::fromFloat<T>(fmaf(dev::toFloat(x[i]), scale[c], shift[c]));
+  }
+}
+
+template <typename T>
+void launchAffineT(const ChannelAffinePlan& p, const void* x, void* y, int grid, cudaStream_t s) {
+  const int64_t total = p.N * p.C * p.S;
+  const T* in = static_cast<const T*>(x);
+  T* out = static_cast<T*>(y);
+  if (total < INT_MAX)
+    channelAffineKernel<T, uint32_t>
+        <<<grid, kThreads, 0, s>>>(in, out, p.scale, p.shift, static_cast<uint32_t>(total),
+                                   static_cast<uint32_t>(p.C), static_cast<uint32_t>(p.S), p.nhwc);
+  else
+    channelAffineKernel<T, int64_t>
+        <<<grid, kThreads, 0, s>>>(in, out, p.scale, p.shift, total, p.C, p.S, p.nhwc);
+}
+
+}  // namespace
+
+Status launchChannelAffine(const ChannelAffinePlan& plan, bool fp16, const void* x, void* y,
+                           int maxBlocks, void* stream) {
+  const int64_t total = plan.N * plan.C * plan.S;
+  if (total == 0) return Status::Ok();
+  if (!plan.scale || !plan.shift)
+    return Status(ErrorCode::kInternal, "BatchNormalization: parameters not uploaded");
+  const auto s = static_cast<cudaStream_t>(stream);
+  const int grid = dev::gridFor(total, kThreads, maxBlocks);
+  if (fp16)
+    launchAffineT<__half>(plan, x, y, grid, s);
+  else
+    launchAffineT<float>(plan, x, y, grid, s);
   EI_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }

@@ -40,4 +40,17 @@ struct LrnPlan {
 Status launchLrn(const LrnPlan& plan, bool fp16, const void* x, void* y, int maxBlocks,
                  void* stream);
 
+/// Inference BatchNormalization folded into a per-channel affine map over [N, C, S] (or
+/// [N, S, C] when nhwc): y = x * scale[c] + shift[c], with scale = gamma / sqrt(var + eps) and
+/// shift = beta - mean * scale computed on the host in double. scale/shift: device floats.
+struct ChannelAffinePlan {
+  int64_t N = 1, C = 1, S = 1;
+  bool nhwc = false;
+  const float* scale = nullptr;
+  const float* shift = nullptr;
+};
+
+Status launchChannelAffine(const ChannelAffinePlan& plan, bool fp16, const void* x, void* y,
+                           int maxBlocks, void* stream);
+
 }  // namespace edgeinfer::cuda

@@ -4,7 +4,8 @@
 // one output pixel (NHWC: 4 floats / 8 halves, loads coalesced across the warp). The window
 // walk is the reference's (kernels/ref/pool.cpp): taps outside the input are skipped, the
 // first tap inside seeds the max, and AveragePool divides by the number of taps inside the
-// input, or with count_include_pad by the number inside the padded input.
+// input, or with count_include_pad by the number inside the padded input; LpPool sums |x|^p
+// over the taps inside (padding counts as zero) and takes the p-th root.
 // Global pools: a warp (or a block, for large planes) per NCHW plane; for NHWC a block per
 // (image, channel slice), its rows splitting the pixels and reduced in shared memory.
 #include <cuda_runtime.h>
@@ -26,7 +27,11 @@ struct WindowParams {
   int kh, kw, sh, sw, dh, dw;
   int padTop, padLeft, padBottom, padRight;
   bool countIncludePad;
+  int lpP;  // LpPool
 };
+
+// Windowed pooling modes (template argument of the window kernels).
+constexpr int kModeMax = 0, kModeAverage = 1, kModeLp = 2;
 
 __device__ __forceinline__ float refMax(float a, float b) {
   return a < b ? b : a;
@@ -45,7 +50,7 @@ __device__ __forceinline__ int paddedTaps(int start, int k, int d, int padBegin,
 
 /// Pools one window over VEC channels; `tap(ih, iw)` is the element offset of a tap's first
 /// channel, consecutive channels are consecutive elements.
-template <typename T, bool kMax, int VEC, typename TapOffset>
+template <typename T, int kMode, int VEC, typename TapOffset>
 __device__ __forceinline__ void poolWindow(const T* __restrict__ x, const WindowParams& q, int oh,
                                            int ow, TapOffset tap, float (&acc)[VEC]) {
   const int hs = oh * q.sh - q.padTop;
@@ -53,7 +58,7 @@ __device__ __forceinline__ void poolWindow(const T* __restrict__ x, const Window
   bool found = false;
   int count = 0;
 #pragma unroll
-  for (int c = 0; c < VEC; ++c) acc[c] = kMax ? -FLT_MAX : 0.f;
+  for (int c = 0; c < VEC; ++c) acc[c] = kMode == kModeMax ? -FLT_MAX : 0.f;
   for (int i = 0; i < q.kh; ++i) {
     const int ih = hs + i * q.dh;
     if (ih < 0 || ih >= q.H) continue;
@@ -64,8 +69,11 @@ __device__ __forceinline__ void poolWindow(const T* __restrict__ x, const Window
       dev::loadN<T, VEC>(x + tap(ih, iw), v);
 #pragma unroll
       for (int c = 0; c < VEC; ++c) {
-        if constexpr (kMax) {
+        if constexpr (kMode == kModeMax) {
           if (!found || v[c] > acc[c]) acc[c] = v[c];
+        } else if constexpr (kMode == kModeLp) {
+          const float m = fabsf(v[c]);
+          acc[c] += q.lpP == 1 ? m : q.lpP == 2 ? m * m : powf(m, static_cast<float>(q.lpP));
         } else {
           acc[c] += v[c];
         }
@@ -74,7 +82,13 @@ __device__ __forceinline__ void poolWindow(const T* __restrict__ x, const Window
       ++count;
     }
   }
-  if constexpr (!kMax) {
+  if constexpr (kMode == kModeLp) {
+#pragma unroll
+    for (int c = 0; c < VEC; ++c)
+      acc[c] = q.lpP == 1   ? acc[c]
+               : q.lpP == 2 ? sqrtf(acc[c])
+                            : powf(acc[c], 1.f / static_cast<float>(q.lpP));
+  } else if constexpr (kMode == kModeAverage) {
     const int divisor = q.countIncludePad
                             ? paddedTaps(hs, q.kh, q.dh, q.padTop, q.H, q.padBottom) *
                                   paddedTaps(ws, q.kw, q.dw, q.padLeft, q.W, q.padRight)
@@ -84,7 +98,7 @@ __device__ __forceinline__ void poolWindow(const T* __restrict__ x, const Window
   }
 }
 
-template <typename T, bool kMax, typename I>
+template <typename T, int kMode, typename I>
 __global__ void __launch_bounds__(kThreads)
     poolNchwKernel(const T* __restrict__ x, T* __restrict__ y, const WindowParams q, I total) {
   const I step = static_cast<I>(gridDim.x) * kThreads;
@@ -96,13 +110,13 @@ __global__ void __launch_bounds__(kThreads)
     const T* xp = x + plane * static_cast<I>(q.H) * q.W;
     const int W = q.W;
     float acc[1];
-    poolWindow<T, kMax, 1>(
+    poolWindow<T, kMode, 1>(
         xp, q, oh, ow, [W](int ih, int iw) { return ih * W + iw; }, acc);
     y[o] = dev::fromFloat<T>(acc[0]);
   }
 }
 
-template <typename T, bool kMax, int VEC, typename I>
+template <typename T, int kMode, int VEC, typename I>
 __global__ void __launch_bounds__(kThreads)
     poolNhwcKernel(const T* __restrict__ x, T* __restrict__ y, const WindowParams q, I total) {
   const int cv = q.C / VEC;  // channel vectors per pixel
@@ -117,7 +131,7 @@ __global__ void __launch_bounds__(kThreads)
     const T* xp = x + n * static_cast<I>(q.H) * q.W * q.C + c;
     const int W = q.W, C = q.C;
     float acc[VEC];
-    poolWindow<T, kMax, VEC>(
+    poolWindow<T, kMode, VEC>(
         xp, q, oh, ow, [W, C](int ih, int iw) { return (ih * W + iw) * C; }, acc);
     dev::storeN<T, VEC>(y + ((n * q.OH + oh) * static_cast<I>(q.OW) + ow) * q.C + c, acc);
   }
@@ -206,7 +220,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <typename T, bool kMax>
+template <typename T, int kMode>
 Status launchWindow(const PoolPlan& p, const void* in, void* out, int maxBlocks,
                     cudaStream_t stream) {
   WindowParams q{};
@@ -226,6 +240,7 @@ Status launchWindow(const PoolPlan& p, const void* in, void* out, int maxBlocks,
   q.padBottom = static_cast<int>(p.padBottom);
   q.padRight = static_cast<int>(p.padRight);
   q.countIncludePad = p.countIncludePad;
+  q.lpP = static_cast<int>(p.lpP);
   const T* x = static_cast<const T*>(in);
   T* y = static_cast<T*>(out);
   const bool small = p.N * p.C * p.H * p.W < INT_MAX && p.N * p.C * p.OH * p.OW < INT_MAX;
@@ -233,25 +248,25 @@ Status launchWindow(const PoolPlan& p, const void* in, void* out, int maxBlocks,
     const int64_t total = p.N * p.C * p.OH * p.OW;
     const int grid = dev::gridFor(total, kThreads, maxBlocks);
     if (small)
-      poolNchwKernel<T, kMax, uint32_t>
+      poolNchwKernel<T, kMode, uint32_t>
           <<<grid, kThreads, 0, stream>>>(x, y, q, static_cast<uint32_t>(total));
     else
-      poolNchwKernel<T, kMax, int64_t><<<grid, kThreads, 0, stream>>>(x, y, q, total);
+      poolNchwKernel<T, kMode, int64_t><<<grid, kThreads, 0, stream>>>(x, y, q, total);
   } else {
     constexpr int V = dev::kVec16<T>;
     const bool vec = p.C % V == 0 && dev::aligned16(in) && dev::aligned16(out);
     const int64_t total = p.N * p.OH * p.OW * (vec ? p.C / V : p.C);
     const int grid = dev::gridFor(total, kThreads, maxBlocks);
     if (vec && small)
-      poolNhwcKernel<T, kMax, V, uint32_t>
+      poolNhwcKernel<T, kMode, V, uint32_t>
           <<<grid, kThreads, 0, stream>>>(x, y, q, static_cast<uint32_t>(total));
     else if (vec)
-      poolNhwcKernel<T, kMax, V, int64_t><<<grid, kThreads, 0, stream>>>(x, y, q, total);
+      poolNhwcKernel<T, kMode, V, int64_t><<<grid, kThreads, 0, stream>>>(x, y, q, total);
     else if (small)
-      poolNhwcKernel<T, kMax, 1, uint32_t>
+      poolNhwcKernel<T, kMode, 1, uint32_t>
           <<<grid, kThreads, 0, stream>>>(x, y, q, static_cast<uint32_t>(total));
     else
-      poolNhwcKernel<T, kMax, 1, int64_t><<<grid, kThreads, 0, stream>>>(x, y, q, total);
+      poolNhwcKernel<T, kMode, 1, int64_t><<<grid, kThreads, 0, stream>>>(x, y, q, total);
   }
   EI_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
@@ -305,9 +320,11 @@ Status launchKind(const PoolPlan& p, const void* in, void* out, int maxBlocks,
                   cudaStream_t stream) {
   switch (p.kind) {
     case PoolKind::kMax:
-      return launchWindow<T, true>(p, in, out, maxBlocks, stream);
+      return launchWindow<T, kModeMax>(p, in, out, maxBlocks, stream);
     case PoolKind::kAverage:
-      return launchWindow<T, false>(p, in, out, maxBlocks, stream);
+      return launchWindow<T, kModeAverage>(p, in, out, maxBlocks, stream);
+    case PoolKind::kLp:
+      return launchWindow<T, kModeLp>(p, in, out, maxBlocks, stream);
     case PoolKind::kGlobalMax:
       return launchGlobal<T, true>(p, in, out, maxBlocks, stream);
     case PoolKind::kGlobalAverage:

@@ -1,4 +1,4 @@
-// 2-D pooling CUDA kernels (MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool) of the
+// 2-D pooling CUDA kernels (MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool) of the
 // `cuda` tactic family: the plan the tactic fills from conv_geometry.h and the launcher.
 // Plain C++ (no device syntax): cuda_provider.cpp includes it.
 #pragma once
@@ -9,13 +9,14 @@
 
 namespace edgeinfer::cuda {
 
-enum class PoolKind : int32_t { kMax, kAverage, kGlobalAverage, kGlobalMax };
+enum class PoolKind : int32_t { kMax, kAverage, kGlobalAverage, kGlobalMax, kLp };
 
 /// Logical sizes (NCHW order) and the window of one pooling launch.
 struct PoolPlan {
   PoolKind kind = PoolKind::kMax;
   bool nhwc = false;
   bool countIncludePad = false;  // AveragePool
+  int64_t lpP = 2;               // LpPool
   int64_t N = 0, C = 0, H = 0, W = 0, OH = 1, OW = 1;
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
   int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;

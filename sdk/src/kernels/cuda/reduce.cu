@@ -23,16 +23,34 @@ template <ReduceOp OP>
 __device__ __forceinline__ float identity() {
   if constexpr (OP == ReduceOp::kMax) return -INFINITY;
   if constexpr (OP == ReduceOp::kMin) return INFINITY;
+  if constexpr (OP == ReduceOp::kLogSumExp) return -INFINITY;
+  if constexpr (OP == ReduceOp::kProd) return 1.f;
   return 0.f;
 }
 
-/// Combines two partial results; a NaN on either side wins (numpy semantics).
+/// Each input value as the reduction consumes it (|x| for L1, x^2 for L2 / SumSquare).
+template <ReduceOp OP>
+__device__ __forceinline__ float premap(float v) {
+  if constexpr (OP == ReduceOp::kL1) return fabsf(v);
+  if constexpr (OP == ReduceOp::kL2 || OP == ReduceOp::kSumSquare) return v * v;
+  return v;
+}
+
+/// Combines two partial results; a NaN on either side wins for Max/Min (numpy semantics).
+/// LogSumExp combines two log-sums: max + log1p(exp(min - max)), exact for infinities.
 template <ReduceOp OP>
 __device__ __forceinline__ float combine(float a, float b) {
   if constexpr (OP == ReduceOp::kMax || OP == ReduceOp::kMin) {
     if (a != a) return a;
     if (b != b) return b;
     return OP == ReduceOp::kMax ? (b > a ? b : a) : (b < a ? b : a);
+  } else if constexpr (OP == ReduceOp::kProd) {
+    return a * b;
+  } else if constexpr (OP == ReduceOp::kLogSumExp) {
+    if (a != a || b != b) return a + b;  // NaN
+    const float hi = a > b ? a : b, lo = a > b ? b : a;
+    if (lo == -INFINITY || hi == INFINITY) return hi;
+    return hi + log1pf(expf(lo - hi));
   } else {
     return a + b;
   }
@@ -41,6 +59,8 @@ __device__ __forceinline__ float combine(float a, float b) {
 template <ReduceOp OP>
 __device__ __forceinline__ float finish(float acc, int64_t red) {
   if constexpr (OP == ReduceOp::kMean) return acc / static_cast<float>(red);
+  if constexpr (OP == ReduceOp::kL2) return sqrtf(acc);
+  if constexpr (OP == ReduceOp::kLogSum) return logf(acc);
   return acc;
 }
 
@@ -61,7 +81,8 @@ __global__ void warpRowKernel(const T* __restrict__ x, T* __restrict__ y, int64_
        r < rows; r += warpsPerGrid) {
     const T* xr = x + r * red;
     float acc = identity<OP>();
-    for (int64_t i = lane; i < red; i += kWarp) acc = combine<OP>(acc, dev::toFloat(xr[i]));
+    for (int64_t i = lane; i < red; i += kWarp)
+      acc = combine<OP>(acc, premap<OP>(dev::toFloat(xr[i])));
     acc = warpReduce<OP>(acc);
     if (lane == 0) y[r] = dev::fromFloat<T>(finish<OP>(acc, red));
   }
@@ -76,7 +97,7 @@ __global__ void __launch_bounds__(kRowThreads)
     const T* xr = x + r * red;
     float acc = identity<OP>();
     for (int64_t i = threadIdx.x; i < red; i += kRowThreads)
-      acc = combine<OP>(acc, dev::toFloat(xr[i]));
+      acc = combine<OP>(acc, premap<OP>(dev::toFloat(xr[i])));
     acc = warpReduce<OP>(acc);
     if (lane == 0) partial[warp] = acc;
     __syncthreads();
@@ -103,7 +124,7 @@ __global__ void __launch_bounds__(kWarp* kBlockRows)
     if (col < inner) {
       const T* xc = x + o * red * inner + col;
       for (int64_t r = threadIdx.y; r < red; r += kBlockRows)
-        acc = combine<OP>(acc, dev::toFloat(xc[r * inner]));
+        acc = combine<OP>(acc, premap<OP>(dev::toFloat(xc[r * inner])));
     }
     partial[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
@@ -153,6 +174,18 @@ Status launchOp(const ReducePlan& p, const void* x, void* y, int maxBlocks, cuda
       return launchT<T, ReduceOp::kMax>(p, x, y, maxBlocks, s);
     case ReduceOp::kMin:
       return launchT<T, ReduceOp::kMin>(p, x, y, maxBlocks, s);
+    case ReduceOp::kProd:
+      return launchT<T, ReduceOp::kProd>(p, x, y, maxBlocks, s);
+    case ReduceOp::kL1:
+      return launchT<T, ReduceOp::kL1>(p, x, y, maxBlocks, s);
+    case ReduceOp::kL2:
+      return launchT<T, ReduceOp::kL2>(p, x, y, maxBlocks, s);
+    case ReduceOp::kLogSum:
+      return launchT<T, ReduceOp::kLogSum>(p, x, y, maxBlocks, s);
+    case ReduceOp::kLogSumExp:
+      return launchT<T, ReduceOp::kLogSumExp>(p, x, y, maxBlocks, s);
+    case ReduceOp::kSumSquare:
+      return launchT<T, ReduceOp::kSumSquare>(p, x, y, maxBlocks, s);
   }
   return Status(ErrorCode::kInternal, "Reduce: unknown op");
 }

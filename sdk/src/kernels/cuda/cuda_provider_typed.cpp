@@ -1,0 +1,355 @@
+// The `cuda` provider's typed elementwise family (kernels in typed_eltwise.cu): Cast / CastLike,
+// Equal / Greater / GreaterOrEqual / Less / LessOrEqual, And / Or / Xor / Not, Where, IsNaN /
+// IsInf, Add / Sub / Mul / Div / Mod on integer tensors (float arithmetic is the eltwise
+// family's), and QuantizeLinear / DequantizeLinear with constant scales and zero points. Each
+// tactic reads its value operands in one storage type and writes its output in another (bool, or
+// the value type, or Cast's target); a float tensor may be stored as float16 or float32 at FP16
+// precision, and the builder times both. Host code only.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_tactic_base.h"
+#include "kernels/cuda/typed_eltwise.h"
+
+namespace edgeinfer::cuda::detail {
+namespace {
+
+using builder::LaunchArgs;
+using builder::LayerContext;
+using builder::Layout;
+using builder::Tactic;
+using builder::TensorFormat;
+
+bool isIntType(DataType t) {
+  return t == DataType::kInt32 || t == DataType::kInt64 || t == DataType::kInt8 ||
+         t == DataType::kUInt8;
+}
+
+/// The op of a node of this family; false when the node is not one (float arithmetic included).
+bool typedOpFor(const LayerContext& layer, TypedOp* op) {
+  static const std::map<std::string, TypedOp> kOps = {
+      {"Cast", TypedOp::kCast},
+      {"CastLike", TypedOp::kCast},
+      {"Equal", TypedOp::kEqual},
+      {"Greater", TypedOp::kGreater},
+      {"GreaterOrEqual", TypedOp::kGreaterOrEqual},
+      {"Less", TypedOp::kLess},
+      {"LessOrEqual", TypedOp::kLessOrEqual},
+      {"And", TypedOp::kAnd},
+      {"Or", TypedOp::kOr},
+      {"Xor", TypedOp::kXor},
+      {"Not", TypedOp::kNot},
+      {"Where", TypedOp::kWhere},
+      {"IsNaN", TypedOp::kIsNaN},
+      {"IsInf", TypedOp::kIsInf},
+      {"QuantizeLinear", TypedOp::kQuantize},
+      {"DequantizeLinear", TypedOp::kDequantize},
+  };
+  static const std::map<std::string, TypedOp> kIntOps = {
+      {"Add", TypedOp::kIntAdd}, {"Sub", TypedOp::kIntSub}, {"Mul", TypedOp::kIntMul},
+      {"Div", TypedOp::kIntDiv}, {"Mod", TypedOp::kIntMod},
+  };
+  const graph::Node& n = *layer.node;
+  if (!n.domain.empty()) return false;
+  if (const auto it = kOps.find(n.opType); it != kOps.end()) {
+    *op = it->second;
+    return true;
+  }
+  const auto it = kIntOps.find(n.opType);
+  if (it == kIntOps.end() || layer.inputTypes.empty() || !isIntType(layer.inputTypes[0]))
+    return false;
+  *op = it->second;
+  if (*op == TypedOp::kIntMod && n.attrs.getInt("fmod", 0) == 1) *op = TypedOp::kIntFMod;
+  return true;
+}
+
+/// How many inputs the kernels read (CastLike's input 1 only gives the type).
+int operandsOf(TypedOp op) {
+  switch (op) {
+    case TypedOp::kCast:
+    case TypedOp::kNot:
+    case TypedOp::kIsNaN:
+    case TypedOp::kIsInf:
+    case TypedOp::kQuantize:
+    case TypedOp::kDequantize:
+      return 1;
+    case TypedOp::kWhere:
+      return 3;
+    default:
+      return 2;
+  }
+}
+
+/// The logical type of the value operands: input 1 for Where, input 0 otherwise.
+DataType valueType(const LayerContext& layer, TypedOp op) {
+  return layer.inputTypes[op == TypedOp::kWhere ? 1 : 0];
+}
+
+/// The logical types each operand must have, given the value type v; false when they do not.
+bool typesAgree(const LayerContext& layer, TypedOp op, DataType v) {
+  const DataType out = layer.outputTypes[0];
+  switch (op) {
+    case TypedOp::kCast:
+      return isTypedEltStorage(out) && isTypedEltStorage(v);
+    case TypedOp::kAnd:
+    case TypedOp::kOr:
+    case TypedOp::kXor:
+      return v == DataType::kBool && layer.inputTypes[1] == DataType::kBool;
+    case TypedOp::kNot:
+      return v == DataType::kBool;
+    case TypedOp::kWhere:
+      return layer.inputTypes[0] == DataType::kBool && layer.inputTypes[2] == v && out == v &&
+             isTypedEltStorage(v);
+    case TypedOp::kIsNaN:
+    case TypedOp::kIsInf:
+      return isFloatStorage(v);
+    case TypedOp::kQuantize:
+      return isFloatStorage(v) && (out == DataType::kInt8 || out == DataType::kUInt8);
+    case TypedOp::kDequantize:
+      return (v == DataType::kInt8 || v == DataType::kUInt8 || v == DataType::kInt32) &&
+             isFloatStorage(out);
+    case TypedOp::kEqual:
+    case TypedOp::kGreater:
+    case TypedOp::kGreaterOrEqual:
+    case TypedOp::kLess:
+    case TypedOp::kLessOrEqual:
+      return layer.inputTypes[1] == v && isTypedEltStorage(v) && out == DataType::kBool;
+    default:  // integer arithmetic
+      return layer.inputTypes[1] == v && out == v && isIntType(v);
+  }
+}
+
+/// Storage types for a tensor of logical type t: float16 / float32 for a float tensor (as the
+/// precision allows), the type itself otherwise.
+std::vector<DataType> storageFor(DataType t, Precision p) {
+  if (isFloatStorage(t)) return storageTypes(p);
+  return {t};
+}
+
+/// The scale and zero point of a QuantizeLinear / DequantizeLinear with constant ones: per
+/// tensor (one element) or per channel along `axis`; false otherwise (a run-time scale, a
+/// size that does not match, an int32 dequantize with a nonzero zero point).
+bool quantParams(const LayerContext& layer, std::vector<float>* scale, std::vector<int32_t>* zp,
+                 size_t* axis) {
+  const Tensor* s = layer.constantInput(1);
+  const Shape& x = layer.inputShapes[0];
+  if (!s || !isFloatStorage(s->dtype()) || s->numel() < 1) return false;
+  const Tensor* z = layer.hasInput(2) ? layer.constantInput(2) : nullptr;
+  if (layer.hasInput(2) && (!z || z->numel() != s->numel())) return false;
+  *axis = 0;
+  if (s->numel() > 1) {
+    const int64_t r = static_cast<int64_t>(x.rank());
+    int64_t a = layer.node->attrs.getInt("axis", 1);
+    if (a < 0) a += r;
+    if (a < 0 || a >= r || s->shape().rank() != 1 || x[static_cast<size_t>(a)] != s->numel())
+      return false;
+    *axis = static_cast<size_t>(a);
+  }
+  scale->clear();
+  zp->clear();
+  for (int64_t i = 0; i < s->numel(); ++i) {
+    const double v = s->getAsDouble(i);
+    if (!(v > 0.0) || !std::isfinite(v)) return false;  // the reference divides by it
+    scale->push_back(static_cast<float>(v));
+    const int64_t q = z ? z->getAsInt64(i) : 0;
+    if (layer.inputTypes[0] == DataType::kInt32 && q != 0) return false;
+    zp->push_back(static_cast<int32_t>(q));
+  }
+  return true;
+}
+
+class TypedTactic final : public CudaTactic {
+ public:
+  TypedTactic(TypedOp op, DataType valueStorage, DataType outStorage, Layout l,
+              const LayerContext& layer)
+      : CudaTactic(familyOf(op, layer), valueStorage, l, layer), op_(op), out_(outStorage) {
+    if (op == TypedOp::kQuantize || op == TypedOp::kDequantize) {
+      setInputType(1, DataType::kFloat32);  // consumed constants (uploaded at initialize)
+      if (layer.inputTypes.size() > 2) setInputType(2, layer.inputTypes[2]);
+    }
+    const int n = operandsOf(op);
+    if (op == TypedOp::kWhere) setInputType(0, DataType::kBool);
+    if (op == TypedOp::kCast && layer.inputShapes.size() > 1)  // CastLike: input 1 as it is
+      setInputType(1, layer.inputTypes[1]);
+    if (outStorage != valueStorage || op == TypedOp::kCast || op == TypedOp::kQuantize ||
+        op == TypedOp::kDequantize)
+      id_ = "cuda." + familyOf(op, layer) + "." + storageName(valueStorage) + "-" +
+            storageName(outStorage) + "." +
+            (outputRanks_.empty() || outputRanks_[0] != 4 ? "linear" : builder::layoutName(l));
+    numOperands_ = n;
+  }
+  ~TypedTactic() override { cudaFree(params_); }
+  TensorFormat outputFormat(size_t i) const override {
+    return {out_, formatFor(i < outputRanks_.size() ? outputRanks_[i] : 0)};
+  }
+  bool consumesInput(size_t index) const override {
+    return index >= 1 && (op_ == TypedOp::kQuantize || op_ == TypedOp::kDequantize);
+  }
+
+  Status initialize(const LayerContext& layer) override {
+    TypedEltPlan& p = plan_;
+    p = TypedEltPlan{};
+    p.op = op_;
+    p.inType = dtype_;
+    p.outType = out_;
+    p.roundToHalf = op_ == TypedOp::kCast && layer.outputTypes[0] == DataType::kFloat16 &&
+                    out_ == DataType::kFloat32;
+    if (op_ == TypedOp::kIsInf) {
+      p.detectNegative = layer.node->attrs.getInt("detect_negative", 1) != 0;
+      p.detectPositive = layer.node->attrs.getInt("detect_positive", 1) != 0;
+    }
+    if (op_ == TypedOp::kQuantize || op_ == TypedOp::kDequantize) {
+      std::vector<float> scale;
+      std::vector<int32_t> zp;
+      size_t axis = 0;
+      if (!quantParams(layer, &scale, &zp, &axis))
+        return Status(ErrorCode::kUnsupported, id() + ": scale / zero point not supported");
+      p.roundToHalf = layer.outputTypes[0] == DataType::kFloat16 && out_ == DataType::kFloat32;
+      p.channels = static_cast<int64_t>(scale.size());
+      // Elements between consecutive channels, in the storage order of the tensor.
+      const Shape& x = layer.inputShapes[0];
+      std::vector<size_t> order(x.rank());
+      for (size_t d = 0; d < order.size(); ++d) order[d] = d;
+      if (x.rank() == 4 && nhwc()) order = {0, 2, 3, 1};
+      p.inner = 1;
+      bool after = false;
+      for (size_t d : order) {
+        if (after) p.inner *= x[d];
+        after = after || d == axis;
+      }
+      cudaFree(params_);
+      params_ = nullptr;
+      const size_t bytes = scale.size() * (sizeof(float) + sizeof(int32_t));
+      EI_CUDA_CHECK(cudaMalloc(&params_, bytes));
+      EI_CUDA_CHECK(
+          cudaMemcpy(params_, scale.data(), scale.size() * sizeof(float), cudaMemcpyHostToDevice));
+      int32_t* dz = reinterpret_cast<int32_t*>(static_cast<float*>(params_) + scale.size());
+      EI_CUDA_CHECK(cudaMemcpy(dz, zp.data(), zp.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+      p.scale = static_cast<const float*>(params_);
+      p.zeroPoint = dz;
+    }
+    p.numInputs = numOperands_;
+    std::vector<Shape> ops;
+    for (int k = 0; k < numOperands_; ++k) ops.push_back(layer.inputShapes[static_cast<size_t>(k)]);
+    const Shape& out = layer.outputShapes[0];
+    if (!planBroadcast(out, ops.data(), numOperands_, nhwc(), p.dims, p.strides, &p.rank))
+      return Status(ErrorCode::kUnsupported, id() + ": operands do not broadcast to the output");
+    p.numel = out.numel();
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, static_cast<size_t>(numOperands_)));
+    return launchTypedElt(plan_, args.inputs.data(), args.outputs[0], maxBlocks_, args.stream);
+  }
+
+ private:
+  static std::string familyOf(TypedOp op, const LayerContext& layer) {
+    switch (op) {
+      case TypedOp::kCast:
+        return "cast";
+      case TypedOp::kWhere:
+        return "where";
+      case TypedOp::kAnd:
+      case TypedOp::kOr:
+      case TypedOp::kXor:
+      case TypedOp::kNot:
+        return "logic";
+      case TypedOp::kIsNaN:
+      case TypedOp::kIsInf:
+        return "classify";
+      case TypedOp::kQuantize:
+        return "quantize";
+      case TypedOp::kDequantize:
+        return "dequantize";
+      case TypedOp::kEqual:
+      case TypedOp::kGreater:
+      case TypedOp::kGreaterOrEqual:
+      case TypedOp::kLess:
+      case TypedOp::kLessOrEqual:
+        return "compare";
+      default:
+        (void)layer;
+        return "intarith";
+    }
+  }
+
+  TypedOp op_;
+  DataType out_;
+  int numOperands_ = 1;
+  TypedEltPlan plan_;
+  void* params_ = nullptr;  // Q/DQ: the scales, then the zero points
+};
+
+}  // namespace
+
+bool typedCandidates(const LayerContext& layer, Precision precision,
+                     std::vector<std::unique_ptr<Tactic>>* out) {
+  TypedOp op;
+  if (!typedOpFor(layer, &op)) return false;
+  const graph::Node& node = *layer.node;
+  const int n = operandsOf(op);
+  const bool quant = op == TypedOp::kQuantize || op == TypedOp::kDequantize;
+  const size_t inputs = layer.inputShapes.size();
+  const size_t expectInputs = node.opType == "CastLike" ? 2 : static_cast<size_t>(n);
+  if ((quant ? inputs < 2 || inputs > 3 : inputs != expectInputs) ||
+      layer.outputShapes.size() != 1 || node.outputs.size() != 1)
+    return true;
+  for (size_t i = 0; i < (quant ? 1 : expectInputs); ++i)
+    if (!layer.hasInput(i) || !isStatic(layer.inputShapes[i])) return true;
+  if (quant) {
+    std::vector<float> scale;
+    std::vector<int32_t> zp;
+    size_t axis = 0;
+    if (!quantParams(layer, &scale, &zp, &axis)) return true;
+  }
+  const Shape& y = layer.outputShapes[0];
+  if (!isStatic(y) || y.numel() == 0 || y.rank() > static_cast<size_t>(kEltMaxDims)) return true;
+  const DataType v = valueType(layer, op);
+  if (!typesAgree(layer, op, v)) return true;
+  // Broadcasting checked once, on the logical shapes.
+  {
+    std::vector<Shape> ops(layer.inputShapes.begin(), layer.inputShapes.begin() + n);
+    TypedEltPlan probe;
+    if (!planBroadcast(y, ops.data(), n, false, probe.dims, probe.strides, &probe.rank))
+      return true;
+  }
+  const std::vector<Layout> layouts = y.rank() == 4
+                                          ? std::vector<Layout>{Layout::kNCHW, Layout::kNHWC}
+                                          : std::vector<Layout>{Layout::kLinear};
+  for (DataType vs : storageFor(v, precision)) {
+    std::vector<DataType> outs;
+    switch (op) {
+      case TypedOp::kCast:
+      case TypedOp::kQuantize:
+      case TypedOp::kDequantize:
+        outs = storageFor(layer.outputTypes[0], precision);
+        break;
+      case TypedOp::kWhere:
+      case TypedOp::kIntAdd:
+      case TypedOp::kIntSub:
+      case TypedOp::kIntMul:
+      case TypedOp::kIntDiv:
+      case TypedOp::kIntMod:
+      case TypedOp::kIntFMod:
+        outs = {vs};
+        break;
+      default:
+        outs = {DataType::kBool};
+        break;
+    }
+    for (DataType os : outs)
+      for (Layout l : layouts) out->push_back(std::make_unique<TypedTactic>(op, vs, os, l, layer));
+  }
+  return true;
+}
+
+}  // namespace edgeinfer::cuda::detail
