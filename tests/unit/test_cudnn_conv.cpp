@@ -1,5 +1,6 @@
-// The cudnn tactic provider (kernels/cuda/cudnn_conv.h): every candidate tactic of every case
-// is run on the GPU and compared with the CPU reference (FP32 rel. L2 <= 1e-4, FP16 <= 3e-3).
+// The cudnn tactic provider (kernels/cuda/cudnn_conv.h), Conv and ConvTranspose: every
+// candidate tactic of every case is run on the GPU and compared with the CPU reference (FP32
+// rel. L2 <= 1e-4, FP16 <= 3e-3).
 // Negative cases (_n) check which layers get no candidate; they need no GPU. Without CUDA in
 // the build only the availability test exists, and it skips.
 #include <gtest/gtest.h>
@@ -39,9 +40,10 @@ Tensor randomTensor(DataType dt, const Shape& s, uint32_t seed, float scale = 1.
 
 /// One convolution layer: a graph holding W (and B) as constants and the node.
 struct ConvCase {
-  std::string op = "Conv";  // or "FusedConv"
+  std::string op = "Conv";  // or "FusedConv", "ConvTranspose" (C in, K out: W [C, K/group, R, S])
   int64_t N = 1, C = 8, H = 9, W = 9, K = 8, R = 3, S = 3, group = 1;
   std::vector<int64_t> strides{1, 1}, dilations{1, 1}, pads{1, 1, 1, 1};
+  std::vector<int64_t> outputPadding, outputShape;  // ConvTranspose
   std::string autoPad;
   bool bias = false, residual = false, constWeights = true, constBias = true;
   std::string act;
@@ -55,7 +57,9 @@ struct ConvCase {
   void build() {
     x = randomTensor(DataType::kFloat32, Shape{N, C, H, W}, 1);
     if (xType != DataType::kFloat32) x = Tensor::zeros(xType, Shape{N, C, H, W});
-    w = randomTensor(DataType::kFloat32, Shape{K, C / group, R, S}, 2, 0.5f);
+    w = op == "ConvTranspose"
+            ? randomTensor(DataType::kFloat32, Shape{C, K / group, R, S}, 2, 0.5f)
+            : randomTensor(DataType::kFloat32, Shape{K, C / group, R, S}, 2, 0.5f);
     b = randomTensor(DataType::kFloat32, Shape{K}, 3);
     node.name = "conv";
     node.opType = op;
@@ -71,6 +75,9 @@ struct ConvCase {
       node.attrs.set("pads", graph::Attribute::Ints(pads));
     else
       node.attrs.set("auto_pad", graph::Attribute::String(autoPad));
+    if (!outputPadding.empty())
+      node.attrs.set("output_padding", graph::Attribute::Ints(outputPadding));
+    if (!outputShape.empty()) node.attrs.set("output_shape", graph::Attribute::Ints(outputShape));
     if (op == "FusedConv") {
       node.attrs.set("activation", graph::Attribute::String(act));
       node.attrs.set("activation_alpha", graph::Attribute::Float(alpha));
@@ -142,7 +149,8 @@ Counts checkAllCandidates(ConvCase& c, Precision precision) {
     const builder::TensorFormat f = t->outputFormat(0);
     const bool half = f.dtype == DataType::kFloat16;
     EXPECT_LE(err, half ? 3e-3 : 1e-4) << t->id();
-    EXPECT_EQ(t->id().rfind(half ? "cudnn.conv.fp16.nhwc." : "cudnn.conv.fp32.", 0), 0u) << t->id();
+    const std::string family = c.op == "ConvTranspose" ? "cudnn.convt." : "cudnn.conv.";
+    EXPECT_EQ(t->id().rfind(family + (half ? "fp16.nhwc." : "fp32."), 0), 0u) << t->id();
     if (t->id().find(".act.") != std::string::npos) ++n.after;
     if (half) {
       ++n.fp16;
@@ -377,6 +385,93 @@ void restoresAsBefore(ConvCase& c, const std::string& marker) {
   EXPECT_GT(restored, 0) << "no candidate with '" << marker << "' restored";
 }
 
+// ---- ConvTranspose: cuDNN's backward-data convolution, the bias added after it -------------
+
+TEST(CudnnConvTranspose, SameSizeWithBias) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.op = "ConvTranspose", c.N = 2, c.C = 4, c.K = 6, c.H = 7, c.W = 5, c.bias = true;
+  const Counts n = checkAllCandidates(c, Precision::kFp16);
+  EXPECT_GT(n.fp16, 0);
+  EXPECT_GT(n.fp32nhwc + n.fp32nchw, 0);
+}
+
+TEST(CudnnConvTranspose, Stride2WithOutputPadding) {  // a decoder's 2x upsampling
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.op = "ConvTranspose", c.C = 8, c.K = 5, c.H = 6, c.W = 9, c.strides = {2, 2};
+  c.outputPadding = {1, 1}, c.bias = true;
+  EXPECT_GT(checkAllCandidates(c, Precision::kFp16).total(), 0);
+}
+
+TEST(CudnnConvTranspose, Kernel2Stride2NoPads) {  // U-Net style
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.op = "ConvTranspose", c.C = 16, c.K = 8, c.H = 5, c.W = 6, c.R = 2, c.S = 2;
+  c.strides = {2, 2}, c.pads = {0, 0, 0, 0}, c.bias = true;
+  EXPECT_GT(checkAllCandidates(c, Precision::kFp16).total(), 0);
+}
+
+TEST(CudnnConvTranspose, GroupedDilatedAsymmetricPads) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.op = "ConvTranspose", c.C = 4, c.K = 6, c.group = 2, c.H = 6, c.W = 7;
+  c.dilations = {2, 2}, c.pads = {0, 1, 1, 0}, c.strides = {1, 2};
+  EXPECT_GT(checkAllCandidates(c, Precision::kFp16).total(), 0);
+}
+
+TEST(CudnnConvTranspose, OutputShapeAndSameUpper) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.op = "ConvTranspose", c.C = 3, c.K = 4, c.H = 5, c.W = 5, c.strides = {2, 2};
+  c.outputShape = {10, 9}, c.bias = true;
+  EXPECT_GT(checkAllCandidates(c, Precision::kFp16).total(), 0);
+  ConvCase u;
+  u.op = "ConvTranspose", u.C = 3, u.K = 4, u.H = 5, u.W = 6, u.strides = {2, 2};
+  u.autoPad = "SAME_UPPER";
+  EXPECT_GT(checkAllCandidates(u, Precision::kFp16).total(), 0);
+}
+
+TEST(CudnnConvTranspose, RestoresFromItsPlan) {
+  EI_SKIP_WITHOUT_GPU();
+  ConvCase c;
+  c.op = "ConvTranspose", c.C = 8, c.K = 4, c.strides = {2, 2}, c.outputPadding = {1, 1};
+  c.bias = true;
+  restoresAsBefore(c, "cudnn.convt.");
+}
+
+TEST(CudnnConvTranspose, OneDimensional_n) {
+  ConvCase c;
+  c.op = "ConvTranspose";
+  c.build();
+  graph::Node n = c.node;
+  n.attrs.set("strides", graph::Attribute::Ints({1}));
+  n.attrs.set("dilations", graph::Attribute::Ints({1}));
+  n.attrs.set("pads", graph::Attribute::Ints({1, 1}));
+  graph::Graph g;
+  Tensor x = randomTensor(DataType::kFloat32, Shape{1, 8, 9}, 1);
+  Tensor w = randomTensor(DataType::kFloat32, Shape{8, 8, 3}, 2);
+  g.value("W").constant = w;
+  builder::LayerContext layer;
+  ASSERT_TRUE(test::makeLayer(n, g, {&x, &w}, &layer).ok());
+  CudnnConvProvider p;
+  EXPECT_TRUE(p.candidates(layer, Precision::kFp16).empty());
+  EXPECT_NE(p.lastReason().find("2-D"), std::string::npos) << p.lastReason();
+}
+
+TEST(CudnnConvTranspose, NonConstantWeights_n) {
+  ConvCase c;
+  c.op = "ConvTranspose", c.constWeights = false;
+  EXPECT_NE(reasonFor(c).find("weights are not a constant"), std::string::npos);
+}
+
+TEST(CudnnConvTranspose, OutputShapeBeyondTheFullResult_n) {
+  ConvCase c;  // the full result has 2 * (5 - 1) + 3 = 11 rows: 12 needs negative pads
+  c.op = "ConvTranspose", c.C = 3, c.K = 4, c.H = 5, c.W = 5, c.strides = {2, 2};
+  c.outputShape = {12, 9};
+  EXPECT_NE(reasonFor(c).find("negative pads"), std::string::npos);
+}
+
 /// A tactic applying its activation after the conv restores from its saved plan with the same
 /// id and output (the id says the graph has no activation stage).
 TEST(CudnnConv, ActivationAfterTheConvRestoresFromItsPlan) {
@@ -470,7 +565,7 @@ TEST(CudnnConv, DynamicShape_n) {
 TEST(CudnnConv, NotAConv_n) {
   ConvCase c;
   c.build();
-  c.node.opType = "ConvTranspose";
+  c.node.opType = "ConvInteger";  // integer convolution: not this provider's
   builder::LayerContext layer =
       manualLayer(c.node, c.g, {Shape{1, 8, 9, 9}, Shape{8, 8, 3, 3}},
                   {DataType::kFloat32, DataType::kFloat32}, Shape{1, 8, 9, 9}, DataType::kFloat32);

@@ -20,6 +20,7 @@
 #include "kernels/cuda/cuda_tactic_base.h"
 #include "kernels/cuda/cudnn_check.h"
 #include "kernels/cuda/device_weights.h"
+#include "kernels/cuda/eltwise.h"
 #include "kernels/cuda/fused_activation.h"
 #include "kernels/ref/activation.h"
 
@@ -54,9 +55,13 @@ constexpr int64_t kUidVirtual = 100;
 
 /// Everything that decides the operation graph of one layer.
 struct ConvSpec {
+  // The forward convolution's sizes. A ConvTranspose is the backward-data convolution of the
+  // forward one whose output is its input: its x is [N, K, P, Q], its W [K, C/group, R, S]
+  // and its y [N, C, H, W] (`transpose`).
   int64_t N = 0, C = 0, H = 0, W = 0;   // input
   int64_t K = 0, Cg = 0, R = 0, S = 0;  // weights [K, C/group, R, S]
   int64_t P = 0, Q = 0;                 // output spatial
+  bool transpose = false;  // ConvTranspose: cuDNN's conv_dgrad; the bias (C values) after it
   int64_t padBegin[2] = {0, 0}, padEnd[2] = {0, 0}, stride[2] = {1, 1}, dilation[2] = {1, 1};
   bool hasBias = false, hasZ = false;
   ref::Activation act = ref::Activation::kNone;
@@ -119,12 +124,73 @@ bool mapActivation(ref::Activation act, float alpha, float beta, PointwiseAct* p
 }
 
 /// Reads the layer into `spec`; false (with `why`) when this provider cannot run it.
+/// A 2-D ConvTranspose with constant weights (and bias): the forward convolution it is the
+/// backward-data pass of. The pads must not be negative (an output_shape larger than the full
+/// result) and the forward convolution of the output must give back the input's size.
+bool parseTransposeLayer(const builder::LayerContext& layer, ConvSpec* spec, std::string* why) {
+  const graph::Node* node = layer.node;
+  if (layer.inputShapes.size() < 2 || layer.inputShapes.size() > 3 ||
+      layer.outputShapes.size() != 1)
+    return fail(why, "unexpected input/output count");
+  const Shape& xs = layer.inputShapes[0];
+  const Shape& ys = layer.outputShapes[0];
+  if (xs.rank() != 4 || ys.rank() != 4)
+    return fail(why, "only 2-D transposed convolutions (4-D tensors) are supported");
+  if (!allPositive(xs) || !allPositive(ys)) return fail(why, "shapes must be static");
+  if (!detail::isFloatStorage(layer.inputTypes[0]) || !detail::isFloatStorage(layer.outputTypes[0]))
+    return fail(why, "input and output must be float32 or float16");
+  const Tensor* w = layer.constantInput(1);
+  if (!w) return fail(why, "the weights are not a constant");
+  if (!detail::isFloatStorage(w->dtype()) || w->shape().rank() != 4 || !allPositive(w->shape()))
+    return fail(why, "the weights must be a static 4-D float tensor");
+  spec->transpose = true;
+  spec->N = xs[0], spec->K = xs[1], spec->P = xs[2], spec->Q = xs[3];
+  spec->Cg = w->shape()[1], spec->R = w->shape()[2], spec->S = w->shape()[3];
+  spec->C = ys[1], spec->H = ys[2], spec->W = ys[3];
+  const int64_t group = node->attrs.getInt("group", 1);
+  if (group < 1 || w->shape()[0] != spec->K || spec->C != spec->Cg * group ||
+      spec->K % group != 0 || ys[0] != spec->N)
+    return fail(why, "inconsistent group / channel counts");
+  if (layer.hasInput(2)) {
+    const Tensor* b = layer.constantInput(2);
+    if (!b) return fail(why, "the bias is not a constant");
+    if (!detail::isFloatStorage(b->dtype()) || b->numel() != spec->C)
+      return fail(why, "the bias must be a float tensor of C_out elements");
+    spec->hasBias = true;
+  }
+  graph::WindowAttrs wa;
+  graph::ConvTransposeAttrs ta;
+  graph::WindowDims wd;
+  if (!graph::readWindowAttrs(node->attrs, 2, {spec->R, spec->S}, &wa).ok() ||
+      !graph::readConvTransposeAttrs(node->attrs, wa, &ta).ok() ||
+      !graph::computeConvTransposeDims(wa, ta, {spec->P, spec->Q}, &wd).ok())
+    return fail(why, "invalid window attributes");
+  if (wd.out[0] != spec->H || wd.out[1] != spec->W)
+    return fail(why, "output shape disagrees with the window attributes");
+  const int64_t in[2] = {spec->H, spec->W}, back[2] = {spec->P, spec->Q};
+  for (int i = 0; i < 2; ++i) {
+    const size_t u = static_cast<size_t>(i);
+    spec->padBegin[i] = wd.padBegin[u];
+    spec->padEnd[i] = wd.padEnd[u];
+    spec->stride[i] = wa.strides[u];
+    spec->dilation[i] = wa.dilations[u];
+    if (spec->padBegin[i] < 0 || spec->padEnd[i] < 0)
+      return fail(why, "negative pads (an output_shape beyond the full result)");
+    const int64_t span = in[i] + spec->padBegin[i] + spec->padEnd[i] - wa.effectiveKernel(u);
+    if (span < 0 || span / spec->stride[i] + 1 != back[i])
+      return fail(why, "the output does not convolve back to the input's size");
+  }
+  return true;
+}
+
 bool parseLayer(const builder::LayerContext& layer, ConvSpec* spec, std::string* why) {
   const graph::Node* node = layer.node;
   if (!node || !layer.graph) return fail(why, "no node");
   const bool fused = node->opType == "FusedConv" && node->domain == graph::kEdgeInferDomain;
   const bool conv = node->opType == "Conv" && node->domain.empty();
-  if (!fused && !conv) return fail(why, "not a Conv / FusedConv node");
+  if (node->opType == "ConvTranspose" && node->domain.empty())
+    return parseTransposeLayer(layer, spec, why);
+  if (!fused && !conv) return fail(why, "not a Conv / FusedConv / ConvTranspose node");
   if (layer.inputShapes.size() < 2 || layer.outputShapes.size() != 1)
     return fail(why, "unexpected input/output count");
   const Shape& xs = layer.inputShapes[0];
@@ -256,8 +322,12 @@ Status makePointwiseOp(const PointwiseAct& pw, const Desc& x, const Desc* b, con
 Status buildOpGraph(const ConvSpec& s, TensorFormat fmt, cudnnHandle_t handle, OpGraph* g) {
   const cudnnDataType_t io = cudnnType(fmt.dtype);
   const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
-  const int64_t xd[4] = {s.N, s.C, s.H, s.W}, wdims[4] = {s.K, s.Cg, s.R, s.S};
-  const int64_t yd[4] = {s.N, s.K, s.P, s.Q}, bd[4] = {1, s.K, 1, 1};
+  // The forward convolution's input and output; a transposed one reads the output (dy) and
+  // writes the input (dx).
+  const int64_t fx[4] = {s.N, s.C, s.H, s.W}, wdims[4] = {s.K, s.Cg, s.R, s.S};
+  const int64_t fy[4] = {s.N, s.K, s.P, s.Q}, bd[4] = {1, s.K, 1, 1};
+  const int64_t* xd = s.transpose ? fy : fx;
+  const int64_t* yd = s.transpose ? fx : fy;
   int64_t xs[4], ws[4], ys[4];
   stridesFor(xd, fmt.layout, xs);
   stridesFor(wdims, fmt.layout, ws);  // NHWC weights are KRSC
@@ -272,7 +342,7 @@ Status buildOpGraph(const ConvSpec& s, TensorFormat fmt, cudnnHandle_t handle, O
 
   // The stages after the convolution; the last one writes Y, the others virtual tensors.
   std::vector<std::pair<PointwiseAct, Desc>> stages;  // op, second operand (or null)
-  if (s.hasBias) {
+  if (s.hasBias && !s.transpose) {
     Desc b;
     EI_RETURN_IF_ERROR(makeTensor(kUidB, io, bd, bs, false, &b));
     g->keep.push_back(b);
@@ -322,8 +392,27 @@ Status buildOpGraph(const ConvSpec& s, TensorFormat fmt, cudnnHandle_t handle, O
   Desc cur;
   EI_RETURN_IF_ERROR(outputOf(0, &cur));
   Desc convOp;
-  EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &convOp));
-  {
+  if (s.transpose) {
+    EI_RETURN_IF_ERROR(
+        createDesc(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, &convOp));
+    void* dyr = x.get();
+    void* wr = w.get();
+    void* dxr = cur.get();
+    void* cr = convDesc.get();
+    const float one = 1.f, zero = 0.f;
+    EI_SET(convOp, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           &dyr);
+    EI_SET(convOp, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           &wr);
+    EI_SET(convOp, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+           &dxr);
+    EI_SET(convOp, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cr);
+    EI_SET(convOp, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &one);
+    EI_SET(convOp, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &zero);
+    EI_CUDNN_CHECK(cudnnBackendFinalize(convOp.get()));
+  } else {
+    EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &convOp));
     void* xr = x.get();
     void* wr = w.get();
     void* yr = cur.get();
@@ -544,7 +633,7 @@ class CudnnConvTactic : public builder::Tactic {
   Status initialize(const builder::LayerContext& layer) override {
     prepare(layer);
     EI_RETURN_IF_ERROR(prepareStatus_);
-    if (spec_.actAfter) maxBlocks_ = detail::maxBlocksForDevice();
+    if (spec_.actAfter || spec_.transpose) maxBlocks_ = detail::maxBlocksForDevice();
     const Tensor* w = weights(layer);
     if (!w)
       return Status(ErrorCode::kInvalidArgument, id_ + ": weights missing or of another shape");
@@ -562,13 +651,24 @@ class CudnnConvTactic : public builder::Tactic {
     }
     EI_RETURN_IF_ERROR(uploadWeights(host.data(), host.size(), &dW_));
     if (spec_.hasBias) {
+      const int64_t nb = spec_.transpose ? spec_.C : spec_.K;  // one per output channel
       const Tensor* b = layer.constantInput(2);
-      if (!b || b->numel() != spec_.K)
+      if (!b || b->numel() != nb)
         return Status(ErrorCode::kInvalidArgument, id_ + ": bias missing or of another size");
-      std::vector<uint8_t> hb(static_cast<size_t>(spec_.K) * es);
-      for (int64_t i = 0; i < spec_.K; ++i)
-        store(hb.data(), i, static_cast<float>(b->getAsDouble(i)));
+      std::vector<uint8_t> hb(static_cast<size_t>(nb) * es);
+      for (int64_t i = 0; i < nb; ++i) store(hb.data(), i, static_cast<float>(b->getAsDouble(i)));
       EI_RETURN_IF_ERROR(uploadWeights(hb.data(), hb.size(), &dB_));
+      if (spec_.transpose) {  // y += bias after cuDNN's dgrad, broadcast over the channels
+        biasAdd_ = EltwisePlan{};
+        biasAdd_.op = EltOp::kAdd;
+        biasAdd_.numInputs = 2;
+        const Shape y{spec_.N, spec_.C, spec_.H, spec_.W};
+        const Shape ops[2] = {y, Shape{spec_.C, 1, 1}};
+        if (!planBroadcast(y, ops, 2, fmt_.layout == Layout::kNHWC, biasAdd_.dims, biasAdd_.strides,
+                           &biasAdd_.rank))
+          return Status(ErrorCode::kInternal, id_ + ": bias broadcast");
+        biasAdd_.numel = y.numel();
+      }
     }
     return Status::Ok();
   }
@@ -592,7 +692,7 @@ class CudnnConvTactic : public builder::Tactic {
       int64_t uids[5] = {kUidX, kUidW, kUidY, kUidB, kUidZ};
       void* data[5] = {ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4]};
       int64_t n = 3;
-      if (spec_.hasBias) uids[n] = kUidB, data[n++] = ptrs[3];
+      if (spec_.hasBias && !spec_.transpose) uids[n] = kUidB, data[n++] = ptrs[3];
       if (spec_.hasZ) uids[n] = kUidZ, data[n++] = ptrs[4];
       Desc vp;
       EI_RETURN_IF_ERROR(createDesc(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp));
@@ -606,6 +706,11 @@ class CudnnConvTactic : public builder::Tactic {
       lastWs_ = args.workspace;
     }
     EI_CUDNN_CHECK(cudnnBackendExecute(handle_->handle, plan_.get(), variantPack_.get()));
+    if (spec_.transpose && spec_.hasBias) {
+      const void* in[2] = {args.outputs[0], dB_.get()};
+      return launchEltwise(biasAdd_, fmt_.dtype == DataType::kFloat16, in, args.outputs[0],
+                           maxBlocks_, args.stream);
+    }
     if (spec_.actAfter)  // the activation cuDNN's graph left out, in place on Y
       return launchActivationInPlace(args.outputs[0], spec_.N * spec_.K * spec_.P * spec_.Q,
                                      fmt_.dtype == DataType::kFloat16, spec_.deviceAct, spec_.alpha,
@@ -659,7 +764,8 @@ class CudnnConvTactic : public builder::Tactic {
   bool prepared_ = false;  // prepare() ran: prepareStatus_ is its result
   Status prepareStatus_;
   std::shared_ptr<void> dW_, dB_;  // device_weights.h: shared with equal uploads
-  int maxBlocks_ = 2048;           // the activation's grid (actAfter)
+  int maxBlocks_ = 2048;           // the activation's grid (actAfter), the bias's (transpose)
+  EltwisePlan biasAdd_;            // transpose: y += bias
   Desc variantPack_;
   void* lastPtrs_[5] = {};
   void* lastWs_ = nullptr;
@@ -674,8 +780,8 @@ void enumerateFormat(const ConvSpec& spec, const TensorFormat& fmt,
   std::vector<std::unique_ptr<builder::Tactic>>& out = *outp;
   {
     const std::string tag = formatTag(fmt) + (spec.actAfter ? "+act" : "");
-    const std::string idPrefix =
-        "cudnn.conv." + formatTag(fmt) + "." + (spec.actAfter ? "act." : "");
+    const std::string idPrefix = std::string(spec.transpose ? "cudnn.convt." : "cudnn.conv.") +
+                                 formatTag(fmt) + "." + (spec.actAfter ? "act." : "");
     if (wanted && wanted->compare(0, idPrefix.size(), idPrefix) != 0) return;
     auto g = std::make_shared<OpGraph>();
     Status s = buildOpGraph(spec, fmt, h->handle, g.get());
@@ -739,16 +845,18 @@ std::unique_ptr<builder::Tactic> CudnnConvProvider::restore(const builder::Layer
   std::shared_ptr<Holder> h;
   TensorFormat fmt;
   bool known = false;
+  const std::string family =
+      id.compare(0, 12, "cudnn.convt.") == 0 ? "cudnn.convt." : "cudnn.conv.";
   for (TensorFormat f : {TensorFormat{DataType::kFloat16, Layout::kNHWC},
                          TensorFormat{DataType::kFloat32, Layout::kNHWC},
                          TensorFormat{DataType::kFloat32, Layout::kNCHW}}) {
-    const std::string prefix = "cudnn.conv." + formatTag(f) + ".";
+    const std::string prefix = family + formatTag(f) + ".";
     if (id.compare(0, prefix.size(), prefix) == 0) fmt = f, known = true;
   }
-  if (!known || !parseLayer(layer, &spec, &why) || !(h = handles_.current(&why)))
+  if (!known || !parseLayer(layer, &spec, &why) || !(h = handles_.current(&why)) ||
+      spec.transpose != (family == "cudnn.convt."))
     return find(layer, precision, id);
-  spec.actAfter =
-      id.compare(std::string("cudnn.conv.").size() + formatTag(fmt).size() + 1, 4, "act.") == 0;
+  spec.actAfter = id.compare(family.size() + formatTag(fmt).size() + 1, 4, "act.") == 0;
   // An id that does not fit the layer (an activation-after id without an activation, or a
   // fused one whose activation cuDNN cannot fuse): not this plan; find() decides.
   if ((spec.actAfter && spec.act == ref::Activation::kNone) || (!spec.actAfter && !spec.actFusable))
