@@ -1,4 +1,5 @@
-// Runs the ONNX backend tests shipped by Debian's libonnx-testdata against the CPU backend.
+// Runs the ONNX backend tests shipped by Debian's libonnx-testdata against the CPU backend,
+// or (--backend cuda) against FP32 GPU engines, with or without the CPU fallback.
 //
 // Each test is a directory with model.onnx and test_data_set_N/{input_K.pb,output_K.pb}
 // (serialized onnx::TensorProto). For every test the model is built with Backend::kCpu, each
@@ -169,18 +170,29 @@ struct Options {
   std::string filter;
   std::string knownFailuresFile = EDGEINFER_KNOWN_FAILURES_FILE;
   bool verbose = false;
+  edgeinfer::Backend backend = edgeinfer::Backend::kCpu;
+  bool gpuOnly = false;         // --backend cuda: no CPU fallback (its tests count unsupported)
+  std::string timingCachePath;  // --backend cuda: shared by every test of the run
 };
+
+Options g_options;
 
 void usage(std::ostream& os) {
   os << "usage: onnx_conformance [--data-dir DIR] [--suite NAME]... [--filter SUBSTRING]\n"
         "                        [--known-failures FILE] [--verbose]\n"
+        "                        [--backend cpu|cuda [--gpu-only] [--timing-cache FILE]]\n"
         "  --data-dir DIR        ONNX backend test data (default " EDGEINFER_ONNX_TEST_DATA_DIR
         ")\n"
         "  --suite NAME          node, pytorch-converted, pytorch-operator, simple (repeatable;\n"
         "                        default: all four)\n"
         "  --filter SUBSTRING    only tests whose name contains SUBSTRING\n"
         "  --known-failures FILE tests expected to fail, one name per line ('name # reason')\n"
-        "  --verbose             print every test and the SDK's log\n";
+        "  --verbose             print every test and the SDK's log\n"
+        "  --backend cpu|cuda    build each model for this backend (default cpu); cuda builds\n"
+        "                        FP32 GPU engines (quick timing) and needs a GPU\n"
+        "  --gpu-only            cuda: no CPU fallback; a model with a layer no GPU kernel\n"
+        "                        runs counts as unsupported (the reason names the layer)\n"
+        "  --timing-cache FILE   cuda: the timing cache the builds share\n";
 }
 
 bool parseArgs(int argc, char** argv, Options* o) {
@@ -204,6 +216,20 @@ bool parseArgs(int argc, char** argv, Options* o) {
       if (!value(&o->filter)) return false;
     } else if (a == "--known-failures") {
       if (!value(&o->knownFailuresFile)) return false;
+    } else if (a == "--backend") {
+      if (!value(&v)) return false;
+      if (v == "cpu") {
+        o->backend = edgeinfer::Backend::kCpu;
+      } else if (v == "cuda") {
+        o->backend = edgeinfer::Backend::kCuda;
+      } else {
+        std::cerr << "onnx_conformance: --backend takes cpu or cuda, not '" << v << "'\n";
+        return false;
+      }
+    } else if (a == "--gpu-only") {
+      o->gpuOnly = true;
+    } else if (a == "--timing-cache") {
+      if (!value(&o->timingCachePath)) return false;
     } else if (a == "--verbose" || a == "-v") {
       o->verbose = true;
     } else if (a == "--help" || a == "-h") {
@@ -420,7 +446,15 @@ Result runTest(const fs::path& testDir, const std::string& test) {
   }
 
   edgeinfer::BuilderConfig config;
-  config.backend = edgeinfer::Backend::kCpu;
+  config.backend = g_options.backend;
+  if (config.backend == edgeinfer::Backend::kCuda) {
+    config.precision = edgeinfer::Precision::kFp32;
+    config.allowCpuFallback = !g_options.gpuOnly;
+    config.timingCachePath = g_options.timingCachePath;
+    config.timing.warmup = 1;
+    config.timing.iterations = 1;
+    config.timing.repeats = 1;
+  }
   auto engine = edgeinfer::Builder::buildFromFile(modelPath.string(), config);
   if (!engine.ok()) {
     std::string why = "build: " + engine.status().toString();
@@ -570,8 +604,12 @@ Counts runSuite(const Options& opt, const std::string& suite,
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options opt;
+  Options& opt = g_options;
   if (!parseArgs(argc, argv, &opt)) return 2;
+  if (opt.backend == edgeinfer::Backend::kCuda && opt.timingCachePath.empty())
+    opt.timingCachePath =
+        (fs::temp_directory_path() / ("onnx_conformance_" + std::to_string(::getpid()) + ".cache"))
+            .string();
   installCrashReporter();
 
   if (!fs::is_directory(opt.dataDir)) {

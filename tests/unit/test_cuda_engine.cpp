@@ -439,8 +439,8 @@ TEST(CudaEngine, LayerWithoutGpuKernelFallsBackToTheCpu) {
   TestModel m(13);
   m.input("x", {1, 2, 6});
   m.node("Relu", {"x"}, {"r"}, "relu");
-  auto& lp = m.node("LpPool", {"r"}, {"c"}, "lppool");  // no GPU kernel
-  TestModel::attrInts(lp, "kernel_shape", {3});
+  auto& mvn = m.node("MeanVarianceNormalization", {"r"}, {"c"}, "mvn");  // no GPU kernel
+  TestModel::attrInts(mvn, "axes", {2});
   m.node("Sigmoid", {"c"}, {"y"}, "sigmoid");
   m.output("y");
   const Tensor x = randomInput(Shape{1, 2, 6}, 51);
@@ -460,8 +460,78 @@ TEST(CudaEngine, LayerWithoutGpuKernelFallsBackToTheCpu) {
   strict.allowCpuFallback = false;
   auto refused = build(m, strict);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("lppool"), std::string::npos)
+  EXPECT_NE(refused.status().message().find("mvn"), std::string::npos)
       << refused.status().toString();
+}
+
+TEST(CudaEngine, DataDependentOutputIsRefusedWithAClearError) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  TestModel m(13);
+  m.input("x", {2, 3});
+  m.node("NonZero", {"x"}, {"y"}, "nonzero");
+  m.output("y", onnx::TensorProto::INT64);
+  auto e = build(m, gpuConfig(dir));
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), ErrorCode::kUnsupported) << e.status().toString();
+  EXPECT_NE(e.status().message().find("depends on the input values"), std::string::npos)
+      << e.status().toString();
+  EXPECT_NE(e.status().message().find("nonzero"), std::string::npos) << e.status().toString();
+}
+
+/// Ops that used to need the CPU fallback, chained so bool and float tensors flow between GPU
+/// layers: Split, ReduceL2, Greater (bool mask), Cast, variadic Sum, Where, Tile,
+/// SpaceToDepth, Sin.
+TEST(CudaEngine, TypedAndDataMovementOpsRunWholeOnTheGpu) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  TestModel m(13);
+  m.input("x", {2, 8, 6, 6});
+  m.initializerI64("sizes", {2}, {3, 5});
+  m.initializer("th", {}, {1.5f});
+  auto& split = m.node("Split", {"x", "sizes"}, {"s0", "s1"}, "split");
+  TestModel::attr(split, "axis", 1);
+  auto& l2 = m.node("ReduceL2", {"s1"}, {"m0"}, "l2");
+  TestModel::attrInts(l2, "axes", {1});
+  m.node("Greater", {"m0", "th"}, {"mask"}, "greater");
+  auto& cast = m.node("Cast", {"mask"}, {"mf"}, "cast");
+  TestModel::attr(cast, "to", onnx::TensorProto::FLOAT);
+  m.node("Sum", {"s0", "mf", "mf"}, {"z"}, "sum");
+  m.node("Neg", {"z"}, {"nz"}, "neg");
+  m.node("Where", {"mask", "z", "nz"}, {"w"}, "where");
+  m.initializerI64("reps", {4}, {1, 1, 2, 1});
+  m.node("Tile", {"w", "reps"}, {"t"}, "tile");
+  auto& s2d = m.node("SpaceToDepth", {"t"}, {"d"}, "s2d");
+  TestModel::attr(s2d, "blocksize", 2);
+  m.node("Sin", {"d"}, {"sd"}, "sin");
+  m.node("Mul", {"sd", "d"}, {"y"}, "mul");
+  m.output("y");
+  Tensor x = randomInput(Shape{2, 8, 6, 6}, 61);
+  // No L2 norm near the threshold, so FP16 rounding never flips the mask.
+  float* px = x.data<float>();
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t hw = 0; hw < 36; ++hw) {
+      double sq = 0;
+      for (int64_t c = 3; c < 8; ++c) sq += px[(n * 8 + c) * 36 + hw] * px[(n * 8 + c) * 36 + hw];
+      if (std::fabs(std::sqrt(sq) - 1.5) < 0.02)
+        for (int64_t c = 3; c < 8; ++c) px[(n * 8 + c) * 36 + hw] *= 0.9f;
+    }
+  const Tensor want = cpuReference(m, x);
+  for (Precision p : {Precision::kFp32, Precision::kFp16}) {
+    BuilderConfig cfg = gpuConfig(dir, p);
+    cfg.allowCpuFallback = false;
+    auto e = build(m, cfg);
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    auto ctx = (*e)->createExecutionContext();
+    ASSERT_TRUE(ctx.ok());
+    for (int i = 0; i < 3; ++i) {  // the last runs replay the CUDA graph
+      auto out = (*ctx)->run({{"x", x}});
+      ASSERT_TRUE(out.ok()) << out.status().toString();
+      EXPECT_LT(relL2(out->at("y"), want), p == Precision::kFp32 ? 1e-6 : 3e-3);
+    }
+    EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, 0);
+    EXPECT_TRUE((*ctx)->stats().cudaGraphs);
+  }
 }
 
 /// x -> Conv 3x3 (16 -> 24, bias) -> activation -> y, with the activation as ONNX writes it

@@ -212,13 +212,23 @@ class GpuBuilder {
       const graph::Node& n = g_.nodes[i];
       for (const auto& o : n.outputs) {
         const graph::Value* v = g_.findValue(o);
-        if (!o.empty() && v)
-          for (int64_t d : v->shape.dims())
-            if (d < 0)
-              return Status(ErrorCode::kInvalidArgument,
-                            "GPU engines need static shapes, but '" + o + "' (output of '" +
-                                n.name + "', " + n.opType + ") is " + v->shape.toString() +
-                                ": set the input dims (--shapes or --dynamic-dim)");
+        if (o.empty() || !v || v->shape.isStatic()) continue;
+        // Static inputs and an unknown output: its size depends on the values (NonZero,
+        // NonMaxSuppression), which no input dims can fix.
+        bool inputsStatic = true;
+        for (const auto& in : n.inputs) {
+          const graph::Value* iv = in.empty() ? nullptr : g_.findValue(in);
+          inputsStatic = inputsStatic && (!iv || iv->shape.isStatic());
+        }
+        if (inputsStatic)
+          return Status(ErrorCode::kUnsupported,
+                        "GPU engines need static shapes, but the size of '" + o + "' (output of '" +
+                            n.name + "', " + n.opType + ") depends on the input values (" +
+                            v->shape.toString() + "): build this model for the CPU backend");
+        return Status(ErrorCode::kInvalidArgument,
+                      "GPU engines need static shapes, but '" + o + "' (output of '" + n.name +
+                          "', " + n.opType + ") is " + v->shape.toString() +
+                          ": set the input dims (--shapes or --dynamic-dim)");
       }
       if (isViewOp(n) && n.hasInput(0) && !g_.isConstant(n.inputs[0])) {
         EI_RETURN_IF_ERROR(addView(i));
