@@ -20,6 +20,7 @@
 #include "edgeinfer/builder.h"
 #include "edgeinfer/calibration.h"
 #include "edgeinfer/engine.h"
+#include "qoperator_models.h"
 #include "quant/qdq_absorb.h"
 #include "tactic_test_util.h"
 #include "test_model.h"
@@ -393,6 +394,72 @@ TEST(CudaQdqEngine, SwitchedOffExplicitQuantizationNeedsACalibrationCache_n) {
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("calibration cache"), std::string::npos)
       << e.status().toString();
+}
+
+// ---- QOperator layers (QLinearConv, QLinearMatMul), lowered to Q/DQ for the GPU ------------
+
+/// Max difference, in output steps, of a GPU engine of `m` against the CPU engine (which runs
+/// the QOperator layers in exact integer arithmetic); its fallback layer count in `cpuLayers`.
+double qoperatorSteps(const test::TestModel& m, const Shape& xShape, float step, Precision p,
+                      const test::TempDir& dir, bool lower, int* cpuLayers) {
+  const std::string bytes = m.bytes();
+  BuilderConfig cpu;
+  cpu.backend = Backend::kCpu;
+  auto ce = Builder::buildFromBuffer(bytes.data(), bytes.size(), cpu);
+  EXPECT_TRUE(ce.ok()) << ce.status().toString();
+  BuilderConfig g = gpuConfig(p, dir);
+  g.passes.lowerQOperators = lower;
+  auto ge = Builder::buildFromBuffer(bytes.data(), bytes.size(), g);
+  EXPECT_TRUE(ge.ok()) << ge.status().toString();
+  if (!ce.ok() || !ge.ok()) return 1e9;
+  auto cc = (*ce)->createExecutionContext();
+  auto gc = (*ge)->createExecutionContext();
+  if (!cc.ok() || !gc.ok()) return 1e9;
+  Tensor x = Tensor::zeros(DataType::kFloat32, xShape);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+  double worst = 0;
+  for (int run = 0; run < 2; ++run) {
+    auto want = (*cc)->run({{"x", x}});
+    auto got = (*gc)->run({{"x", x}});
+    EXPECT_TRUE(want.ok() && got.ok());
+    if (!want.ok() || !got.ok()) return 1e9;
+    const Tensor& a = got->at("y");
+    const Tensor& b = want->at("y");
+    for (int64_t i = 0; i < b.numel(); ++i)
+      worst = std::max(worst, std::fabs(a.getAsDouble(i) - b.getAsDouble(i)) / step);
+  }
+  *cpuLayers = (*gc)->stats().cpuFallbackLayers;
+  return worst;
+}
+
+TEST(CudaQOperator, QLinearConvAndMatMulRunOnTheGpuWithinOneStep) {
+  EI_SKIP_WITHOUT_GPU();
+  test::TempDir dir;
+  for (Precision p : {Precision::kFp32, Precision::kFp16}) {
+    int cpuLayers = -1;
+    const double conv = qoperatorSteps(test::qlinearConvModel(), Shape{1, 3, 9, 8}, 0.05f, p, dir,
+                                       true, &cpuLayers);
+    EXPECT_EQ(cpuLayers, 0);
+    const double mm =
+        qoperatorSteps(test::qlinearMatMulModel(), Shape{2, 6, 7}, 0.04f, p, dir, true, &cpuLayers);
+    EXPECT_EQ(cpuLayers, 0);
+    std::printf("[          ] %s: QLinearConv within %.2f steps, QLinearMatMul within %.2f\n",
+                precisionName(p), conv, mm);
+    EXPECT_LE(conv, 1.001);
+    EXPECT_LE(mm, 1.001);
+  }
+}
+
+TEST(CudaQOperator, WithoutLoweringTheyRunExactlyOnTheCpuFallback) {
+  EI_SKIP_WITHOUT_GPU();
+  test::TempDir dir;
+  int cpuLayers = -1;
+  const double steps = qoperatorSteps(test::qlinearConvModel(), Shape{1, 3, 9, 8}, 0.05f,
+                                      Precision::kFp32, dir, false, &cpuLayers);
+  EXPECT_EQ(cpuLayers, 1);
+  EXPECT_EQ(steps, 0.0);
 }
 
 }  // namespace

@@ -32,6 +32,11 @@ struct PassOptions {
   /// are removed, docs/design/int8-calibration.md "Explicit Q/DQ models"). Off: the Q/DQ nodes
   /// run as ops and INT8 needs a calibration cache, as for any other model.
   bool explicitQuantization = true;
+  /// EDGEINFER_DISABLE_LOWER_QOPERATORS: GPU builds turn QLinearConv / QLinearMatMul (with
+  /// constant scales) into DequantizeLinear -> Conv / MatMul -> QuantizeLinear, which run on
+  /// the GPU (within one quantization step of the integer reference). Off: they run on the
+  /// CPU fallback, exactly.
+  bool lowerQOperators = true;
 };
 
 /// How the GPU builder times each candidate implementation ("tactic") of a layer: one

@@ -39,6 +39,7 @@ PassOptions effectivePasses(const PassOptions& in) {
   if (envDisabled("EDGEINFER_DISABLE_FUSE_GEMM")) p.fuseGemmActivation = false;
   if (envDisabled("EDGEINFER_DISABLE_FUSE_ELEMENTWISE")) p.fuseElementwise = false;
   if (envDisabled("EDGEINFER_DISABLE_EXPLICIT_QUANTIZATION")) p.explicitQuantization = false;
+  if (envDisabled("EDGEINFER_DISABLE_LOWER_QOPERATORS")) p.lowerQOperators = false;
   if (envDisabled("EDGEINFER_DISABLE_FUSION")) {
     p.fuseConvActivation = false;
     p.fuseGemmActivation = false;
@@ -65,7 +66,7 @@ Status runPass(const char* name, bool enabled, graph::Graph& g,
 /// constant folding and fusion rewrite the graph (quant/qdq_absorb.h), and their scales and
 /// layer policy are stated in the optimised graph's names at the end.
 Status optimize(graph::Graph& g, const BuilderConfig& cfg,
-                quant::ExplicitInt8* explicitInt8 = nullptr) {
+                quant::ExplicitInt8* explicitInt8 = nullptr, bool gpu = false) {
   const PassOptions p = effectivePasses(cfg.passes);
   const graph::ConstantEvaluator eval =
       [](const graph::Node& n, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
@@ -74,6 +75,10 @@ Status optimize(graph::Graph& g, const BuilderConfig& cfg,
   EI_RETURN_IF_ERROR(graph::inferShapes(g, cfg.maxTensorBytes));
   EI_RETURN_IF_ERROR(
       runPass("eliminate-identity", p.eliminateIdentity, g, graph::eliminateIdentity));
+  if (gpu) {  // QOperator layers as Q/DQ around float ones, which the GPU runs
+    EI_RETURN_IF_ERROR(runPass("lower-qoperators", p.lowerQOperators, g, graph::lowerQOperators));
+    EI_RETURN_IF_ERROR(graph::inferShapes(g, cfg.maxTensorBytes));
+  }
   quant::QdqAbsorbResult qdq;
   if (explicitInt8)
     EI_RETURN_IF_ERROR(runPass("explicit-quantization", p.explicitQuantization, g,
@@ -285,7 +290,8 @@ Expected<std::unique_ptr<Engine>> buildOne(graph::Graph g, const std::string& by
   // quantization); the CPU, and FP16/FP32 builds, run the Q/DQ nodes as ops (fake quantization).
   quant::ExplicitInt8 explicitInt8;
   const bool gpuInt8 = backend == Backend::kCuda && cfg.precision == Precision::kInt8;
-  EI_RETURN_IF_ERROR(optimize(g, cfg, gpuInt8 ? &explicitInt8 : nullptr));
+  EI_RETURN_IF_ERROR(
+      optimize(g, cfg, gpuInt8 ? &explicitInt8 : nullptr, backend == Backend::kCuda));
   if (pool) runtime::shareConstants(g, *pool);
   // A calibration cache is checked against the model before anything is built (the GPU
   // builder takes its int8 scales from it; the CPU computes in FP32): a cache from another

@@ -27,6 +27,10 @@ Expected<int> foldConstants(Graph& g, const ConstantEvaluator& eval);
 /// Removes nodes none of whose outputs is used, and constants nothing reads.
 Expected<int> eliminateDeadNodes(Graph& g);
 
+/// QLinearConv / QLinearMatMul with constant scales into DequantizeLinear -> Conv / MatMul ->
+/// QuantizeLinear (GPU builds: the float layer runs on the GPU; lower_qoperators.cpp).
+Expected<int> lowerQOperators(Graph& g);
+
 /// Removes Identity and inference-time Dropout nodes by rewiring their consumers.
 Expected<int> eliminateIdentity(Graph& g);
 
