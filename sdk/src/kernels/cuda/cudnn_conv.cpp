@@ -5,8 +5,10 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <cmath>
+#include <deque>
 #include <mutex>
 #include <set>
 #include <shared_mutex>
@@ -601,7 +603,7 @@ class CudnnConvTactic : public builder::Tactic {
         plan_(std::move(plan)),
         workspace_(static_cast<size_t>(std::max<int64_t>(workspace, 0))),
         state_(std::move(json)) {}
-  ~CudnnConvTactic() override { variantPack_.reset(); }
+  ~CudnnConvTactic() override { variantPacks_.clear(); }
 
   std::string id() const override { return id_; }
   TensorFormat inputFormat(size_t index) const override {
@@ -686,9 +688,14 @@ class CudnnConvTactic : public builder::Tactic {
                      spec_.hasZ ? const_cast<void*>(args.inputs[3]) : nullptr};
     std::lock_guard<std::shared_mutex> lock(handle_->mu);
     EI_CUDNN_CHECK(cudnnSetStream(handle_->handle, static_cast<cudaStream_t>(args.stream)));
-    // The variant pack is rebuilt only when a pointer changes (host work, no device memory).
-    if (!variantPack_ || !std::equal(ptrs, ptrs + 5, lastPtrs_) || args.workspace != lastWs_) {
-      variantPack_.reset();
+    // One variant pack per set of pointers, kept for the tactic's life: contexts sharing the
+    // engine have their own activation memory, and a pack a captured CUDA graph was recorded
+    // with is never freed under it (each context's pointers are stable after its first run).
+    const VariantKey key{ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4], args.workspace};
+    const Desc* pack = nullptr;
+    for (const auto& [k, vp] : variantPacks_)
+      if (k == key) pack = &vp;
+    if (!pack) {
       int64_t uids[5] = {kUidX, kUidW, kUidY, kUidB, kUidZ};
       void* data[5] = {ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4]};
       int64_t n = 3;
@@ -701,11 +708,10 @@ class CudnnConvTactic : public builder::Tactic {
       EI_SET(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, data);
       EI_SET(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
       EI_CUDNN_CHECK(cudnnBackendFinalize(vp.get()));
-      variantPack_ = vp;
-      std::copy(ptrs, ptrs + 5, lastPtrs_);
-      lastWs_ = args.workspace;
+      variantPacks_.emplace_back(key, std::move(vp));
+      pack = &variantPacks_.back().second;
     }
-    EI_CUDNN_CHECK(cudnnBackendExecute(handle_->handle, plan_.get(), variantPack_.get()));
+    EI_CUDNN_CHECK(cudnnBackendExecute(handle_->handle, plan_.get(), pack->get()));
     if (spec_.transpose && spec_.hasBias) {
       const void* in[2] = {args.outputs[0], dB_.get()};
       return launchEltwise(biasAdd_, fmt_.dtype == DataType::kFloat16, in, args.outputs[0],
@@ -766,9 +772,9 @@ class CudnnConvTactic : public builder::Tactic {
   std::shared_ptr<void> dW_, dB_;  // device_weights.h: shared with equal uploads
   int maxBlocks_ = 2048;           // the activation's grid (actAfter), the bias's (transpose)
   EltwisePlan biasAdd_;            // transpose: y += bias
-  Desc variantPack_;
-  void* lastPtrs_[5] = {};
-  void* lastWs_ = nullptr;
+  // X, W, Y, B, Z and the workspace; the packs made for them (guarded by handle_->mu).
+  using VariantKey = std::array<void*, 6>;
+  std::deque<std::pair<VariantKey, Desc>> variantPacks_;
 };
 
 /// The candidates of one tensor format and activation variant (appended to `out`; with
