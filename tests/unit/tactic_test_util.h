@@ -107,7 +107,11 @@ inline Tensor fromFormat(const std::vector<uint8_t>& bytes, builder::TensorForma
     if (fmt.dtype == DataType::kFloat16 && logicalType == DataType::kFloat32) {
       t.data<float>()[i] = halfToFloat(reinterpret_cast<const uint16_t*>(bytes.data())[j]);
     } else if (fmt.dtype == DataType::kFloat32 && logicalType == DataType::kFloat16) {
-      t.data<uint16_t>()[i] = floatToHalf(reinterpret_cast<const float*>(bytes.data())[j]);
+      // A float16 value kept in float32 must be one float16 holds: anything else comes back
+      // as NaN, so a tactic that forgets to round fails the comparison.
+      const float f = reinterpret_cast<const float*>(bytes.data())[j];
+      const uint16_t h = floatToHalf(f);
+      t.data<uint16_t>()[i] = halfToFloat(h) == f || std::isnan(f) ? h : uint16_t{0x7e00};
     } else if (fmt.dtype == DataType::kInt8 && logicalType == DataType::kFloat32 && scale > 0.f) {
       t.data<float>()[i] =
           static_cast<float>(reinterpret_cast<const int8_t*>(bytes.data())[j]) * scale;

@@ -259,10 +259,15 @@ TEST(CudaReduce, LogSumExpExtremes) {
 
 TEST(CudaReduce, NoopWithEmptyAxes) {
   EI_SKIP_WITHOUT_GPU();
-  LayerCase c("ReduceMean");
-  c.attr("noop_with_empty_axes", Attribute::Int(1));
-  c.input(randomHalfExact(Shape{3, 4, 5}, 7));
-  c.check(ids("reduce", kFloat, {"linear"}), 0, 0);
+  // The input unchanged, for every reduction (none of |x|, x^2, log x applied).
+  for (const char* op : {"ReduceMean", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum",
+                         "ReduceLogSumExp", "ReduceProd", "ReduceMax"}) {
+    LayerCase c(op);
+    c.attr("noop_with_empty_axes", Attribute::Int(1));
+    c.input(randomHalfExact(Shape{3, 4, 5}, 7));
+    SCOPED_TRACE(op);
+    c.check(ids("reduce", kFloat, {"linear"}), 0, 0);
+  }
 }
 
 // ---- Negative cases: no candidates (no GPU needed) -----------------------------------------

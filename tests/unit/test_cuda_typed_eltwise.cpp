@@ -61,9 +61,19 @@ std::vector<DataType> storages(DataType t) {
   return {t};
 }
 
+bool isFloat(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16;
+}
+
+/// A float input of an op with an exact (integer / bool) result is read in float32 only.
+std::vector<DataType> exactInput(DataType from, DataType to) {
+  if (isFloat(from) && !isFloat(to)) return {DataType::kFloat32};
+  return storages(from);
+}
+
 std::set<std::string> castIds(DataType from, DataType to, const std::string& layout) {
   std::set<std::string> s;
-  for (DataType a : storages(from))
+  for (DataType a : exactInput(from, to))
     for (DataType b : storages(to))
       s.insert("cuda.cast." + storage(a) + "-" + storage(b) + "." + layout);
   return s;
@@ -214,12 +224,9 @@ TEST(CudaTyped, ComparisonsOnFloats) {
       builder::LayerContext layer;
       ASSERT_TRUE(c.layer(&layer).ok());
       const std::string lay = layer.outputShapes[0].rank() == 4 ? "nchw" : "linear";
-      std::set<std::string> want = {"cuda.compare.fp16-bool." + lay,
-                                    "cuda.compare.fp32-bool." + lay};
-      if (lay == "nchw") {
-        want.insert("cuda.compare.fp16-bool.nhwc");
-        want.insert("cuda.compare.fp32-bool.nhwc");
-      }
+      // Float comparisons read float32 (an FP16 copy could flip them).
+      std::set<std::string> want = {"cuda.compare.fp32-bool." + lay};
+      if (lay == "nchw") want.insert("cuda.compare.fp32-bool.nhwc");
       SCOPED_TRACE(std::string(op) + " " + ps.a.toString() + " vs " + ps.b.toString());
       c.check(want, 0, 0);
     }
@@ -315,14 +322,14 @@ TEST(CudaTyped, IsNaNAndIsInf) {
   {
     LayerCase c("IsNaN");
     c.input(x);
-    c.check(ids("classify", {"fp16-bool", "fp32-bool"}, {"linear"}), 0, 0);
+    c.check(ids("classify", {"fp32-bool"}, {"linear"}), 0, 0);
   }
   for (int64_t neg : {0, 1}) {
     for (int64_t pos : {0, 1}) {
       LayerCase c("IsInf");
       c.attr("detect_negative", Attribute::Int(neg)).attr("detect_positive", Attribute::Int(pos));
       c.input(x);
-      c.check(ids("classify", {"fp16-bool", "fp32-bool"}, {"linear"}), 0, 0);
+      c.check(ids("classify", {"fp32-bool"}, {"linear"}), 0, 0);
     }
   }
 }
@@ -332,16 +339,18 @@ TEST(CudaTyped, IsNaNAndIsInf) {
 TEST(CudaTyped, IntegerArithmetic) {
   EI_SKIP_WITHOUT_GPU();
   uint32_t seed = 500;
-  for (DataType t : {DataType::kInt64, DataType::kInt32, DataType::kInt8}) {
+  for (DataType t : {DataType::kInt64, DataType::kInt32, DataType::kInt8, DataType::kUInt8}) {
     for (const char* op : {"Add", "Sub", "Mul", "Div", "Mod"}) {
       for (int64_t fmod : {0, 1}) {
         if (fmod && std::string(op) != "Mod") continue;
         LayerCase c(op);
         if (fmod) c.attr("fmod", Attribute::Int(1));
-        Tensor a = randomInts(Shape{4, 6}, t, seed++, -100, 100);
-        Tensor b = randomInts(Shape{6}, t, seed++, -9, 9);
+        const bool u8 = t == DataType::kUInt8;
+        Tensor a = randomInts(Shape{4, 6}, t, seed++, u8 ? 0 : -100, u8 ? 255 : 100);
+        Tensor b = randomInts(Shape{6}, t, seed++, u8 ? 1 : -9, 9);
         for (int64_t i = 0; i < b.numel(); ++i)  // no zero divisors (the reference rejects them)
-          if (b.getAsInt64(i) == 0) b = valuesOf(t, {3, -4, 7, -1, 5, 2}, Shape{6});
+          if (b.getAsInt64(i) == 0)
+            b = valuesOf(t, {3., u8 ? 4. : -4., 7., u8 ? 1. : -1., 5., 2.}, Shape{6});
         if (t == DataType::kInt32) a.data<int32_t>()[0] = std::numeric_limits<int32_t>::max();
         c.input(a).input(b);
         SCOPED_TRACE(std::string(op) + " " + dataTypeName(t) + " fmod " + std::to_string(fmod));
@@ -357,7 +366,7 @@ std::set<std::string> quantIds(const std::string& family, DataType from, DataTyp
   std::set<std::string> s;
   for (const char* lay :
        rank == 4 ? std::vector<const char*>{"nchw", "nhwc"} : std::vector<const char*>{"linear"})
-    for (DataType a : storages(from))
+    for (DataType a : exactInput(from, to))
       for (DataType b : storages(to))
         s.insert("cuda." + family + "." + storage(a) + "-" + storage(b) + "." + lay);
   return s;

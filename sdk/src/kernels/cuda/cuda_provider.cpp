@@ -638,8 +638,12 @@ std::vector<std::unique_ptr<builder::Tactic>> CudaKernelProvider::candidates(
   if (eltSpecFor(*layer.node, &spec)) {
     if (!eltSupported(layer, spec)) return out;
     const bool variadic = isVariadic(*layer.node, layer.inputShapes.size());
+    // A Sum / Mean keeps its partial sums in the output: float32 only, or an FP16 partial sum
+    // could overflow (or lose what later inputs cancel) where the reference adds in float.
+    const bool sums = variadic && (layer.node->opType == "Sum" || layer.node->opType == "Mean");
     for (DataType t : storageTypes(precision))
       for (Layout l : layouts) {
+        if (sums && t != DataType::kFloat32) continue;
         if (variadic)
           out.push_back(std::make_unique<VariadicTactic>(spec, t, l, layer));
         else

@@ -891,6 +891,9 @@ bool reducePlan(const LayerContext& layer, ReducePlan* p) {
   const int64_t keep = n.attrs.getInt("keepdims", 1);
   const int64_t noop = n.attrs.getInt("noop_with_empty_axes", 0);
   if ((keep != 0 && keep != 1) || (noop != 0 && noop != 1)) return false;
+  // No axes with noop_with_empty_axes: the input unchanged (a sum over nothing reduced; the
+  // other ops' pre- and post-steps, |x| or x^2 or log, must not run).
+  if (axes.empty() && noop == 1) p->op = ReduceOp::kSum;
   std::vector<bool> reduced(rank, axes.empty() && noop == 0);
   for (int64_t a : axes) {
     size_t ax = 0;

@@ -325,7 +325,14 @@ bool typedCandidates(const LayerContext& layer, Precision precision,
   const std::vector<Layout> layouts = y.rank() == 4
                                           ? std::vector<Layout>{Layout::kNCHW, Layout::kNHWC}
                                           : std::vector<Layout>{Layout::kLinear};
-  for (DataType vs : storageFor(v, precision)) {
+  // Ops whose result is exact (an integer, a bool, a quantized value) read a float input in
+  // float32: FP16 storage would round it first (Cast(2049.0) to int, 70000 to inf for IsInf,
+  // a flipped comparison). Casts between floats and Where (a copy) may use either.
+  const bool exactResult = isFloatStorage(v) && op != TypedOp::kWhere &&
+                           !(op == TypedOp::kCast && isFloatStorage(layer.outputTypes[0]));
+  const std::vector<DataType> valueStorage =
+      exactResult ? std::vector<DataType>{DataType::kFloat32} : storageFor(v, precision);
+  for (DataType vs : valueStorage) {
     std::vector<DataType> outs;
     switch (op) {
       case TypedOp::kCast:

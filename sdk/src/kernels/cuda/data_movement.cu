@@ -437,10 +437,12 @@ __global__ void __launch_bounds__(kThreads)
       rem /= p.outDims[d];
       if (d != p.axis) off += c * p.xStrides[d];
     }
-    I i = static_cast<I>(idx[o]);
-    if (i < 0) i += p.axisDim;
-    i = i < 0 ? I(0) : (i >= p.axisDim ? p.axisDim - 1 : i);
-    y[o] = x[off + i * p.xStrides[p.axis]];
+    // Normalised and clamped in 64 bits (an int64 index may not fit I).
+    long long i = static_cast<long long>(idx[o]);
+    const long long dim = static_cast<long long>(p.axisDim);
+    if (i < 0) i += dim;
+    i = i < 0 ? 0 : (i >= dim ? dim - 1 : i);
+    y[o] = x[off + static_cast<I>(i) * p.xStrides[p.axis]];
   }
 }
 
@@ -492,7 +494,8 @@ Status launchGatherElements(const GatherElementsPlan& plan, const void* x, const
   const auto s = static_cast<cudaStream_t>(stream);
   return dispatchUnit(plan.elemBytes, [&](auto u) -> Status {
     using U = decltype(u);
-    return small ? launchGatherElementsT<U, int32_t>(plan, x, indices, y, maxBlocks, s)
+    // uint32_t below INT_MAX: the grid-stride index cannot wrap.
+    return small ? launchGatherElementsT<U, uint32_t>(plan, x, indices, y, maxBlocks, s)
                  : launchGatherElementsT<U, int64_t>(plan, x, indices, y, maxBlocks, s);
   });
 }
@@ -506,10 +509,10 @@ Status launchTrilu(const TriluPlan& plan, const void* x, void* y, int maxBlocks,
     using U = decltype(u);
     const U* in = static_cast<const U*>(x);
     U* out = static_cast<U*>(y);
-    if (fitsInt32(total))
-      triluKernel<U, int32_t><<<grid, kThreads, 0, s>>>(
-          in, out, static_cast<int32_t>(total), static_cast<int32_t>(plan.rows),
-          static_cast<int32_t>(plan.cols), plan.k, plan.upper);
+    if (fitsInt32(total))  // uint32_t: the grid-stride index cannot wrap
+      triluKernel<U, uint32_t><<<grid, kThreads, 0, s>>>(
+          in, out, static_cast<uint32_t>(total), static_cast<uint32_t>(plan.rows),
+          static_cast<uint32_t>(plan.cols), plan.k, plan.upper);
     else
       triluKernel<U, int64_t>
           <<<grid, kThreads, 0, s>>>(in, out, total, plan.rows, plan.cols, plan.k, plan.upper);

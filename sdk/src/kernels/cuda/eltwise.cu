@@ -88,7 +88,7 @@ __device__ __forceinline__ void applyUnary(EltOp op, float alpha, float beta, fl
     EI_ELT_CASE(kCelu, refMax(0.f, x) + refMin(0.f, alpha * (expf(x / alpha) - 1.f)))
     EI_ELT_CASE(kThresholdedRelu, x > alpha ? x : 0.f)
     EI_ELT_CASE(kShrink, x < -alpha ? x + beta : (x > alpha ? x - beta : 0.f))
-    EI_ELT_CASE(kAffine, alpha * x + beta)
+    EI_ELT_CASE(kAffine, beta == 0.f ? alpha * x : alpha * x + beta)  // keeps -0 (a copy)
     default:
       break;
   }
