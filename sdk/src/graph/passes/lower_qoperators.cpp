@@ -64,6 +64,18 @@ Node dequantize(Graph& g, const std::string& name, const std::string& x, const s
   return n;
 }
 
+/// QuantizeLinear of the float result `yf` into the QOperator node's output, with its y_scale
+/// and y_zero_point (inputs 6 and 7 of both ops).
+Node quantizeOutput(Graph& g, const std::string& base, const Node& n, const std::string& yf) {
+  Node q;
+  q.name = g.uniqueName(base + "/quantize_y");
+  q.opType = "QuantizeLinear";
+  q.inputs = {yf, n.input(6)};
+  if (n.hasInput(7)) q.inputs.push_back(n.input(7));
+  q.outputs = n.outputs;
+  return q;
+}
+
 /// The nodes replacing QLinearConv `n`, or none when it cannot be lowered.
 std::vector<Node> lowerConv(Graph& g, const Node& n) {
   if (n.inputs.size() < 8 || !n.hasInput(0) || !n.hasInput(3) || n.outputs.size() != 1) return {};
@@ -99,13 +111,7 @@ std::vector<Node> lowerConv(Graph& g, const Node& n) {
   const std::string yf = g.uniqueName(base + "/y_float");
   conv.outputs = {yf};
   out.push_back(std::move(conv));
-  Node q;
-  q.name = g.uniqueName(base + "/quantize_y");
-  q.opType = "QuantizeLinear";
-  q.inputs = {yf, n.input(6)};
-  if (n.hasInput(7)) q.inputs.push_back(n.input(7));
-  q.outputs = n.outputs;
-  out.push_back(std::move(q));
+  out.push_back(quantizeOutput(g, base, n, yf));
   return out;
 }
 
@@ -134,13 +140,7 @@ std::vector<Node> lowerMatMul(Graph& g, const Node& n) {
   const std::string yf = g.uniqueName(base + "/y_float");
   mm.outputs = {yf};
   out.push_back(std::move(mm));
-  Node q;
-  q.name = g.uniqueName(base + "/quantize_y");
-  q.opType = "QuantizeLinear";
-  q.inputs = {yf, n.input(6)};
-  if (n.hasInput(7)) q.inputs.push_back(n.input(7));
-  q.outputs = n.outputs;
-  out.push_back(std::move(q));
+  out.push_back(quantizeOutput(g, base, n, yf));
   return out;
 }
 
