@@ -151,5 +151,24 @@ check "--shapes of an unknown input on an engine_n" expect_exit 3 "not an input 
 head -c 200 "$work/p.engine" >"$work/ptrunc.engine"
 check "truncated profile engine_n" expect_exit 1 "truncated" "$cli" inspect "$work/ptrunc.engine"
 
+# Shape ranges (--min/--opt/--max-shapes): one engine for batches 1 to 4, built for 2; other
+# batches are specialised on their first run.
+ranges=(--min-shapes x:1x3x4x4 --opt-shapes x:2x3x4x4 --max-shapes x:4x3x4x4)
+check "build with shape ranges" bash -c "'$cli' build '$work/dyn.onnx' -o '$work/r.engine' ${ranges[*]} | grep -q 'shape ranges x:\[1x3x4x4 .. 2x3x4x4 .. 4x3x4x4\]'"
+check "inspect lists the ranges" bash -c "out=\$('$cli' inspect '$work/r.engine') && grep -q 'x:\[1x3x4x4 .. 2x3x4x4 .. 4x3x4x4\]' <<<\"\$out\" && grep -q 'x: float32 \[?x3x4x4\]' <<<\"\$out\""
+check "run a batch of the range" bash -c "'$cli' run '$work/r.engine' --shapes x:3x3x4x4 | grep -q 'y: float32\\[3,2,4,4\\]'"
+check "run the range engine on a file" "$cli" run "$work/r.engine" --input "x=$work/x3.npy" --outputs "$work/rout3"
+check "range outputs match numpy" "$py" -c "
+import numpy as np, sys
+y = np.load('$work/rout3/y.npy'); r = np.load('$work/y3_ref.npy')
+sys.exit(0 if y.shape == r.shape and np.allclose(y, r, rtol=1e-5, atol=1e-5) else 1)"
+check "bench reports the specialisation" bash -c "'$cli' bench '$work/r.engine' --shapes x:4x3x4x4 --iterations 3 --warmup 1 --json '$work/rb.json' >/dev/null && grep -q '\"shape_specializations\": 1' '$work/rb.json'"
+check "a batch outside the range_n" expect_exit 2 "outside the engine's shape range 1x3x4x4 .. 4x3x4x4" "$cli" run "$work/r.engine" --shapes x:5x3x4x4
+check "ranges without --max-shapes_n" expect_exit 2 "need --min-shapes, --opt-shapes and --max-shapes" "$cli" build "$work/dyn.onnx" -o "$work/t.engine" --min-shapes x:1x3x4x4 --opt-shapes x:2x3x4x4
+check "ranges out of order_n" expect_exit 2 "it needs min <= opt <= max" "$cli" build "$work/dyn.onnx" -o "$work/t.engine" --min-shapes x:2x3x4x4 --opt-shapes x:1x3x4x4 --max-shapes x:4x3x4x4
+check "ranges and profiles_n" expect_exit 2 "cannot be combined" "$cli" build "$work/dyn.onnx" -o "$work/t.engine" "${ranges[@]}" --shapes x:1x3x4x4 --shapes x:2x3x4x4
+head -c 300 "$work/r.engine" >"$work/rtrunc.engine"
+check "truncated range engine_n" expect_exit 1 "engine with shape ranges: the file is truncated" "$cli" inspect "$work/rtrunc.engine"
+
 echo "$pass passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -8,12 +8,15 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "edgeinfer/builder.h"
 #include "edgeinfer/engine.h"
 #include "test_model.h"
 
 #ifdef EDGEINFER_HAVE_CUDA
+#include "runtime/cuda_backend.h"
+#include "runtime/range_engine.h"
 #include "tactic_test_util.h"
 #endif
 
@@ -196,6 +199,175 @@ TEST(CudaProfiles, TimingCacheServesEveryProfile) {
   ASSERT_FALSE(third.ok());
   EXPECT_NE(third.status().message().find("shape profile 2"), std::string::npos)
       << third.status().toString();
+}
+
+// ---- shape ranges ------------------------------------------------------------------------------
+
+/// convModel() with a dynamic batch, height and width.
+TestModel dynModel() {
+  TestModel m = convModel();
+  auto* dims = m.proto.mutable_graph()
+                   ->mutable_input(0)
+                   ->mutable_type()
+                   ->mutable_tensor_type()
+                   ->mutable_shape();
+  for (int d : {2, 3}) dims->mutable_dim(d)->set_dim_param(d == 2 ? "H" : "W");
+  return m;
+}
+
+BuilderConfig rangesConfig(const TempDir& dir, Precision p = Precision::kFp32) {
+  BuilderConfig c = test::quickGpuConfig(dir.file("timing.cache"), p);
+  c.shapeRanges = {{"x", ShapeRange{Shape{1, 3, 8, 8}, Shape{4, 3, 9, 11}, Shape{8, 3, 16, 16}}}};
+  return c;
+}
+
+/// The CPU reference engine of dynModel() (every dim dynamic).
+std::unique_ptr<Engine> cpuDynEngine() {
+  BuilderConfig c;
+  c.backend = Backend::kCpu;
+  auto e = build(dynModel(), c);
+  EXPECT_TRUE(e.ok()) << e.status().toString();
+  return e.ok() ? std::move(e).value() : nullptr;
+}
+
+const std::vector<Shape> kRangeShapes = {{4, 3, 9, 11},  {1, 3, 8, 8}, {8, 3, 16, 16},
+                                         {3, 3, 12, 10}, {1, 3, 8, 8}, {4, 3, 9, 11}};
+
+/// Runs kRangeShapes, each three times (warm-up, capture, replay), against the CPU reference
+/// within `tol`; returns the last output of each.
+std::vector<Tensor> runRangeShapes(ExecutionContext& ctx, double tol) {
+  auto cpu = cpuDynEngine();
+  auto cpuCtx = cpu->createExecutionContext();
+  std::vector<Tensor> outs;
+  uint32_t seed = 300;
+  for (const Shape& s : kRangeShapes) {
+    const Tensor x = randomInput(s, ++seed);
+    const Tensor want = runOn(**cpuCtx, x);
+    Tensor got;
+    for (int k = 0; k < 3; ++k) got = runOn(ctx, x);
+    EXPECT_EQ(got.shape(), want.shape()) << s.toString();
+    if (got.shape() == want.shape()) {
+      const double err = relL2(got, want);
+      EXPECT_LT(err, tol) << s.toString();
+      std::printf("[          ] %s: rel L2 %.3g vs CPU\n", s.toString().c_str(), err);
+    }
+    outs.push_back(got);
+  }
+  return outs;
+}
+
+TEST(CudaRanges, EveryShapeOfTheRangeMatchesTheCpuAndTakesTheOptTactics) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  auto e = build(dynModel(), rangesConfig(dir));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  EXPECT_EQ((*e)->info().backend, Backend::kCuda);
+  EXPECT_EQ((*e)->inputs()[0].shape, (Shape{-1, 3, -1, -1}));
+  EXPECT_EQ((*e)->outputs()[0].shape, (Shape{-1, 4, -1, -1}));
+  auto ctx = (*e)->createExecutionContext();
+  ASSERT_TRUE(ctx.ok()) << ctx.status().toString();
+  runRangeShapes(**ctx, 1e-5);
+  const ContextStats st = (*ctx)->stats();
+  EXPECT_EQ(st.shapeSpecializations, 3);  // 1x3x8x8, 8x3x16x16, 3x3x12x10
+  std::printf("[          ] 3 specialisations: %.1f ms\n", st.specializationMs);
+  EXPECT_TRUE(st.cudaGraphs);
+  EXPECT_EQ(st.graphCaptures, 4);  // one per shape, a shape run again replays its graph
+  EXPECT_EQ(st.cpuFallbackLayers, 0);
+
+  // The specialisations run the opt build's tactics wherever they are candidates: here every
+  // layer's (the 1x1 and 3x3 convolutions' cuDNN engines and the pool kernel take any batch
+  // and size of this range).
+  const auto& re = dynamic_cast<const runtime::RangeEngine&>(**e);
+  auto opt = re.engineFor({{"x", Shape{4, 3, 9, 11}}}, nullptr, nullptr);
+  auto big = re.engineFor({{"x", Shape{8, 3, 16, 16}}}, nullptr, nullptr);
+  ASSERT_TRUE(opt.ok() && big.ok());
+  const auto optTactics = runtime::cudaEngineTactics(**opt);
+  const auto bigTactics = runtime::cudaEngineTactics(**big);
+  ASSERT_FALSE(optTactics.empty());
+  int same = 0;
+  for (const auto& [layer, id] : bigTactics) {
+    const auto it = optTactics.find(layer);
+    same += it != optTactics.end() && it->second == id;
+    std::printf("[          ] %s: opt %s, 8x3x16x16 %s\n", layer.c_str(),
+                it == optTactics.end() ? "-" : it->second.c_str(), id.c_str());
+  }
+  EXPECT_GE(2 * same, static_cast<int>(bigTactics.size()));
+  EXPECT_EQ(re.specializationCount(), 3u);
+}
+
+TEST(CudaRanges, Fp16SaveAndLoadRunsEveryShape) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  auto e = build(dynModel(), rangesConfig(dir, Precision::kFp16));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  ASSERT_TRUE((*e)->save(dir.file("r.engine")).ok());
+  auto loaded = Engine::load(dir.file("r.engine"));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  EXPECT_EQ((*loaded)->shapeRanges(), (*e)->shapeRanges());
+  EXPECT_EQ((*loaded)->info().precision, Precision::kFp16);
+  auto ctxBuilt = (*e)->createExecutionContext();
+  auto ctxLoaded = (*loaded)->createExecutionContext();
+  ASSERT_TRUE(ctxBuilt.ok() && ctxLoaded.ok());
+  const std::vector<Tensor> a = runRangeShapes(**ctxBuilt, 3e-3);
+  const std::vector<Tensor> b = runRangeShapes(**ctxLoaded, 3e-3);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].shape(), b[i].shape());
+    EXPECT_EQ(std::memcmp(a[i].raw(), b[i].raw(), a[i].bytes()), 0) << "same tactics, run " << i;
+  }
+  auto again = (*loaded)->serialize();
+  auto bytes = (*e)->serialize();
+  ASSERT_TRUE(again.ok() && bytes.ok());
+  EXPECT_EQ(*again, *bytes) << "a loaded engine serialises to the same bytes";
+}
+
+TEST(CudaRanges, ContextsOnThreadsShareOneSpecialisation) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  auto e = build(dynModel(), rangesConfig(dir));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  const Tensor x = randomInput(Shape{6, 3, 13, 9}, 77);
+  std::vector<Tensor> got(4);
+  std::vector<int64_t> built(4, -1);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i)
+    threads.emplace_back([&, i] {
+      auto ctx = (*e)->createExecutionContext();
+      if (!ctx.ok()) return;
+      for (int k = 0; k < 4; ++k) got[i] = runOn(**ctx, x);
+      built[i] = (*ctx)->stats().shapeSpecializations;
+    });
+  for (auto& t : threads) t.join();
+  int64_t sum = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_FALSE(got[i].empty()) << "thread " << i;
+    ASSERT_EQ(got[i].shape(), got[0].shape());
+    EXPECT_EQ(std::memcmp(got[i].raw(), got[0].raw(), got[0].bytes()), 0) << "thread " << i;
+    sum += built[i];
+  }
+  EXPECT_EQ(sum, 1);
+  auto cpu = cpuDynEngine();
+  auto cpuCtx = cpu->createExecutionContext();
+  EXPECT_LT(relL2(got[0], runOn(**cpuCtx, x)), 1e-5);
+}
+
+TEST(CudaRanges, AShapeOutsideTheRangeIsAClearError_n) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  auto e = build(dynModel(), rangesConfig(dir));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  auto ctx = (*e)->createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  const Status bad = (*ctx)->setInput("x", randomInput(Shape{9, 3, 9, 11}, 1));
+  EXPECT_EQ(bad.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("outside the engine's shape range 1x3x8x8 .. 8x3x16x16"),
+            std::string::npos)
+      << bad.toString();
+  // Still runs a shape inside.
+  auto cpu = cpuDynEngine();
+  auto cpuCtx = cpu->createExecutionContext();
+  const Tensor x = randomInput(Shape{2, 3, 8, 16}, 2);
+  EXPECT_LT(relL2(runOn(**ctx, x), runOn(**cpuCtx, x)), 1e-5);
 }
 
 #else

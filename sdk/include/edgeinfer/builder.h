@@ -87,6 +87,19 @@ struct BuilderConfig {
   /// of the constants that are equal across profiles). Two profiles of equal shapes are an
   /// error. One profile is the same as inputShapes (an ordinary single-shape engine file).
   std::vector<std::map<std::string, Shape>> shapeProfiles;
+  /// Shape ranges, like trtexec's --minShapes/--optShapes/--maxShapes: the engine runs any
+  /// input shape within min..max (per dim). The builder times and plans the opt shapes (the
+  /// inputs without a range take inputShapes / the model's shapes). A context given other
+  /// shapes has the engine specialise for them on its first run of them: the graph optimised
+  /// for those shapes, each layer taking the device timing cache's choice for its new shapes
+  /// when the cache has one, else the opt build's tactic where that is a candidate (no
+  /// timing), else timing. It is done once per shape and engine and shared by the engine's
+  /// contexts, and equal converted weights are held once on the GPU; docs/performance.md has
+  /// what it costs (ResNet-50) and how a pre-seeded timing cache gives each shape its own timed
+  /// tactics. The engine file holds the model (unoptimised) and the opt build.
+  /// Cannot be combined with shapeProfiles or a calibration cache (INT8 of models with their
+  /// own Q/DQ scales works); min <= opt <= max in every dim, of the input's rank.
+  ShapeRanges shapeRanges;
   /// Reject models whose single tensor (input, weight or inferred activation) would exceed
   /// this many bytes: protects against corrupt files declaring absurd dimensions.
   int64_t maxTensorBytes = int64_t{4} << 30;  // 4 GiB

@@ -55,6 +55,21 @@ using ShapeProfile = std::map<std::string, Shape>;
 /// "x:1x3x224x224,y:1x10" (a dynamic dim, which only CPU engines keep, is "?").
 std::string formatShapeProfile(const ShapeProfile& profile);
 
+/// The shapes an input may take in an engine with shape ranges (BuilderConfig::shapeRanges),
+/// like TensorRT's optimisation profile: any shape with min[d] <= dim <= max[d] in every dim;
+/// the builder times and plans `opt`.
+struct ShapeRange {
+  Shape min, opt, max;
+  bool operator==(const ShapeRange& o) const {
+    return min == o.min && opt == o.opt && max == o.max;
+  }
+};
+/// Input name -> its range.
+using ShapeRanges = std::map<std::string, ShapeRange>;
+
+/// "x:[1x3x224x224 .. 8x3x224x224 .. 32x3x224x224]" (min .. opt .. max).
+std::string formatShapeRanges(const ShapeRanges& ranges);
+
 class ExecutionContext;
 
 /// Memory and launch figures of an execution context (memory: the largest over the input
@@ -75,6 +90,11 @@ struct ContextStats {
   int64_t graphReplays = 0;       ///< runs that replayed a graph
   int64_t cpuFallbackLayers = 0;  ///< layers run on the CPU reference
   double lastGpuMs = 0.0;         ///< GPU time of the last run's layers (CUDA events; no copies)
+  /// Engines with shape ranges: the shapes this context's runs had the engine specialise for
+  /// (built once per shape and engine, shared by its contexts; a shape another context had
+  /// specialised first is not counted), and the milliseconds those builds took.
+  int64_t shapeSpecializations = 0;
+  double specializationMs = 0.0;
 };
 
 /// Per-context runtime choices.
@@ -97,6 +117,11 @@ class Engine {
   /// entry, its inputs' shapes (a CPU engine may keep dynamic dims: -1, any size). A context
   /// runs the profile whose shapes equal the bound inputs' (-1 matches any size).
   virtual std::vector<ShapeProfile> profiles() const;
+
+  /// An engine with shape ranges (BuilderConfig::shapeRanges): every ranged input's min, opt
+  /// and max; empty for any other engine. Such an engine's profiles() is its opt shapes, and
+  /// its inputs() mark the dims that vary within a range as -1.
+  virtual ShapeRanges shapeRanges() const { return {}; }
 
   /// Device memory the engine took when it was created (its weights, constants and cuDNN
   /// plans; ContextStats::weightBytes): 0 on the CPU. Weights another engine of the process

@@ -10,6 +10,7 @@
 
 #include "builder/engine_format.h"
 #include "builder/optimize.h"
+#include "builder/range_format.h"
 #include "edgeinfer/logger.h"
 #include "graph/passes/passes.h"
 #include "kernels/ref/ref_kernels.h"
@@ -19,6 +20,7 @@
 #include "runtime/cuda_backend.h"
 #include "runtime/graph_engine.h"
 #include "runtime/profile_engine.h"
+#include "runtime/range_engine.h"
 
 namespace edgeinfer {
 namespace {
@@ -279,10 +281,10 @@ onnx_import::ImportOptions importOptions(const BuilderConfig& cfg, const std::st
 /// Builds one engine (one input shape, or dynamic dims on the CPU) from the imported graph
 /// `g`: the profile's input shapes (when given), the passes, the backend's build. `pool`
 /// (optional) shares equal constants with earlier profiles (shareConstants).
-Expected<std::unique_ptr<Engine>> buildOne(graph::Graph g, const std::string& bytes,
-                                           const BuilderConfig& cfg, Backend backend,
-                                           const ShapeProfile* profile,
-                                           std::map<std::string, Tensor>* pool) {
+Expected<std::unique_ptr<Engine>> buildOne(
+    graph::Graph g, const std::string& modelHash, const BuilderConfig& cfg, Backend backend,
+    const ShapeProfile* profile, std::map<std::string, Tensor>* pool,
+    const std::map<std::string, std::string>* preferred = nullptr) {
   if (profile) applyProfile(g, *profile);
   applyDynamicDefault(g, cfg.dynamicDimDefault);
   if (backend == Backend::kCuda) applyGpuStaticShapes(g, cfg);
@@ -298,22 +300,99 @@ Expected<std::unique_ptr<Engine>> buildOne(graph::Graph g, const std::string& by
   // model, or one that misses layers of this graph, is an error now, not later. Tensors the
   // model quantizes itself need no range in it.
   if (!cfg.calibrationCachePath.empty())
-    EI_RETURN_IF_ERROR(quant::checkCalibrationCache(
-        cfg.calibrationCachePath, builder::fnv1aHex(bytes.data(), bytes.size()), g,
-        explicitInt8.empty() ? nullptr : &explicitInt8.scales));
+    EI_RETURN_IF_ERROR(
+        quant::checkCalibrationCache(cfg.calibrationCachePath, modelHash, g,
+                                     explicitInt8.empty() ? nullptr : &explicitInt8.scales));
   EngineInfo info;
   info.sdkVersion = sdkVersion();
   info.backend = backend;
   info.precision = backend == Backend::kCpu ? Precision::kFp32 : cfg.precision;
   info.modelName = g.name;
-  info.modelHash = builder::fnv1aHex(bytes.data(), bytes.size());
+  info.modelHash = modelHash;
   if (backend == Backend::kCuda)
     return runtime::buildCudaEngine(std::move(g), std::move(info), cfg,
-                                    explicitInt8.empty() ? nullptr : &explicitInt8);
+                                    explicitInt8.empty() ? nullptr : &explicitInt8, preferred);
   info.deviceKey = builder::currentDeviceKey(backend);
   log(Severity::kInfo, "built engine for '" + g.name + "': " + std::to_string(g.nodes.size()) +
                            " nodes, backend " + backendName(backend));
   return std::unique_ptr<Engine>(new runtime::GraphEngine(std::move(g), std::move(info)));
+}
+
+/// An engine with shape ranges (BuilderConfig::shapeRanges): the ranges checked against the
+/// model (and its shapes inferred at their min and max), the opt shapes built as one profile,
+/// the unoptimised graph kept for specialising at run time (runtime/range_engine.h).
+Expected<std::unique_ptr<Engine>> buildRanged(graph::Graph g, const std::string& modelHash,
+                                              const BuilderConfig& cfg, Backend backend) {
+  if (!cfg.shapeProfiles.empty())
+    return Status(ErrorCode::kInvalidArgument,
+                  "shape ranges (--min/--opt/--max-shapes) and shape profiles (several --shapes) "
+                  "cannot be combined: give one or the other");
+  if (!cfg.calibrationCachePath.empty())
+    return Status(ErrorCode::kUnsupported,
+                  "shape ranges cannot be combined with a calibration cache yet: build one "
+                  "profile per shape (--shapes, repeated) for INT8 with a cache");
+  EI_RETURN_IF_ERROR(builder::checkShapeRanges(cfg.shapeRanges));
+  for (const auto& [name, r] : cfg.shapeRanges)
+    if (cfg.inputShapes.count(name))
+      return Status(ErrorCode::kInvalidArgument,
+                    "input '" + name + "' has both a shape (--shapes) and a shape range: give one");
+  // Each of min, opt and max as a profile, checked against the model like any --shapes.
+  std::vector<ShapeProfile> atMinOptMax;
+  for (Shape ShapeRange::*field : {&ShapeRange::min, &ShapeRange::opt, &ShapeRange::max}) {
+    BuilderConfig one = cfg;
+    for (const auto& [name, r] : cfg.shapeRanges) one.inputShapes[name] = r.*field;
+    auto p = resolveProfiles(g, one, backend);
+    if (!p.ok()) return p.status().withContext("shape ranges");
+    atMinOptMax.push_back(p->front());
+  }
+  builder::RangeSpec spec;
+  spec.ranges = cfg.shapeRanges;
+  spec.optShapes = atMinOptMax[1];
+  for (const auto& [name, shape] : spec.optShapes)
+    if (!shape.isStatic())
+      return Status(ErrorCode::kInvalidArgument,
+                    "shape ranges: input '" + name + "' keeps dynamic dims (" +
+                        runtime::shapeText(shape) + "): give it a range or a shape");
+  spec.build = cfg;
+  // The model optimised at the ranges' min and max, as a specialisation would be: a model that
+  // cannot take them fails now, not on a device later. Their output shapes tell which output
+  // dims vary.
+  std::vector<std::vector<Shape>> outputShapes;
+  for (size_t k : {size_t{0}, size_t{2}}) {
+    graph::Graph at = g;
+    applyProfile(at, atMinOptMax[k]);
+    const Status s = optimize(at, cfg, nullptr, backend == Backend::kCuda);
+    if (!s.ok())
+      return Status(ErrorCode::kInvalidArgument,
+                    std::string("shape ranges: the model cannot take the ranges' ") +
+                        (k == 0 ? "min" : "max") + " shapes (" +
+                        formatShapeProfile(atMinOptMax[k]) + "): " + s.message());
+    std::vector<Shape> outs;
+    for (const auto& o : at.outputs) outs.push_back(at.findValue(o)->shape);
+    outputShapes.push_back(std::move(outs));
+  }
+  log(Severity::kInfo, "shape ranges " + formatShapeRanges(cfg.shapeRanges) +
+                           ": building for the opt shapes " + formatShapeProfile(spec.optShapes));
+  graph::Graph source = g;  // shares the constants, which the passes never write
+  auto opt = buildOne(std::move(g), modelHash, cfg, backend, &spec.optShapes, nullptr);
+  if (!opt.ok()) return opt.status().withContext("shape ranges: the opt shapes");
+  spec.tactics = runtime::cudaEngineTactics(**opt);
+  const std::vector<TensorDesc>& optOutputs = (*opt)->outputs();
+  for (size_t i = 0; i < optOutputs.size(); ++i) {
+    Shape s = optOutputs[i].shape;
+    for (const auto& at : outputShapes)
+      for (size_t d = 0; d < s.rank(); ++d)
+        if (i >= at.size() || at[i].rank() != s.rank() || at[i][d] != s[d]) s[d] = Shape::kUnknown;
+    spec.outputShapes[optOutputs[i].name] = s;
+  }
+  runtime::SpecializeOptions so;
+  so.deviceId = cfg.deviceId;
+  so.timingCachePath = cfg.timingCachePath;
+  so.useTimingCache = cfg.useTimingCache;
+  EI_ASSIGN_OR_RETURN(auto engine, runtime::RangeEngine::create(
+                                       std::move(spec), std::move(source), std::move(opt).value(),
+                                       std::move(so), ErrorCode::kInvalidArgument));
+  return std::unique_ptr<Engine>(std::move(engine));
 }
 
 Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const BuilderConfig& cfg,
@@ -325,10 +404,12 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
   const onnx_import::ImportOptions io = importOptions(cfg, defaultDir);
   EI_ASSIGN_OR_RETURN(graph::Graph g,
                       onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
+  const std::string modelHash = builder::fnv1aHex(bytes.data(), bytes.size());
+  if (!cfg.shapeRanges.empty()) return buildRanged(std::move(g), modelHash, cfg, backend);
   EI_ASSIGN_OR_RETURN(std::vector<ShapeProfile> profiles, resolveProfiles(g, cfg, backend));
   if (profiles.size() <= 1)  // one shape: an ordinary engine (file format unchanged)
-    return buildOne(std::move(g), bytes, cfg, backend, profiles.empty() ? nullptr : &profiles[0],
-                    nullptr);
+    return buildOne(std::move(g), modelHash, cfg, backend,
+                    profiles.empty() ? nullptr : &profiles[0], nullptr);
 
   // Several profiles: one complete build each (passes, GPU tactic timing and memory plan for
   // its shapes), from a fresh import, since the passes rewrite the graph for its shapes. The
@@ -342,7 +423,7 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
     if (i > 0) {
       EI_ASSIGN_OR_RETURN(g, onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
     }
-    auto e = buildOne(std::move(g), bytes, cfg, backend, &profiles[i], &pool);
+    auto e = buildOne(std::move(g), modelHash, cfg, backend, &profiles[i], &pool);
     if (!e.ok()) return e.status().withContext("shape profile " + std::to_string(i));
     engines.push_back(std::move(e).value());
   }
@@ -418,6 +499,12 @@ Expected<std::string> readModelFile(const std::string& path) {
 std::string modelDir(const std::string& path) {
   const auto pos = path.find_last_of('/');
   return pos == std::string::npos ? std::string(".") : path.substr(0, pos);
+}
+
+Expected<std::unique_ptr<Engine>> buildForShapes(
+    graph::Graph source, const std::string& modelHash, const BuilderConfig& config, Backend backend,
+    const ShapeProfile& shapes, const std::map<std::string, std::string>* preferred) {
+  return buildOne(std::move(source), modelHash, config, backend, &shapes, nullptr, preferred);
 }
 
 Expected<graph::Graph> importAndOptimize(const std::string& bytes, const BuilderConfig& cfg,

@@ -2,6 +2,8 @@
 // calibration (quant/), which must observe the very layers and tensors an engine will have.
 #pragma once
 
+#include <map>
+#include <memory>
 #include <string>
 
 #include "edgeinfer/builder.h"
@@ -21,6 +23,14 @@ namespace edgeinfer::builder {
 Expected<graph::Graph> importAndOptimize(const std::string& onnxBytes, const BuilderConfig& config,
                                          const std::string& defaultDir,
                                          quant::ExplicitInt8* explicitInt8 = nullptr);
+
+/// Builds the engine of `source` (an imported graph, not yet optimised; its constants are
+/// shared, never written) for the input shapes `shapes` (every input, static) on `backend`,
+/// as one profile of Builder::build is built. `preferred` (GPU): layer name -> tactic id taken
+/// without timing where it is a candidate (runtime/range_engine.h specialising for a shape).
+Expected<std::unique_ptr<Engine>> buildForShapes(
+    graph::Graph source, const std::string& modelHash, const BuilderConfig& config, Backend backend,
+    const ShapeProfile& shapes, const std::map<std::string, std::string>* preferred = nullptr);
 
 /// The bytes of a model file: kNotFound when it cannot be opened, kIoError when reading fails.
 Expected<std::string> readModelFile(const std::string& path);

@@ -1,19 +1,15 @@
 // The file format of an engine with several shape profiles (BuilderConfig::shapeProfiles),
-// version 1: a container of complete single-shape engines, one per profile.
+// version 1: a container (container_format.h) of complete single-shape engines, one per
+// profile.
 //
-//   offset 0   "EIPROFLS"                 8-byte magic
-//   offset 8   u32 container version      (kProfileFormatVersion)
-//   offset 12  u32 header length H
-//   offset 16  header: H bytes of JSON     {"sdk_version", "profiles": [{input: [dims]}...],
-//                                           "engine_bytes": [size of each sub-engine],
-//                                           "payload_bytes": their sum}
-//   then       the sub-engines, one per profile in the header's order, each a complete
-//              engine file (engine_format.h: its own header, plan, weights and checksum)
-//   last 4     u32 CRC-32 (zlib) of every byte before it
+//   magic      "EIPROFLS"
+//   header     {"sdk_version", "profiles": [{input: [dims]}...], "engine_bytes": [size of each
+//               sub-engine], "payload_bytes": their sum}
+//   blobs      the sub-engines, one per profile in the header's order, each a complete engine
+//              file (engine_format.h: its own header, plan, weights and checksum)
 //
-// All integers little-endian. A reader checks, in order: size, magic, version, header length,
-// the size the header announces (truncation), checksum, header fields, the count of profiles
-// against the count of sub-engines; the runtime then checks each sub-engine against its profile
+// A reader checks the container (container_format.h), then the count of profiles against the
+// count of sub-engines; the runtime then checks each sub-engine against its profile
 // (runtime/profile_engine.h). Every failure is kCorruptFile naming what is wrong, except another
 // version (kVersionMismatch). An engine of one shape keeps the single-engine format.
 #pragma once

@@ -546,6 +546,28 @@ TimingCacheFile TimingCache::snapshot() const {
   return f;
 }
 
+std::optional<TimingEntry> TimingCache::findFor(const std::string& signature,
+                                                const std::vector<TacticCandidate>& candidates,
+                                                std::string* stale) const {
+  auto cached = find(signature);
+  if (!cached) return std::nullopt;
+  std::set<std::string> wanted, have;
+  for (const auto& c : candidates) wanted.insert(c.id);
+  for (const auto& t : cached->table) have.insert(t.tacticId);
+  std::string why;
+  for (const auto& id : have)
+    if (!wanted.count(id)) {
+      why = "cached tactic '" + id + "' is no longer a candidate";
+      break;
+    }
+  for (const auto& id : wanted)
+    if (why.empty() && !have.count(id))
+      why = "candidate '" + id + "' was never timed";  // it might be the fastest
+  if (why.empty()) return cached;
+  if (stale) *stale = why;
+  return std::nullopt;
+}
+
 Expected<TimingEntry> TimingCache::lookupOrTime(const std::string& signature,
                                                 const std::vector<TacticCandidate>& candidates,
                                                 const TimerFn& timer, bool* fromCache) {
@@ -562,21 +584,9 @@ Expected<TimingEntry> TimingCache::lookupOrTime(const std::string& signature,
   }
 
   std::string stale;  // why a cached entry cannot be used
-  if (auto cached = find(signature)) {
-    std::set<std::string> have;
-    for (const auto& t : cached->table) have.insert(t.tacticId);
-    for (const auto& id : have)
-      if (!wanted.count(id)) {
-        stale = "cached tactic '" + id + "' is no longer a candidate";
-        break;
-      }
-    for (const auto& [id, ws] : wanted)
-      if (stale.empty() && !have.count(id))
-        stale = "candidate '" + id + "' was never timed";  // it might be the fastest
-    if (stale.empty()) {
-      if (fromCache) *fromCache = true;
-      return *cached;
-    }
+  if (auto cached = findFor(signature, candidates, &stale)) {
+    if (fromCache) *fromCache = true;
+    return *cached;
   }
   if (options_.missIsError)
     return Status(ErrorCode::kNotFound, "timing cache miss for layer signature '" + signature +

@@ -165,6 +165,12 @@ class TimingCache {
   Status save(const std::string& path);
 
   std::optional<TimingEntry> find(const std::string& signature) const;
+  /// The entry of `signature` when it was timed over exactly `candidates` (what lookupOrTime
+  /// would return without timing); otherwise none, and `stale` (optional) says why an entry
+  /// that exists cannot be used.
+  std::optional<TimingEntry> findFor(const std::string& signature,
+                                     const std::vector<TacticCandidate>& candidates,
+                                     std::string* stale = nullptr) const;
   /// Adds or replaces an entry; the table is sorted and `chosen` recomputed if empty.
   void insert(const std::string& signature, TimingEntry entry);
   /// Records the serialized state of a tactic of an existing entry (see TimingEntry::states);

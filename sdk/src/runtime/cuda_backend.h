@@ -2,6 +2,7 @@
 // without CUDA these report kUnsupported (graph_engine.cpp).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -22,9 +23,16 @@ bool cudaBackendUsable(int deviceId, std::string* why);
 /// (docs/design/gpu-backend.md) and returns the engine. INT8 takes its scales and layer policy
 /// from `explicitInt8` (the model's own Q/DQ scales, quant/qdq_absorb.h) and/or the config's
 /// calibration cache; where both give one, the model's wins.
+/// `preferred` (layer name -> tactic id): a layer whose preferred tactic is a candidate and
+/// initialises takes it without timing (an engine with shape ranges specialising for a shape:
+/// runtime/range_engine.h).
 Expected<std::unique_ptr<Engine>> buildCudaEngine(
     graph::Graph g, EngineInfo info, const BuilderConfig& config,
-    const quant::ExplicitInt8* explicitInt8 = nullptr);
+    const quant::ExplicitInt8* explicitInt8 = nullptr,
+    const std::map<std::string, std::string>* preferred = nullptr);
+
+/// The tactic id of every GPU layer of a GPU engine (layer name -> id); empty for others.
+std::map<std::string, std::string> cudaEngineTactics(const Engine& engine);
 
 /// Recreates a GPU engine from its file: the graph, the facts and the plan (JSON).
 Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph g, EngineInfo info,

@@ -5,8 +5,10 @@
 
 #include "builder/engine_format.h"
 #include "builder/profile_format.h"
+#include "builder/range_format.h"
 #include "runtime/cuda_backend.h"
 #include "runtime/profile_engine.h"
+#include "runtime/range_engine.h"
 
 namespace edgeinfer {
 
@@ -67,6 +69,7 @@ Expected<std::unique_ptr<Engine>> Engine::load(const std::string& path) {
 
 Expected<std::unique_ptr<Engine>> Engine::deserialize(const void* data, size_t size) {
   if (builder::isProfileContainer(data, size)) return runtime::loadProfileEngine(data, size);
+  if (builder::isRangeContainer(data, size)) return runtime::loadRangeEngine(data, size);
   EI_ASSIGN_OR_RETURN(auto parts, builder::decodeEngine(data, size));
   return runtime::makeEngine(std::move(parts.graph), std::move(parts.info), parts.plan);
 }
@@ -75,6 +78,14 @@ std::vector<ShapeProfile> Engine::profiles() const {
   ShapeProfile p;
   for (const auto& d : inputs()) p[d.name] = d.shape;
   return {p};
+}
+
+std::string formatShapeRanges(const ShapeRanges& ranges) {
+  std::string s;
+  for (const auto& [name, r] : ranges)
+    s += (s.empty() ? "" : ",") + name + ":[" + runtime::shapeText(r.min) + " .. " +
+         runtime::shapeText(r.opt) + " .. " + runtime::shapeText(r.max) + "]";
+  return s;
 }
 
 std::string formatShapeProfile(const ShapeProfile& profile) {
@@ -110,8 +121,12 @@ bool cudaBackendUsable(int, std::string* why) {
   return false;
 }
 Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph, EngineInfo, const BuilderConfig&,
-                                                  const quant::ExplicitInt8*) {
+                                                  const quant::ExplicitInt8*,
+                                                  const std::map<std::string, std::string>*) {
   return Status(ErrorCode::kUnsupported, "this EdgeInfer was built without CUDA");
+}
+std::map<std::string, std::string> cudaEngineTactics(const Engine&) {
+  return {};
 }
 Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph, EngineInfo, const std::string&) {
   return Status(ErrorCode::kUnsupported,

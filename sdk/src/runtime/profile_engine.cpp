@@ -6,6 +6,7 @@
 #include "builder/engine_format.h"
 #include "builder/profile_format.h"
 #include "runtime/graph_engine.h"
+#include "runtime/shape_dispatch.h"
 
 namespace edgeinfer::runtime {
 namespace {
@@ -56,134 +57,6 @@ bool sameDescs(const std::vector<TensorDesc>& a, const std::vector<TensorDesc>& 
   }
   return true;
 }
-
-/// A context of a ProfileEngine: the bound inputs, and one sub-context per profile, created on
-/// the first run of the profile's shapes.
-class ProfileContext final : public ExecutionContext {
- public:
-  ProfileContext(const ProfileEngine& engine, const ContextOptions& options)
-      : engine_(engine), options_(options), subs_(engine.profileCount()) {}
-
-  const Engine& engine() const override { return engine_; }
-
-  Status setInput(const std::string& name, const Tensor& t) override {
-    EI_RETURN_IF_ERROR(checkInput(engine_, name, t).status());
-    // Only the shapes some profile has for this input (the combination is checked at run).
-    bool known = false;
-    std::string shapes;
-    for (const auto& p : engine_.profileShapes()) {
-      const auto it = p.find(name);
-      if (it == p.end() || shapeMatches(it->second, t.shape())) {
-        known = true;
-        break;
-      }
-      shapes += (shapes.empty() ? "" : ", ") + shapeText(it->second);
-    }
-    if (!known)
-      return Status(ErrorCode::kInvalidArgument,
-                    "input '" + name + "' has shape " + shapeText(t.shape()) +
-                        ", which no shape profile of the engine has (its profiles give " + shapes +
-                        "; build with --shapes for each shape to run)");
-    bound_[name] = Bound{t, ++generation_};
-    return Status::Ok();
-  }
-
-  /// Passed on to the sub-context of the profile the next execute() runs.
-  Status waitForEvent(void* cudaEvent) override {
-    if (engine_.info().backend != Backend::kCuda) return ExecutionContext::waitForEvent(cudaEvent);
-    if (!cudaEvent) return Status(ErrorCode::kInvalidArgument, "waitForEvent: the event is null");
-    waitEvent_ = cudaEvent;
-    return Status::Ok();
-  }
-
-  Status execute() override {
-    // The event applies to this run only, whether it gets to its sub-context or fails first.
-    void* waitEvent = waitEvent_;
-    waitEvent_ = nullptr;
-    std::map<std::string, Shape> shapes;
-    for (const auto& d : engine_.inputs()) {
-      const auto it = bound_.find(d.name);
-      if (it == bound_.end())
-        return Status(ErrorCode::kInvalidArgument, "input '" + d.name + "' is not bound");
-      shapes[d.name] = it->second.tensor.shape();
-    }
-    const int p = engine_.findProfile(shapes);
-    if (p < 0) {
-      ShapeProfile bound(shapes.begin(), shapes.end());
-      return Status(
-          ErrorCode::kInvalidArgument,
-          "the bound input shapes (" + formatShapeProfile(bound) +
-              ") are no shape profile of the engine; its profiles: " + engine_.describeProfiles());
-    }
-    Sub& sub = subs_[static_cast<size_t>(p)];
-    if (!sub.ctx) {
-      auto ctx = engine_.profileEngine(static_cast<size_t>(p)).createExecutionContext(options_);
-      if (!ctx.ok()) return ctx.status().withContext("shape profile " + std::to_string(p));
-      sub.ctx = std::move(ctx).value();
-    }
-    // Bind on the sub-context what changed since its last run.
-    for (const auto& [name, b] : bound_) {
-      uint64_t& seen = sub.generations[name];
-      if (seen == b.generation) continue;
-      EI_RETURN_IF_ERROR(sub.ctx->setInput(name, b.tensor));
-      seen = b.generation;
-    }
-    if (waitEvent) EI_RETURN_IF_ERROR(sub.ctx->waitForEvent(waitEvent));
-    current_ = -1;
-    EI_RETURN_IF_ERROR(sub.ctx->execute());
-    current_ = p;
-    return Status::Ok();
-  }
-
-  Expected<Tensor> getOutput(const std::string& name) const override {
-    bool known = false;
-    for (const auto& d : engine_.outputs()) known = known || d.name == name;
-    if (!known) return Status(ErrorCode::kNotFound, "the engine has no output '" + name + "'");
-    if (current_ < 0)
-      return Status(ErrorCode::kInvalidArgument,
-                    "output '" + name + "' is not computed: call execute() first");
-    return subs_[static_cast<size_t>(current_)].ctx->getOutput(name);
-  }
-
-  /// Memory: the largest of the profiles run; launch counts: summed over them; weights: every
-  /// profile's (all are loaded, run or not).
-  ContextStats stats() const override {
-    ContextStats s;
-    for (const Sub& sub : subs_) {
-      if (!sub.ctx) continue;
-      const ContextStats c = sub.ctx->stats();
-      s.activationArenaBytes = std::max(s.activationArenaBytes, c.activationArenaBytes);
-      s.activationNaiveBytes = std::max(s.activationNaiveBytes, c.activationNaiveBytes);
-      s.workspaceBytes = std::max(s.workspaceBytes, c.workspaceBytes);
-      s.cudaGraphs = s.cudaGraphs || c.cudaGraphs;
-      s.graphCaptures += c.graphCaptures;
-      s.graphUpdates += c.graphUpdates;
-      s.graphReplays += c.graphReplays;
-      s.cpuFallbackLayers = std::max(s.cpuFallbackLayers, c.cpuFallbackLayers);
-    }
-    s.weightBytes = engine_.deviceWeightBytes();
-    if (current_ >= 0) s.lastGpuMs = subs_[static_cast<size_t>(current_)].ctx->stats().lastGpuMs;
-    return s;
-  }
-
- private:
-  struct Bound {
-    Tensor tensor;
-    uint64_t generation = 0;
-  };
-  struct Sub {
-    std::unique_ptr<ExecutionContext> ctx;
-    std::map<std::string, uint64_t> generations;  // of the inputs bound on ctx
-  };
-
-  const ProfileEngine& engine_;
-  const ContextOptions options_;
-  std::map<std::string, Bound> bound_;
-  uint64_t generation_ = 0;
-  std::vector<Sub> subs_;
-  int current_ = -1;           // the profile of the last successful execute()
-  void* waitEvent_ = nullptr;  // waitForEvent: for the next execute()'s sub-context
-};
 
 }  // namespace
 
@@ -281,9 +154,32 @@ std::string ProfileEngine::describeProfiles() const {
   return s;
 }
 
+Status ProfileEngine::acceptsInput(const std::string& name, const Shape& shape) const {
+  std::string shapes;
+  for (const auto& p : profiles_) {
+    const auto it = p.find(name);
+    if (it == p.end() || shapeMatches(it->second, shape)) return Status::Ok();
+    shapes += (shapes.empty() ? "" : ", ") + shapeText(it->second);
+  }
+  return Status(ErrorCode::kInvalidArgument,
+                "input '" + name + "' has shape " + shapeText(shape) +
+                    ", which no shape profile of the engine has (its profiles give " + shapes +
+                    "; build with --shapes for each shape to run)");
+}
+
+Expected<const Engine*> ProfileEngine::engineFor(const ShapeProfile& shapes, int64_t* /*built*/,
+                                                 double* /*builtMs*/) const {
+  const int p = findProfile(shapes);
+  if (p < 0)
+    return Status(ErrorCode::kInvalidArgument,
+                  "the bound input shapes (" + formatShapeProfile(shapes) +
+                      ") are no shape profile of the engine; its profiles: " + describeProfiles());
+  return engines_[static_cast<size_t>(p)].get();
+}
+
 Expected<std::unique_ptr<ExecutionContext>> ProfileEngine::createExecutionContext(
     const ContextOptions& options) const {
-  return std::unique_ptr<ExecutionContext>(new ProfileContext(*this, options));
+  return makeShapeDispatchContext(*this, *this, options);
 }
 
 Expected<std::vector<uint8_t>> ProfileEngine::serialize() const {

@@ -2,9 +2,10 @@
 // single-shape engine per shape profile ("sub-engine": a GPU engine with its own tactics,
 // plans and memory plan, or a CPU engine with static shapes), behind the Engine interface.
 //
-// Its contexts pick, at each execute(), the profile whose shapes equal the bound inputs'
-// shapes and run that profile's sub-context, created on the first run of that shape (GPU: its
-// own stream, arena and CUDA graph, so a context replays one CUDA graph per shape). Weights
+// Its contexts (shape_dispatch.h) pick, at each execute(), the profile whose shapes equal the
+// bound inputs' shapes and run that profile's sub-context, created on the first run of that
+// shape (GPU: its own stream, arena and CUDA graph, so a context replays one CUDA graph per
+// shape). Weights
 // are held once per profile in the file; the host copies of constants equal across profiles
 // share memory, and so do the GPU copies of equal converted weights (a layer whose tactics
 // in two profiles store its weights in the same format: kernels/cuda/device_weights.h).
@@ -18,10 +19,11 @@
 
 #include "edgeinfer/engine.h"
 #include "graph/graph.h"
+#include "runtime/shape_dispatch.h"
 
 namespace edgeinfer::runtime {
 
-class ProfileEngine final : public Engine {
+class ProfileEngine final : public Engine, public ShapeDispatcher {
  public:
   /// `engines[i]` is the engine of `profiles[i]`. Checks that there are at least two, that they
   /// agree (backend, device, input and output names, types and ranks), that each profile names
@@ -42,6 +44,10 @@ class ProfileEngine final : public Engine {
   Expected<std::unique_ptr<ExecutionContext>> createExecutionContext(
       const ContextOptions& options) const override;
   Expected<std::vector<uint8_t>> serialize() const override;
+  // ShapeDispatcher: the profile whose shapes equal the bound ones.
+  Status acceptsInput(const std::string& name, const Shape& shape) const override;
+  Expected<const Engine*> engineFor(const ShapeProfile& shapes, int64_t* built,
+                                    double* builtMs) const override;
 
   const std::vector<ShapeProfile>& profileShapes() const { return profiles_; }
   size_t profileCount() const { return engines_.size(); }

@@ -106,6 +106,11 @@ int cmdBench(const Args& a) {
               profileCount > 1
                   ? (" (one of " + std::to_string(profileCount) + " shape profiles)").c_str()
                   : "");
+  if (!(*engine)->shapeRanges().empty())
+    std::printf(
+        "shape ranges %s: %lld specialisation(s) for these shapes in the warm-up, %.1f ms\n",
+        formatShapeRanges((*engine)->shapeRanges()).c_str(),
+        static_cast<long long>(st.shapeSpecializations), st.specializationMs);
   std::printf("latency (ms): mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  min %.3f  max %.3f\n", mean,
               p50, p90, p99, ms.front(), ms.back());
   std::printf("throughput: %.1f inferences/s (batch %lld / median latency)\n",
@@ -163,7 +168,10 @@ int cmdBench(const Args& a) {
         {"cuda_graphs", st.cudaGraphs},
         {"graph_replays", st.graphReplays},
         {"cpu_fallback_layers", st.cpuFallbackLayers},
-        {"load_ms", loadMs}};
+        {"load_ms", loadMs},
+        {"shape_ranges", formatShapeRanges((*engine)->shapeRanges())},
+        {"shape_specializations", st.shapeSpecializations},
+        {"specialization_ms", st.specializationMs}};
     f << j.dump(1) << "\n";
   }
   return 0;

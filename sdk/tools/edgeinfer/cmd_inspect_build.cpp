@@ -43,12 +43,23 @@ int inspectEngine(const std::string& path) {
                 humanBytes(weights / static_cast<double>(profiles.size())).c_str());
   else
     std::printf("  weights %s\n", humanBytes(weights).c_str());
-  std::printf("inputs%s:\n", profiles.size() > 1 ? " (?: differs between profiles)" : "");
+  std::printf("inputs%s:\n", profiles.size() > 1        ? " (?: differs between profiles)"
+                             : !e.shapeRanges().empty() ? " (?: varies within the shape ranges)"
+                                                        : "");
   for (const auto& d : e.inputs())
     std::printf("  %s: %s\n", d.name.c_str(), describeTensor(d).c_str());
   std::printf("outputs:\n");
   for (const auto& d : e.outputs())
     std::printf("  %s: %s\n", d.name.c_str(), describeTensor(d).c_str());
+  const ShapeRanges ranges = e.shapeRanges();
+  if (!ranges.empty()) {
+    std::printf(
+        "shape ranges (min .. opt .. max; built for opt, other shapes specialised on "
+        "their first run):\n");
+    for (const auto& [name, r] : ranges)
+      std::printf("  %s\n", formatShapeRanges({{name, r}}).c_str());
+    return 0;
+  }
   std::printf("shape profiles (%zu):\n", profiles.size());
   for (size_t i = 0; i < profiles.size(); ++i)
     std::printf("  [%zu] %s\n", i, formatShapeProfile(profiles[i]).c_str());
@@ -108,6 +119,7 @@ int cmdBuild(const Args& a) {
                               {"device", info.deviceKey},
                               {"nodes", info.nodeCount},
                               {"shape_profiles", profileJson},
+                              {"shape_ranges", formatShapeRanges((*engine)->shapeRanges())},
                               {"weight_bytes", info.weightBytes},
                               {"build_seconds", buildS}};
     f << j.dump(1) << "\n";
@@ -116,6 +128,9 @@ int cmdBuild(const Args& a) {
   }
   std::cout << "engine written to " << a.get("output") << " (backend " << backendName(info.backend)
             << ", " << info.nodeCount << " nodes, device " << info.deviceKey << ")\n";
+  if (!(*engine)->shapeRanges().empty())
+    std::cout << "shape ranges " << formatShapeRanges((*engine)->shapeRanges())
+              << ": built for the opt shapes, other shapes specialised on their first run\n";
   if (profiles.size() > 1)
     std::cout << profiles.size() << " shape profiles, each with its own copy of the weights in "
               << "the file ("

@@ -76,6 +76,12 @@ int cmdRun(const Args& a) {
     std::cout << "shape profile: " << formatShapeProfile(bound) << " (of "
               << (*engine)->profiles().size() << ")\n";
   }
+  if (!(*engine)->shapeRanges().empty()) {
+    ShapeProfile bound;
+    for (const auto& [name, t] : *inputs) bound[name] = t.shape();
+    std::cout << "input shapes " << formatShapeProfile(bound) << " within the shape ranges "
+              << formatShapeRanges((*engine)->shapeRanges()) << "\n";
+  }
   const int warmup = std::max(0, std::atoi(a.get("warmup", "0").c_str()));
   const int iters = std::max(1, std::atoi(a.get("iterations", "1").c_str()));
   for (int i = 0; i < warmup; ++i) {

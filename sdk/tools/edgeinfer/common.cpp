@@ -59,6 +59,11 @@ const char* kBuilderOptionsHelp = R"(builder options:
                                 --dynamic-dim). Repeat for an engine of several shape profiles,
                                 one complete build per profile (each holds its own weights);
                                 a run picks the profile of the bound input shapes
+  --min-shapes / --opt-shapes / --max-shapes NAME:DxDx..[,..]
+                                shape ranges (all three, for the same inputs): the engine runs
+                                any shape from min to max in every dim; it is timed and planned
+                                for opt, and specialises for another shape on its first run of
+                                it (the opt build's tactics, no timing; once per shape)
   --allow-non-finite-weights    accept NaN/Inf in weights
   --calibration-cache FILE      INT8 calibration cache (edgeinfer calibrate): the int8 scales and
                                 the per-layer policy (checked against the model)
@@ -193,6 +198,31 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
       c.inputShapes = std::move(p);
     else
       c.shapeProfiles.push_back(std::move(p));
+  }
+  if (a.has("min-shapes") || a.has("opt-shapes") || a.has("max-shapes")) {
+    ShapeProfile parts[3];
+    const char* keys[3] = {"min-shapes", "opt-shapes", "max-shapes"};
+    for (int i = 0; i < 3; ++i) {
+      if (a.all(keys[i]).size() != 1)
+        return Status(ErrorCode::kInvalidArgument,
+                      "shape ranges need --min-shapes, --opt-shapes and --max-shapes, once each "
+                      "(--" +
+                          std::string(keys[i]) + " is given " +
+                          std::to_string(a.all(keys[i]).size()) + " times)");
+      EI_ASSIGN_OR_RETURN(parts[i], parseShapes(a.get(keys[i])));
+    }
+    for (int i = 1; i < 3; ++i)
+      for (const auto& [name, shape] : parts[i])
+        if (!parts[0].count(name))
+          return Status(ErrorCode::kInvalidArgument, "--" + std::string(keys[i]) + " names '" +
+                                                         name + "', which --min-shapes does not");
+    for (const auto& [name, shape] : parts[0]) {
+      if (!parts[1].count(name) || !parts[2].count(name))
+        return Status(
+            ErrorCode::kInvalidArgument,
+            "--min-shapes names '" + name + "': give it in --opt-shapes and --max-shapes as well");
+      c.shapeRanges[name] = ShapeRange{shape, parts[1][name], parts[2][name]};
+    }
   }
   if (a.has("dynamic-dim")) {
     const std::string text = a.get("dynamic-dim");  // strtoll's end points into it

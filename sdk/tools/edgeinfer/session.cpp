@@ -4,6 +4,7 @@
 #include <random>
 
 #include "builder/profile_format.h"
+#include "builder/range_format.h"
 #include "cli.h"
 #include "core/npy.h"
 
@@ -41,7 +42,8 @@ bool isEngineFile(const std::string& path) {
   char magic[8] = {};
   f.read(magic, 8);
   return f && (std::memcmp(magic, "EIENGINE", 8) == 0 ||
-               builder::isProfileContainer(magic, sizeof magic));
+               builder::isProfileContainer(magic, sizeof magic) ||
+               builder::isRangeContainer(magic, sizeof magic));
 }
 
 std::string describeTensor(const TensorDesc& d) {
@@ -67,6 +69,11 @@ Expected<ShapeProfile> shapesToRun(const Engine& engine, const Args& a) {
     if (!known)
       return Status(ErrorCode::kNotFound,
                     "--shapes names '" + name + "', which is not an input of the engine");
+  }
+  if (!engine.shapeRanges().empty()) {  // any shape of the ranges (checked when bound)
+    ShapeProfile run = profiles.front();
+    for (const auto& [name, shape] : want) run[name] = shape;
+    return run;
   }
   for (const auto& p : profiles) {
     bool match = true;

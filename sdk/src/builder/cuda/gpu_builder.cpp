@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <limits>
 #include <set>
 #include <system_error>
@@ -174,8 +175,9 @@ Expected<double> timeLaunches(const std::function<Status()>& launch, const Timin
 class GpuBuilder {
  public:
   GpuBuilder(const graph::Graph& g, const BuilderConfig& cfg, builder::TimingCache& cache,
-             const builder::TacticOverrides& overrides)
-      : g_(g), cfg_(cfg), cache_(cache), overrides_(overrides) {}
+             const builder::TacticOverrides& overrides,
+             const std::map<std::string, std::string>* preferred)
+      : g_(g), cfg_(cfg), cache_(cache), overrides_(overrides), preferred_(preferred) {}
 
   /// INT8: the scale of every calibrated float activation (amax / 127, or exactly the scale
   /// in `exactScales`: a model's own Q/DQ scales; a view's output takes its input's, since a
@@ -207,6 +209,7 @@ class GpuBuilder {
       const graph::Value& v = *g_.findValue(in);
       plan_.graphInputs[in] = newTensor(in, cuda::logicalFormat(v.dtype, v.shape));
     }
+    if (preferred_) preparePreferred();
     std::string cpuLayers;
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const graph::Node& n = g_.nodes[i];
@@ -278,6 +281,14 @@ class GpuBuilder {
   /// Tactic states (cuDNN plans) recorded in the timing cache by this build.
   int statesAdded() const { return statesAdded_; }
   int cachedLayers() const { return cached_; }
+  /// Layers that took their preferred tactic (no timing), and layers with a preferred tactic
+  /// that was no candidate for them or failed to initialise.
+  int preferredTaken() const { return preferredTaken_; }
+  /// Seconds spent asking the providers for candidates (cuDNN's heuristics) and preparing
+  /// the preferred tactics (preparePreferred()).
+  double candidateSeconds() const { return candidateSeconds_; }
+  double preparedSeconds() const { return preparedSeconds_; }
+  int preferredMissed() const { return preferredMissed_; }
 
  private:
   int newTensor(const std::string& value, TensorFormat fmt, bool constant = false,
@@ -450,6 +461,12 @@ class GpuBuilder {
   /// Runs prepare() of `tactics` on cfg_.timing.prepareThreads threads (the host part of
   /// initialising them, cuDNN plan finalization above all, which is most of a cold build).
   void prepareAll(const std::vector<Tactic*>& tactics, const builder::LayerContext& layer) {
+    std::vector<std::pair<Tactic*, const builder::LayerContext*>> work;
+    for (Tactic* t : tactics) work.emplace_back(t, &layer);
+    prepareAll(work);
+  }
+  /// Same, each tactic for its own layer.
+  void prepareAll(const std::vector<std::pair<Tactic*, const builder::LayerContext*>>& tactics) {
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -461,7 +478,8 @@ class GpuBuilder {
     const bool haveDevice = cudaGetDevice(&device) == cudaSuccess;
     const auto work = [&] {
       if (haveDevice) cudaSetDevice(device);  // (a new thread starts on device 0)
-      for (size_t k = next++; k < tactics.size(); k = next++) tactics[k]->prepare(layer);
+      for (size_t k = next++; k < tactics.size(); k = next++)
+        tactics[k].first->prepare(*tactics[k].second);
     };
     std::vector<std::thread> pool;
     for (size_t t = 1; t < threads; ++t) {
@@ -526,10 +544,10 @@ class GpuBuilder {
   }
 
   /// Adds the step of node i: the cheapest GPU tactic (true), or a CPU-fallback step (false).
-  Expected<bool> addTacticStep(size_t i) {
+  /// The layer of node i as its tactics see it at `precision` (INT8: with its scales).
+  builder::LayerContext layerContext(size_t i, Precision precision) {
     const graph::Node& n = g_.nodes[i];
     builder::LayerContext layer = cuda::makeLayerContext(g_, i);
-    const Precision precision = precisionOf(n);
     if (precision == Precision::kInt8) {  // the scales the INT8 tactics quantize with
       for (const auto& in : n.inputs) layer.inputScales.push_back(in.empty() ? 0.f : scaleOf(in));
       // An INT8 layer writes int8 only for INT8 layers that read it as int8. Any other
@@ -539,6 +557,13 @@ class GpuBuilder {
       for (const auto& out : n.outputs)
         layer.outputScales.push_back(int8Readers(out) ? scaleOf(out) : 0.f);
     }
+    return layer;
+  }
+
+  /// Node i's candidates at `precision` (INT8: and FP16, unless strict and INT8 has some).
+  std::vector<std::unique_ptr<Tactic>> candidatesOf(const builder::LayerContext& layer,
+                                                    Precision precision) {
+    const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::unique_ptr<Tactic>> cands =
         edgeinfer::cuda::allCandidates(providers_, layer, precision);
     if (precision == Precision::kInt8) {
@@ -547,6 +572,100 @@ class GpuBuilder {
       if (cands.empty() || !cfg_.strictPrecision)
         for (auto& c : edgeinfer::cuda::allCandidates(providers_, layer, Precision::kFp16))
           cands.push_back(std::move(c));
+    }
+    candidateSeconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return cands;
+  }
+
+  /// Whether node i is a layer with a tactic (not a view, not a data-dependent shape).
+  bool isTacticLayer(size_t i) const {
+    const graph::Node& n = g_.nodes[i];
+    if (isViewOp(n) && n.hasInput(0) && !g_.isConstant(n.inputs[0])) return false;
+    for (const auto& o : n.outputs) {
+      const graph::Value* v = g_.findValue(o);
+      if (!o.empty() && (!v || !v->shape.isStatic())) return false;
+    }
+    return true;
+  }
+
+  /// Preferred tactics (a specialisation of an engine with shape ranges): the preferred
+  /// candidate of every layer the timing cache has no entry for, created and prepared (cuDNN
+  /// plans finalized) on the prepare threads at once, before the layers are built one by one.
+  /// A specialisation would otherwise compile one plan after another (ResNet-50: about 7 s).
+  void preparePreferred() {
+    std::vector<std::pair<Tactic*, const builder::LayerContext*>> work;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const auto it = preferred_->find(g_.nodes[i].name);
+      if (it == preferred_->end() || !isTacticLayer(i)) continue;
+      const Precision precision = precisionOf(g_.nodes[i]);
+      preparedLayers_.push_back(layerContext(i, precision));
+      const builder::LayerContext& layer = preparedLayers_.back();
+      std::vector<std::unique_ptr<Tactic>> cands = candidatesOf(layer, precision);
+      // A choice the timing cache has for these shapes wins: nothing to prepare.
+      if (!cache_.findFor(layer.signature(precision), candidateList(cands)))
+        for (auto& c : cands)
+          if (c->id() == it->second) work.emplace_back(c.get(), &layer);
+      prepared_[i] = std::move(cands);  // addTacticStep takes them: no second query
+    }
+    if (!work.empty()) prepareAll(work);
+    preparedSeconds_ = initSeconds_;
+  }
+
+  static std::vector<builder::TacticCandidate> candidateList(
+      const std::vector<std::unique_ptr<Tactic>>& cands) {
+    std::vector<builder::TacticCandidate> list;
+    std::set<std::string> seen;
+    for (const auto& c : cands)
+      if (seen.insert(c->id()).second)
+        list.emplace_back(c->id(), static_cast<int64_t>(c->workspaceBytes()));
+    return list;
+  }
+
+  /// The first (in the providers' order: cuDNN's heuristic ranking) kClosest candidates of
+  /// `list` whose ids share the most leading '.'-separated parts with `id` (the same cuDNN
+  /// engine with other knobs, the same cuBLASLt algorithm with another tile), when they share
+  /// more than the provider's name; else all of `list`.
+  static std::vector<builder::TacticCandidate> closestTo(
+      const std::vector<builder::TacticCandidate>& list, const std::string& id) {
+    const auto parts = [](const std::string& s) {
+      std::vector<std::string> v;
+      size_t start = 0;
+      for (size_t dot = s.find('.'); dot != std::string::npos; dot = s.find('.', start)) {
+        v.push_back(s.substr(start, dot - start));
+        start = dot + 1;
+      }
+      v.push_back(s.substr(start));
+      return v;
+    };
+    const std::vector<std::string> want = parts(id);
+    std::vector<size_t> shared;
+    size_t best = 0;
+    for (const auto& c : list) {
+      const std::vector<std::string> p = parts(c.id);
+      size_t k = 0;
+      while (k < p.size() && k < want.size() && p[k] == want[k]) ++k;
+      shared.push_back(k);
+      best = std::max(best, k);
+    }
+    if (best < 3) return list;
+    std::vector<builder::TacticCandidate> out;
+    constexpr size_t kClosest = 4;
+    for (size_t i = 0; i < list.size() && out.size() < kClosest; ++i)
+      if (shared[i] == best) out.push_back(list[i]);
+    return out;
+  }
+
+  Expected<bool> addTacticStep(size_t i) {
+    const graph::Node& n = g_.nodes[i];
+    const Precision precision = precisionOf(n);
+    builder::LayerContext layer = layerContext(i, precision);
+    std::vector<std::unique_ptr<Tactic>> cands;
+    if (const auto p = prepared_.find(i); p != prepared_.end()) {
+      cands = std::move(p->second);  // preparePreferred()'s, the preferred one prepared
+      prepared_.erase(p);
+    } else {
+      cands = candidatesOf(layer, precision);
     }
     if (cands.empty()) {
       if (!cfg_.allowCpuFallback)
@@ -568,6 +687,30 @@ class GpuBuilder {
     bool fromCache = false;
     builder::TimingEntry entry;
     const std::string* forced = overrides_.find(n.name);
+    // A preferred tactic (the opt build's, when an engine with shape ranges specialises) is
+    // taken without timing when the timing cache has no entry for these shapes (a choice
+    // timed for them wins) and it is a candidate for them and initialises; otherwise the layer
+    // is chosen as in any build.
+    const std::string* preferred = nullptr;
+    const std::string* preferredMissed = nullptr;
+    if (!forced && preferred_ && !cache_.findFor(sig, list)) {
+      const auto it = preferred_->find(n.name);
+      if (it != preferred_->end()) {
+        const auto c = byId.find(it->second);
+        Status st = c == byId.end() ? Status(ErrorCode::kNotFound, "not a candidate")
+                                    : c->second->initialize(layer);
+        if (st.ok()) {
+          preferred = &it->second;
+          initialized.insert(it->second);
+          ++preferredTaken_;
+        } else {
+          ++preferredMissed_;
+          preferredMissed = &it->second;
+          log(Severity::kVerbose, "layer '" + n.name + "': tactic '" + it->second +
+                                      "' of the opt shapes not taken (" + st.message() + ")");
+        }
+      }
+    }
     if (forced) {
       if (!byId.count(*forced)) {
         std::string all;
@@ -576,14 +719,27 @@ class GpuBuilder {
                                                        n.name + "' is not a candidate for it " +
                                                        "(candidates: " + all + ")");
       }
-    } else {
+    } else if (!preferred) {
+      // A specialisation whose preferred tactic is no candidate for these shapes times only
+      // the candidates closest to it (the same engine with other knobs), in a scratch cache:
+      // a first run waits for a few of them, not for every candidate, and the device's cache
+      // keeps only complete tables.
+      builder::TimingCache scratch(cache_.deviceKey());
+      const bool closest = preferredMissed != nullptr;
+      std::vector<builder::TacticCandidate> timedList = list;
+      if (closest) {
+        timedList = closestTo(list, *preferredMissed);
+        log(Severity::kVerbose,
+            "layer '" + n.name + "': timing the " + std::to_string(timedList.size()) + " of " +
+                std::to_string(list.size()) + " candidates closest to the opt shapes' tactic");
+      }
       // Candidates far slower than the fastest so far are cut short (TimingOptions).
       double fastest = kInfinity;
       bool prepared = false;
       const auto timer = [&](const std::string& id) -> Expected<double> {
         if (!prepared) {  // timing is needed (no usable cache entry): prepare them all at once
           std::vector<Tactic*> all;
-          for (const auto& [tid, t] : byId) all.push_back(t);
+          for (const auto& c : timedList) all.push_back(byId.at(c.id));
           prepareAll(all, layer);
           prepared = true;
         }
@@ -595,7 +751,7 @@ class GpuBuilder {
         if (ms.ok()) fastest = std::min(fastest, *ms);
         return ms;
       };
-      auto e = cache_.lookupOrTime(sig, list, timer, &fromCache);
+      auto e = (closest ? scratch : cache_).lookupOrTime(sig, timedList, timer, &fromCache);
       if (!e.ok()) return e.status().withContext("layer '" + n.name + "' (" + n.opType + ")");
       entry = std::move(*e);
       (fromCache ? cached_ : timed_) += 1;
@@ -633,6 +789,8 @@ class GpuBuilder {
     if (forced) {
       best = *forced;
       log(Severity::kInfo, "layer '" + n.name + "': tactic '" + best + "' forced");
+    } else if (preferred) {
+      best = *preferred;
     } else {
       for (const auto& tt : entry.table) {
         if (tt.failed || !byId.count(tt.tacticId)) continue;
@@ -669,7 +827,7 @@ class GpuBuilder {
     if (!initialized.count(best))
       EI_RETURN_IF_ERROR(
           chosen->initialize(layer).withContext("layer '" + n.name + "' tactic " + best));
-    if (!forced) {
+    if (!forced && !preferred) {
       std::string state = chosen->serializedState();
       if (!state.empty() && state != cachedState && cache_.setState(sig, best, std::move(state)))
         ++statesAdded_;
@@ -738,22 +896,34 @@ class GpuBuilder {
   cudaStream_t stream_ = nullptr;
   std::vector<std::unique_ptr<builder::TacticProvider>> providers_;
   ExecutionPlan plan_;
-  std::vector<std::unique_ptr<Tactic>> tactics_;      // per step
-  std::map<std::string, std::vector<int>> versions_;  // value -> plan tensors
-  std::map<std::string, int> constants_;              // value|format -> plan tensor
-  std::map<std::string, float> scales_;               // INT8: float value -> its scale
-  std::map<std::string, Precision> policy_;           // INT8: calibration policy per layer
-  std::map<std::string, bool> int8Readers_;           // INT8: int8Readers() per value
+  std::vector<std::unique_ptr<Tactic>> tactics_;         // per step
+  std::map<std::string, std::vector<int>> versions_;     // value -> plan tensors
+  std::map<std::string, int> constants_;                 // value|format -> plan tensor
+  std::map<std::string, float> scales_;                  // INT8: float value -> its scale
+  std::map<std::string, Precision> policy_;              // INT8: calibration policy per layer
+  std::map<std::string, bool> int8Readers_;              // INT8: int8Readers() per value
+  const std::map<std::string, std::string>* preferred_;  // layer -> tactic id, or null
+  std::map<size_t, std::vector<std::unique_ptr<Tactic>>> prepared_;  // node -> its candidates
+  double candidateSeconds_ = 0.0, preparedSeconds_ = 0.0;
+  std::deque<builder::LayerContext> preparedLayers_;  // the layers they were prepared for
   int timed_ = 0, cached_ = 0, statesAdded_ = 0;
+  int preferredTaken_ = 0, preferredMissed_ = 0;
   int candidatesTimed_ = 0, candidatesPruned_ = 0;
   double initSeconds_ = 0.0, timingSeconds_ = 0.0;
 };
 
+std::string preferredTimes(const GpuBuilder& b) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%.2f s asking for candidates, %.2f s preparing the opt tactics",
+                b.candidateSeconds(), b.preparedSeconds());
+  return buf;
+}
+
 }  // namespace
 
-Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph g, EngineInfo info,
-                                                  const BuilderConfig& cfg,
-                                                  const quant::ExplicitInt8* explicitInt8) {
+Expected<std::unique_ptr<Engine>> buildCudaEngine(
+    graph::Graph g, EngineInfo info, const BuilderConfig& cfg,
+    const quant::ExplicitInt8* explicitInt8, const std::map<std::string, std::string>* preferred) {
   const auto t0 = std::chrono::steady_clock::now();
   EI_ASSIGN_OR_RETURN(CudaDeviceInfo dev, queryCudaDevice(cfg.deviceId));
   bool wantsInt8 = cfg.precision == Precision::kInt8;
@@ -831,7 +1001,7 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph g, EngineInfo inf
                                                      "does not have");
   }
 
-  GpuBuilder b(g, cfg, cache, overrides);
+  GpuBuilder b(g, cfg, cache, overrides, preferred);
   if (wantsInt8) b.setCalibration(calib, explicitQ ? &explicitInt8->scales : nullptr);
   EI_RETURN_IF_ERROR(b.run());
   if (!cachePath.empty() && (b.timedLayers() > 0 || b.statesAdded() > 0)) {
@@ -863,12 +1033,27 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph g, EngineInfo inf
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f s", secs);
-  log(Severity::kInfo, "GPU engine for " + dev.name + ": " + std::to_string(timed) +
-                           " layer signatures timed, " + std::to_string(cached) +
-                           " from the timing cache" +
-                           (cachePath.empty() ? std::string() : " (" + cachePath + ")") + ", " +
-                           buf + (timed > 0 ? "; " + b.timingSummary() : std::string()));
+  log(Severity::kInfo,
+      "GPU engine for " + dev.name + ": " + std::to_string(timed) + " layer signatures timed, " +
+          std::to_string(cached) + " from the timing cache" +
+          (cachePath.empty() ? std::string() : " (" + cachePath + ")") + ", " + buf +
+          (timed > 0 ? "; " + b.timingSummary() : std::string()) +
+          (preferred
+               ? "; " + std::to_string(b.preferredTaken()) +
+                     " layers took the opt shapes' tactic, " + std::to_string(b.preferredMissed()) +
+                     " could not (" + preferredTimes(b) + ")"
+               : std::string()));
   return std::unique_ptr<Engine>(std::move(engine));
+}
+
+std::map<std::string, std::string> cudaEngineTactics(const Engine& engine) {
+  std::map<std::string, std::string> out;
+  const auto* e = dynamic_cast<const CudaEngine*>(&engine);
+  if (!e) return out;
+  for (const auto& s : e->plan().steps)
+    if (s.kind == StepKind::kTactic && s.node >= 0)
+      out[e->graph().nodes[static_cast<size_t>(s.node)].name] = s.tactic;
+  return out;
 }
 
 Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph g, EngineInfo info,

@@ -1,0 +1,496 @@
+// Shape ranges (BuilderConfig::shapeRanges: min/opt/max per input) on the CPU backend: the
+// checks of the ranges, specialisation for shapes other than opt at run time (once per shape,
+// shared by contexts and threads), the range container file and every way it can be wrong. The
+// GPU side (opt tactics reused, CUDA graphs per shape) is in test_cuda_profiles.cpp.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <thread>
+
+#include "builder/engine_format.h"
+#include "builder/range_format.h"
+#include "core/byte_io.h"
+#include "edgeinfer/builder.h"
+#include "edgeinfer/engine.h"
+#include "runtime/graph_engine.h"
+#include "runtime/range_engine.h"
+#include "test_model.h"
+
+namespace edgeinfer {
+namespace {
+
+using test::TestModel;
+
+#define EXPECT_HAS(text, part)                               \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) \
+      << "'" << (text) << "' lacks " << (part)
+
+/// x: [N, 3, H, W] -> Conv(4, 3x3, pad 1) -> Relu -> r; y = Reshape(r, [Shape(r)[0], -1]), the
+/// flatten PyTorch exports: constant folding turns the target shape into a constant of the
+/// batch it was built for, so a specialisation must optimise the graph again.
+TestModel flattenModel(uint32_t seed = 1) {
+  TestModel m(13);
+  m.input("x", {-1, 3, -1, -1});
+  m.randomInitializer("w", {4, 3, 3, 3}, seed);
+  m.randomInitializer("b", {4}, seed + 1);
+  m.initializerI64("zero", {1}, {0});
+  m.initializerI64("minus1", {1}, {-1});
+  auto& conv = m.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  TestModel::attrInts(conv, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c"}, {"r"}, "relu");
+  m.node("Shape", {"r"}, {"s"}, "shape");
+  m.node("Gather", {"s", "zero"}, {"n"}, "gather");
+  auto& cat = m.node("Concat", {"n", "minus1"}, {"target"}, "concat");
+  TestModel::attr(cat, "axis", 0);
+  m.node("Reshape", {"r", "target"}, {"y"}, "flatten");
+  m.output("y");
+  return m;
+}
+
+BuilderConfig cpuConfig() {
+  BuilderConfig c;
+  c.backend = Backend::kCpu;
+  return c;
+}
+
+BuilderConfig rangeConfig() {
+  BuilderConfig c = cpuConfig();
+  c.shapeRanges = {{"x", ShapeRange{Shape{1, 3, 4, 4}, Shape{2, 3, 5, 5}, Shape{4, 3, 8, 8}}}};
+  return c;
+}
+
+Expected<std::unique_ptr<Engine>> build(const TestModel& m, const BuilderConfig& c) {
+  const std::string bytes = m.bytes();
+  return Builder::buildFromBuffer(bytes.data(), bytes.size(), c);
+}
+
+std::unique_ptr<Engine> mustBuild(const TestModel& m, const BuilderConfig& c) {
+  auto e = build(m, c);
+  EXPECT_TRUE(e.ok()) << e.status().toString();
+  return e.ok() ? std::move(e).value() : nullptr;
+}
+
+std::vector<uint8_t> bytesOf(const Engine& e) {
+  auto b = e.serialize();
+  EXPECT_TRUE(b.ok()) << b.status().toString();
+  return b.ok() ? *b : std::vector<uint8_t>();
+}
+
+/// The error of building `m` with `c`, which must fail with `code`.
+std::string buildError(const TestModel& m, const BuilderConfig& c,
+                       ErrorCode code = ErrorCode::kInvalidArgument) {
+  auto e = build(m, c);
+  EXPECT_FALSE(e.ok());
+  if (e.ok()) return "";
+  EXPECT_EQ(e.status().code(), code) << e.status().toString();
+  return e.status().message();
+}
+
+Tensor input(const Shape& s, int salt = 0) {
+  Tensor t = Tensor::zeros(DataType::kFloat32, s);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.data<float>()[i] = static_cast<float>((i * 37 + salt * 11) % 23) / 23.f - 0.5f;
+  return t;
+}
+
+Tensor runOn(ExecutionContext& ctx, const Shape& s, int salt = 0) {
+  auto out = ctx.run({{"x", input(s, salt)}});
+  EXPECT_TRUE(out.ok()) << out.status().toString();
+  return out.ok() ? out->at("y") : Tensor();
+}
+
+/// y of an engine built for exactly the shape `s` (the reference of a specialisation).
+Tensor reference(const Shape& s, int salt = 0) {
+  BuilderConfig c = cpuConfig();
+  c.inputShapes = {{"x", s}};
+  auto e = mustBuild(flattenModel(), c);
+  if (!e) return Tensor();
+  auto ctx = e->createExecutionContext();
+  EXPECT_TRUE(ctx.ok());
+  return ctx.ok() ? runOn(**ctx, s, salt) : Tensor();
+}
+
+void expectSame(const Tensor& a, const Tensor& b) {
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  ASSERT_EQ(a.shape(), b.shape());
+  EXPECT_EQ(0, std::memcmp(a.raw(), b.raw(), a.bytes()));
+}
+
+const std::vector<Shape> kShapes = {{2, 3, 5, 5}, {1, 3, 4, 4}, {3, 3, 7, 6},
+                                    {4, 3, 8, 8}, {2, 3, 5, 5}, {3, 3, 7, 6}};
+
+// ---- building and running ----------------------------------------------------------------------
+
+TEST(ShapeRanges, EveryShapeOfTheRangeRunsAsAnEngineBuiltForIt) {
+  auto e = mustBuild(flattenModel(), rangeConfig());
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->shapeRanges(), rangeConfig().shapeRanges);
+  ASSERT_EQ(e->profiles().size(), 1u);
+  EXPECT_EQ(e->profiles()[0].at("x"), (Shape{2, 3, 5, 5}));
+  EXPECT_EQ(e->inputs()[0].shape, (Shape{-1, 3, -1, -1}));
+  EXPECT_EQ(e->outputs()[0].shape, (Shape{-1, -1}));
+  auto ctx = e->createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  int salt = 0;
+  for (const Shape& s : kShapes) {
+    SCOPED_TRACE(s.toString());
+    expectSame(runOn(**ctx, s, salt), reference(s, salt));
+    ++salt;
+  }
+  // Specialised once per shape other than opt: 1x3x4x4, 3x3x7x6, 4x3x8x8.
+  EXPECT_EQ((*ctx)->stats().shapeSpecializations, 3);
+  EXPECT_GE((*ctx)->stats().specializationMs, 0.0);
+  EXPECT_EQ(dynamic_cast<const runtime::RangeEngine&>(*e).specializationCount(), 3u);
+}
+
+TEST(ShapeRanges, SpecialisationsAreSharedByContextsAndThreads) {
+  auto e = mustBuild(flattenModel(), rangeConfig());
+  ASSERT_TRUE(e);
+  const Shape s{3, 3, 6, 7};
+  const Tensor want = reference(s, 5);
+  std::vector<Tensor> got(6);
+  std::vector<ContextStats> stats(6);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i)
+    threads.emplace_back([&, i] {
+      auto ctx = e->createExecutionContext();
+      if (!ctx.ok()) return;
+      for (int k = 0; k < 3; ++k) got[i] = runOn(**ctx, s, 5);
+      stats[i] = (*ctx)->stats();
+    });
+  for (auto& t : threads) t.join();
+  int64_t built = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    expectSame(got[i], want);
+    built += stats[i].shapeSpecializations;
+  }
+  EXPECT_EQ(built, 1);  // one context built it, the others waited for it
+  EXPECT_EQ(dynamic_cast<const runtime::RangeEngine&>(*e).specializationCount(), 1u);
+}
+
+TEST(ShapeRanges, SpecialisingLeavesTheModelUntouched) {
+  // The kept model shares its constants with every specialisation: the passes must never write
+  // them (the model's bytes in the engine file stay the same after specialising).
+  auto e = mustBuild(flattenModel(), rangeConfig());
+  ASSERT_TRUE(e);
+  const auto before = bytesOf(*e);
+  auto ctx = e->createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  for (const Shape& s : kShapes) runOn(**ctx, s);
+  EXPECT_EQ(bytesOf(*e), before);
+}
+
+TEST(ShapeRanges, ARangeOfTheBatchOnlyKeepsTheOtherDims) {
+  BuilderConfig c = cpuConfig();
+  c.shapeRanges = {{"x", ShapeRange{Shape{1, 3, 6, 6}, Shape{1, 3, 6, 6}, Shape{8, 3, 6, 6}}}};
+  auto e = mustBuild(flattenModel(), c);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->inputs()[0].shape, (Shape{-1, 3, 6, 6}));
+  EXPECT_EQ(e->outputs()[0].shape, (Shape{-1, 144}));
+  auto ctx = e->createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  for (int64_t n : {1, 8, 5}) expectSame(runOn(**ctx, {n, 3, 6, 6}), reference({n, 3, 6, 6}));
+}
+
+TEST(ShapeRanges, SerializedAndLoadedRunsEveryShape) {
+  auto e = mustBuild(flattenModel(), rangeConfig());
+  ASSERT_TRUE(e);
+  const auto bytes = bytesOf(*e);
+  ASSERT_TRUE(builder::isRangeContainer(bytes.data(), bytes.size()));
+  auto loaded = Engine::deserialize(bytes.data(), bytes.size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  EXPECT_EQ((*loaded)->shapeRanges(), e->shapeRanges());
+  EXPECT_EQ((*loaded)->inputs()[0].shape, (Shape{-1, 3, -1, -1}));
+  EXPECT_EQ((*loaded)->info().modelHash, e->info().modelHash);
+  auto ctx = (*loaded)->createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  for (const Shape& s : kShapes) expectSame(runOn(**ctx, s), reference(s));
+  // Deterministic: the loaded engine serializes to the same bytes, and so does a rebuild.
+  EXPECT_EQ(bytesOf(**loaded), bytes);
+  auto again = mustBuild(flattenModel(), rangeConfig());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(bytesOf(*again), bytes);
+}
+
+TEST(ShapeRanges, SaveAndLoadFile) {
+  test::TempDir dir;
+  auto e = mustBuild(flattenModel(), rangeConfig());
+  ASSERT_TRUE(e);
+  ASSERT_TRUE(e->save(dir.file("r.engine")).ok());
+  auto loaded = Engine::load(dir.file("r.engine"));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  EXPECT_EQ(formatShapeRanges((*loaded)->shapeRanges()), "x:[1x3x4x4 .. 2x3x5x5 .. 4x3x8x8]");
+}
+
+// ---- shapes outside the range, and shapes the model cannot take
+// ----------------------------------
+
+TEST(ShapeRanges, AShapeOutsideTheRangeIsAClearError_n) {
+  auto e = mustBuild(flattenModel(), rangeConfig());
+  ASSERT_TRUE(e);
+  auto ctx = e->createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  for (const Shape& s : {Shape{5, 3, 5, 5}, Shape{2, 3, 3, 5}, Shape{2, 3, 5, 9}}) {
+    const Status st = (*ctx)->setInput("x", input(s));
+    EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument) << s.toString();
+    EXPECT_HAS(st.message(), "outside the engine's shape range 1x3x4x4 .. 4x3x8x8");
+    EXPECT_HAS(st.message(), "has shape " + runtime::shapeText(s));
+  }
+  const Status rank = (*ctx)->setInput("x", input(Shape{2, 3, 5}));
+  EXPECT_FALSE(rank.ok());
+  // Nothing was specialised, and the engine still runs.
+  EXPECT_EQ(dynamic_cast<const runtime::RangeEngine&>(*e).specializationCount(), 0u);
+  expectSame(runOn(**ctx, {1, 3, 4, 4}), reference({1, 3, 4, 4}));
+}
+
+TEST(ShapeRanges, AShapeTheModelCannotTakeFailsOnceAndAgainWithTheSameError_n) {
+  // y = Reshape(x, [0, -1, 4]) needs a multiple of 4 in x's second dim: 4 and 8 (min, max)
+  // work, 6 does not.
+  TestModel m(13);
+  m.input("x", {1, -1});
+  m.initializerI64("s", {3}, {0, -1, 4});
+  m.node("Reshape", {"x", "s"}, {"y"}, "reshape");
+  m.output("y");
+  BuilderConfig c = cpuConfig();
+  c.shapeRanges = {{"x", ShapeRange{Shape{1, 4}, Shape{1, 8}, Shape{1, 8}}}};
+  auto e = mustBuild(m, c);
+  ASSERT_TRUE(e);
+  auto ctx = e->createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  for (int k = 0; k < 2; ++k) {
+    auto out = (*ctx)->run({{"x", input(Shape{1, 6})}});
+    ASSERT_FALSE(out.ok());
+    EXPECT_HAS(out.status().message(), "specialising for x:1x6");
+  }
+  auto ok = (*ctx)->run({{"x", input(Shape{1, 4})}});
+  ASSERT_TRUE(ok.ok()) << ok.status().toString();
+  EXPECT_EQ(ok->at("y").shape(), (Shape{1, 1, 4}));
+  EXPECT_EQ((*ctx)->stats().shapeSpecializations, 1);
+}
+
+TEST(ShapeRanges, AMaxTheModelCannotTakeIsABuildError_n) {
+  TestModel m(13);
+  m.input("x", {-1, 4});
+  m.initializerI64("s", {2}, {2, 4});
+  m.node("Reshape", {"x", "s"}, {"y"}, "reshape");
+  m.output("y");
+  BuilderConfig c = cpuConfig();
+  c.shapeRanges = {{"x", ShapeRange{Shape{2, 4}, Shape{2, 4}, Shape{3, 4}}}};
+  const std::string msg = buildError(m, c);
+  EXPECT_HAS(msg, "cannot take the ranges' max shapes (x:3x4)");
+}
+
+// ---- the ranges' checks
+// --------------------------------------------------------------------------
+
+TEST(ShapeRanges, MinOptMaxOutOfOrder_n) {
+  BuilderConfig c = cpuConfig();
+  c.shapeRanges = {{"x", ShapeRange{Shape{2, 3, 5, 5}, Shape{1, 3, 5, 5}, Shape{4, 3, 5, 5}}}};
+  EXPECT_HAS(buildError(flattenModel(), c), "dim 0 is 2 .. 1 .. 4: it needs min <= opt <= max");
+  c.shapeRanges = {{"x", ShapeRange{Shape{1, 3, 5, 5}, Shape{2, 3, 9, 5}, Shape{4, 3, 8, 8}}}};
+  EXPECT_HAS(buildError(flattenModel(), c), "dim 2 is 5 .. 9 .. 8");
+}
+
+TEST(ShapeRanges, RanksDiffer_n) {
+  BuilderConfig c = cpuConfig();
+  c.shapeRanges = {{"x", ShapeRange{Shape{1, 3, 5}, Shape{1, 3, 5, 5}, Shape{4, 3, 5, 5}}}};
+  EXPECT_HAS(buildError(flattenModel(), c), "ranks 3, 4 and 4");
+  c.shapeRanges = {{"x", ShapeRange{Shape{1, 3, 5}, Shape{1, 3, 5}, Shape{4, 3, 5}}}};
+  EXPECT_HAS(buildError(flattenModel(), c), "has rank 3, but the model's input has rank 4");
+}
+
+TEST(ShapeRanges, ZeroSizedMin_n) {
+  BuilderConfig c = cpuConfig();
+  c.shapeRanges = {{"x", ShapeRange{Shape{0, 3, 5, 5}, Shape{1, 3, 5, 5}, Shape{4, 3, 5, 5}}}};
+  EXPECT_HAS(buildError(flattenModel(), c), "dim 0 of min is 0, not a size");
+}
+
+TEST(ShapeRanges, RangeOfAnUnknownInput_n) {
+  BuilderConfig c = cpuConfig();
+  c.shapeRanges = {{"images", ShapeRange{Shape{1, 3}, Shape{1, 3}, Shape{2, 3}}}};
+  EXPECT_HAS(buildError(flattenModel(), c), "'images', which is not an input of the model");
+}
+
+TEST(ShapeRanges, RangeAgainstAStaticDim_n) {
+  BuilderConfig c = cpuConfig();
+  c.shapeRanges = {{"x", ShapeRange{Shape{1, 3, 5, 5}, Shape{1, 3, 5, 5}, Shape{1, 4, 5, 5}}}};
+  EXPECT_HAS(buildError(flattenModel(), c), "the model fixes it to 3, the shape gives 4");
+}
+
+TEST(ShapeRanges, CombinedWithShapeProfiles_n) {
+  BuilderConfig c = rangeConfig();
+  c.shapeProfiles = {{{"x", Shape{1, 3, 5, 5}}}, {{"x", Shape{2, 3, 5, 5}}}};
+  EXPECT_HAS(buildError(flattenModel(), c), "cannot be combined");
+}
+
+TEST(ShapeRanges, AShapeAndARangeForOneInput_n) {
+  BuilderConfig c = rangeConfig();
+  c.inputShapes = {{"x", Shape{2, 3, 5, 5}}};
+  EXPECT_HAS(buildError(flattenModel(), c), "has both a shape (--shapes) and a shape range");
+}
+
+TEST(ShapeRanges, WithACalibrationCacheIsUnsupported_n) {
+  BuilderConfig c = rangeConfig();
+  c.calibrationCachePath = "/nonexistent/calib.cache";
+  EXPECT_HAS(buildError(flattenModel(), c, ErrorCode::kUnsupported),
+             "cannot be combined with a calibration cache yet");
+}
+
+TEST(ShapeRanges, AnInputWithoutARangeKeepsItsShape_n) {
+  // a: ranged batch; b: fixed by --shapes. A run with another shape of b is refused.
+  TestModel m(13);
+  m.input("a", {-1, 4});
+  m.input("b", {-1, 4});
+  m.node("Add", {"a", "b"}, {"y"}, "add");
+  m.output("y");
+  BuilderConfig c = cpuConfig();
+  c.inputShapes = {{"b", Shape{1, 4}}};
+  c.shapeRanges = {{"a", ShapeRange{Shape{1, 4}, Shape{2, 4}, Shape{6, 4}}}};
+  auto e = mustBuild(m, c);
+  ASSERT_TRUE(e);
+  auto ctx = e->createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  auto out = (*ctx)->run({{"a", input(Shape{5, 4})}, {"b", input(Shape{1, 4}, 3)}});
+  ASSERT_TRUE(out.ok()) << out.status().toString();
+  EXPECT_EQ(out->at("y").shape(), (Shape{5, 4}));
+  const Status st = (*ctx)->setInput("b", input(Shape{2, 4}));
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_HAS(st.message(), "no shape range for it and was built for 1x4");
+}
+
+// ---- the range container
+// -------------------------------------------------------------------------
+
+std::vector<uint8_t> containerBytes() {
+  auto e = mustBuild(flattenModel(), rangeConfig());
+  return e ? bytesOf(*e) : std::vector<uint8_t>();
+}
+
+std::string loadError(const std::vector<uint8_t>& b, ErrorCode code = ErrorCode::kCorruptFile) {
+  auto r = Engine::deserialize(b.data(), b.size());
+  EXPECT_FALSE(r.ok());
+  if (r.ok()) return "";
+  EXPECT_EQ(r.status().code(), code) << r.status().toString();
+  return r.status().message();
+}
+
+/// `b` with its header rewritten by `edit` (the JSON text) and the checksum fixed.
+std::vector<uint8_t> withHeader(std::vector<uint8_t> b,
+                                const std::function<void(std::string&)>& edit) {
+  const uint32_t headerLen = bytes::getU32(b.data() + 12);
+  std::string header(b.begin() + 16, b.begin() + 16 + headerLen);
+  edit(header);
+  std::vector<uint8_t> out(b.begin(), b.begin() + 12);
+  bytes::putU32(out, static_cast<uint32_t>(header.size()));
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), b.begin() + 16 + headerLen, b.end() - 4);
+  bytes::putU32(out, bytes::crc32Of(out.data(), out.size()));
+  return out;
+}
+
+void replaceIn(std::string& s, const std::string& from, const std::string& to) {
+  const auto pos = s.find(from);
+  ASSERT_NE(pos, std::string::npos) << from << " not in " << s;
+  s.replace(pos, from.size(), to);
+}
+
+TEST(ShapeRanges, ContainerTruncated_n) {
+  const auto b = containerBytes();
+  ASSERT_GT(b.size(), 100u);
+  for (size_t len = 0; len < b.size(); len += std::max<size_t>(1, b.size() / 61)) {
+    const std::vector<uint8_t> cut(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(len));
+    auto r = Engine::deserialize(cut.data(), cut.size());
+    ASSERT_FALSE(r.ok()) << "truncated to " << len;
+    EXPECT_EQ(r.status().code(), ErrorCode::kCorruptFile) << r.status().toString();
+    if (len >= 8) {
+      EXPECT_HAS(r.status().message(), "truncated");
+    }
+  }
+}
+
+TEST(ShapeRanges, ContainerBitFlips_n) {
+  const auto b = containerBytes();
+  for (size_t pos : {size_t{40}, b.size() / 3, b.size() / 2, b.size() - 30, b.size() - 2}) {
+    auto c = b;
+    c[pos] ^= 0x10;
+    EXPECT_HAS(loadError(c), "checksum mismatch") << " at " << pos;
+  }
+}
+
+TEST(ShapeRanges, ContainerOtherVersion_n) {
+  auto b = containerBytes();
+  b[8] = 7;
+  EXPECT_HAS(loadError(b, ErrorCode::kVersionMismatch),
+             "engine with shape ranges: container version 7");
+}
+
+TEST(ShapeRanges, ContainerRangeOutOfOrder_n) {
+  auto b = withHeader(containerBytes(), [](std::string& h) {
+    replaceIn(h, "\"max\":[4,3,8,8]", "\"max\":[1,3,8,8]");
+  });
+  EXPECT_HAS(loadError(b), "dim 0 is 1 .. 2 .. 1");
+}
+
+TEST(ShapeRanges, ContainerOptShapesDisagree_n) {
+  auto b = withHeader(containerBytes(), [](std::string& h) {
+    replaceIn(h, "\"opt_shapes\":{\"x\":[2,3,5,5]}", "\"opt_shapes\":{\"x\":[3,3,5,5]}");
+  });
+  EXPECT_HAS(loadError(b), "the opt shapes do not give input 'x' its range's opt shape 2x3x5x5");
+}
+
+TEST(ShapeRanges, ContainerOutputShapesDisagree_n) {
+  auto b = withHeader(containerBytes(), [](std::string& h) {
+    replaceIn(h, "\"output_shapes\":{\"y\":[-1,-1]}", "\"output_shapes\":{\"y\":[-1]}");
+  });
+  EXPECT_HAS(loadError(b), "the output shapes give 'y' ?, the opt engine 2x100");
+}
+
+TEST(ShapeRanges, ContainerUnknownPrecision_n) {
+  auto b = withHeader(containerBytes(), [](std::string& h) {
+    replaceIn(h, "\"precision\":\"fp32\"", "\"precision\":\"fp8\"");
+  });
+  EXPECT_HAS(loadError(b), "the precision is not a precision");
+}
+
+TEST(ShapeRanges, ContainerWithoutRanges_n) {
+  auto b = withHeader(containerBytes(),
+                      [](std::string& h) { replaceIn(h, "\"ranges\"", "\"rangez\""); });
+  EXPECT_HAS(loadError(b), "the header has no shape ranges");
+}
+
+TEST(ShapeRanges, ContainerOfAnotherModel_n) {
+  // The opt engine of another model (other weights: another hash) beside this model.
+  auto e = mustBuild(flattenModel(), rangeConfig());
+  auto other = mustBuild(flattenModel(9), rangeConfig());
+  ASSERT_TRUE(e && other);
+  const auto* re = dynamic_cast<const runtime::RangeEngine*>(e.get());
+  ASSERT_TRUE(re);
+  builder::RangeSpec spec;
+  spec.ranges = e->shapeRanges();
+  spec.optShapes = e->profiles()[0];
+  spec.outputShapes = {{"y", e->outputs()[0].shape}};
+  spec.build = cpuConfig();
+  // The two engine files: the model of `e`, the opt engine of `other`, taken from the files.
+  auto split = [](const std::vector<uint8_t>& c) {
+    const uint32_t headerLen = bytes::getU32(c.data() + 12);
+    const std::string header(c.begin() + 16, c.begin() + 16 + headerLen);
+    const auto pos = header.find("\"engine_bytes\":[");
+    const size_t first = std::stoul(header.substr(pos + 16));
+    const auto* p = c.data() + 16 + headerLen;
+    return std::make_pair(std::vector<uint8_t>(p, p + first),
+                          std::vector<uint8_t>(p + first, c.data() + c.size() - 4));
+  };
+  const auto mine = split(bytesOf(*e)), theirs = split(bytesOf(*other));
+  auto c = builder::encodeRangeContainer(spec, mine.first, theirs.second);
+  ASSERT_TRUE(c.ok());
+  EXPECT_HAS(loadError(*c), "is not the one the opt engine was built from");
+  // And the right pair loads.
+  auto good = builder::encodeRangeContainer(spec, mine.first, mine.second);
+  ASSERT_TRUE(good.ok());
+  EXPECT_TRUE(Engine::deserialize(good->data(), good->size()).ok());
+}
+
+}  // namespace
+}  // namespace edgeinfer
