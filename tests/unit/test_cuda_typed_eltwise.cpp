@@ -360,6 +360,73 @@ TEST(CudaTyped, IntegerArithmetic) {
   }
 }
 
+TEST(CudaTyped, IntegerMinMaxPow) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 700;
+  for (DataType t : {DataType::kInt64, DataType::kInt32, DataType::kInt8, DataType::kUInt8}) {
+    for (const char* op : {"Min", "Max", "Pow"}) {
+      LayerCase c(op);
+      const bool u8 = t == DataType::kUInt8;
+      const bool pow = std::string(op) == "Pow";
+      Tensor a = randomInts(Shape{3, 5, 4}, t, seed++, u8 ? 0 : -100, u8 ? 255 : 100);
+      // Pow: exponents from -2 (saturated pow(): 0 ** -1 is the type's max) to 9 (wraps).
+      Tensor b = pow ? randomInts(Shape{5, 1}, t, seed++, u8 ? 0 : -2, 9)
+                     : randomInts(Shape{5, 1}, t, seed++, u8 ? 0 : -100, u8 ? 255 : 100);
+      if (pow) std::memset(a.raw(), 0, dataTypeSize(t));  // 0 to a negative power, if b has one
+      c.input(a).input(b);
+      SCOPED_TRACE(std::string(op) + " " + dataTypeName(t));
+      c.check({"cuda.intarith." + storage(t) + ".linear"}, 0, 0);
+    }
+  }
+}
+
+TEST(CudaTyped, BitShift) {
+  EI_SKIP_WITHOUT_GPU();
+  for (const char* dir : {"LEFT", "RIGHT"}) {
+    LayerCase c("BitShift");
+    c.attr("direction", Attribute::String(dir));
+    // Shifts from 0 to 10: 8 and over give 0, as in the reference.
+    c.input(randomInts(Shape{2, 7, 3}, DataType::kUInt8, 11, 0, 255))
+        .input(randomInts(Shape{7, 1}, DataType::kUInt8, 12, 0, 10));
+    SCOPED_TRACE(dir);
+    c.check({"cuda.intarith.u8.linear"}, 0, 0);
+  }
+}
+
+TEST(CudaTyped, MinOfThreeIntegers_n) {
+  // Min and Max of three or more inputs: not these kernels' (they take two).
+  LayerCase c("Min");
+  c.input(randomInts(Shape{3}, DataType::kInt32, 1))
+      .input(randomInts(Shape{3}, DataType::kInt32, 2))
+      .input(randomInts(Shape{3}, DataType::kInt32, 3));
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer).ok());
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaTyped, BitShiftOnSignedIntegers_n) {
+  LayerCase c("BitShift");
+  c.attr("direction", Attribute::String("LEFT"));
+  c.input(randomInts(Shape{3}, DataType::kUInt8, 1))
+      .input(randomInts(Shape{3}, DataType::kUInt8, 2));
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer).ok());
+  layer.inputTypes[0] = layer.inputTypes[1] = layer.outputTypes[0] = DataType::kInt32;
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaTyped, PowWithAFloatExponent_n) {
+  // Pow of integers by a float exponent: not these kernels' (the CPU runs it).
+  LayerCase c("Pow");
+  c.input(randomInts(Shape{3}, DataType::kInt32, 1)).input(randomHalfExact(Shape{3}, 2));
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer).ok());
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
 // ---- QuantizeLinear / DequantizeLinear ------------------------------------------------------
 
 std::set<std::string> quantIds(const std::string& family, DataType from, DataType to, size_t rank) {

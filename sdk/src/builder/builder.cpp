@@ -353,7 +353,15 @@ Expected<std::unique_ptr<Engine>> buildRanged(graph::Graph g, const std::string&
       return Status(ErrorCode::kInvalidArgument,
                     "shape ranges: input '" + name + "' keeps dynamic dims (" +
                         runtime::shapeText(shape) + "): give it a range or a shape");
-  spec.build = cfg;
+  for (const auto& in : g.inputs)
+    if (!spec.optShapes.count(in))
+      return Status(ErrorCode::kInvalidArgument,
+                    "shape ranges: input '" + in +
+                        "' has no shape in the model: give it a range or a shape (--shapes)");
+  // What a specialisation builds with: the options the engine file keeps, so that an engine
+  // built here and one loaded from its file specialise alike (forced tactics, timing and
+  // cache options are not kept; specialisations use the running process's timing cache).
+  spec.build = builder::rangeBuildOptions(cfg);
   // The model optimised at the ranges' min and max, as a specialisation would be: a model that
   // cannot take them fails now, not on a device later. Their output shapes tell which output
   // dims vary.
@@ -361,7 +369,11 @@ Expected<std::unique_ptr<Engine>> buildRanged(graph::Graph g, const std::string&
   for (size_t k : {size_t{0}, size_t{2}}) {
     graph::Graph at = g;
     applyProfile(at, atMinOptMax[k]);
-    const Status s = optimize(at, cfg, nullptr, backend == Backend::kCuda);
+    // As buildOne optimises: GPU INT8 absorbs the model's own Q/DQ pairs first.
+    quant::ExplicitInt8 explicitInt8;
+    const bool gpuInt8 = backend == Backend::kCuda && cfg.precision == Precision::kInt8;
+    const Status s =
+        optimize(at, cfg, gpuInt8 ? &explicitInt8 : nullptr, backend == Backend::kCuda);
     if (!s.ok())
       return Status(ErrorCode::kInvalidArgument,
                     std::string("shape ranges: the model cannot take the ranges' ") +

@@ -104,10 +104,10 @@ Expected<DecodedContainer> decodeContainer(const ContainerKind& kind, const void
     if (!s.is_number_unsigned())
       return corrupt(kind, "the size of sub-engine " + std::to_string(i) + " is not a number");
     const uint64_t n = s.get<uint64_t>();
-    sum += n;
-    if (sum > payloadLen)
+    if (n > payloadLen - sum)  // (sum <= payloadLen here: no wrap-around)
       return corrupt(kind, "the sub-engines' sizes add up to more than the payload (" +
                                std::to_string(payloadLen) + " bytes)");
+    sum += n;
     d.blobs.emplace_back(offset, static_cast<size_t>(n));
     offset += static_cast<size_t>(n);
   }

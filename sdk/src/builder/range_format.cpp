@@ -47,6 +47,18 @@ bool isRangeContainer(const void* data, size_t size) {
   return isContainer(kKind, data, size);
 }
 
+BuilderConfig rangeBuildOptions(const BuilderConfig& c) {
+  BuilderConfig b;
+  b.precision = c.precision;
+  b.strictPrecision = c.strictPrecision;
+  b.allowCpuFallback = c.allowCpuFallback;
+  b.allowNonFiniteWeights = c.allowNonFiniteWeights;
+  b.maxTensorBytes = c.maxTensorBytes;
+  b.passes = c.passes;
+  b.layerPrecision = c.layerPrecision;
+  return b;
+}
+
 Status checkShapeRanges(const ShapeRanges& ranges, ErrorCode code) {
   for (const auto& [name, r] : ranges) {
     const auto error = [&](const std::string& what) {

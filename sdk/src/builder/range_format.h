@@ -41,12 +41,16 @@ struct RangeSpec {
   ShapeProfile optShapes;
   /// Every output's shape, -1 for the dims that differ between the ranges' min, opt and max.
   ShapeProfile outputShapes;
-  /// The options a specialisation builds with; only the fields that shape the engine are kept
-  /// (precision, strictPrecision, allowCpuFallback, passes, layerPrecision, maxTensorBytes,
-  /// allowNonFiniteWeights): device, timing and cache options are the running process's.
+  /// The options a specialisation builds with (rangeBuildOptions(): precision,
+  /// strictPrecision, allowCpuFallback, passes, layerPrecision, maxTensorBytes,
+  /// allowNonFiniteWeights), in an engine built here as in one loaded from its file; device,
+  /// timing and cache options are the running process's, forced tactics none.
   BuilderConfig build;
   std::map<std::string, std::string> tactics;
 };
+
+/// `config` reduced to what RangeSpec::build keeps (the rest default).
+BuilderConfig rangeBuildOptions(const BuilderConfig& config);
 
 /// Checks `ranges` as a range engine needs them: each has min, opt and max of one rank, and
 /// min <= opt <= max in every dim, dims >= 1. kInvalidArgument (`code`) naming the input and

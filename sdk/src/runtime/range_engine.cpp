@@ -120,7 +120,12 @@ Expected<const Engine*> RangeEngine::engineFor(const ShapeProfile& shapes, int64
                                      &spec_.tactics);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    slot->done = true;
+    // A failure the same build would repeat (the model cannot take the shape, a layer has
+    // no kernel for it) is kept and reported again; any other (out of memory while other
+    // contexts run, a driver error) is tried again on the next run of the shape.
+    const ErrorCode code = e.ok() ? ErrorCode::kOk : e.status().code();
+    slot->done = e.ok() || code == ErrorCode::kInvalidArgument ||
+                 code == ErrorCode::kInvalidModel || code == ErrorCode::kUnsupported;
     if (e.ok()) {
       slot->engine = std::move(e).value();
       slot->ready = slot->engine.get();
@@ -133,6 +138,7 @@ Expected<const Engine*> RangeEngine::engineFor(const ShapeProfile& shapes, int64
     } else {
       slot->error = e.status().withContext("engine with shape ranges: specialising for " +
                                            formatShapeProfile(shapes));
+      if (!slot->done) return slot->error;  // tried again next time
     }
   }
   if (!slot->engine) return slot->error;

@@ -108,7 +108,8 @@ int cmdBench(const Args& a) {
                   : "");
   if (!(*engine)->shapeRanges().empty())
     std::printf(
-        "shape ranges %s: %lld specialisation(s) for these shapes in the warm-up, %.1f ms\n",
+        "shape ranges %s: %lld specialisation(s) for these shapes, %.1f ms (in the first run: "
+        "--warmup 0 counts it in the latency)\n",
         formatShapeRanges((*engine)->shapeRanges()).c_str(),
         static_cast<long long>(st.shapeSpecializations), st.specializationMs);
   std::printf("latency (ms): mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  min %.3f  max %.3f\n", mean,

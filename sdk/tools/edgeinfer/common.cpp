@@ -63,7 +63,9 @@ const char* kBuilderOptionsHelp = R"(builder options:
                                 shape ranges (all three, for the same inputs): the engine runs
                                 any shape from min to max in every dim; it is timed and planned
                                 for opt, and specialises for another shape on its first run of
-                                it (the opt build's tactics, no timing; once per shape)
+                                it, once per shape: the timing cache's tactics for that shape,
+                                else the opt build's (a few candidates timed where that one does
+                                not fit the shape)
   --allow-non-finite-weights    accept NaN/Inf in weights
   --calibration-cache FILE      INT8 calibration cache (edgeinfer calibrate): the int8 scales and
                                 the per-layer policy (checked against the model)

@@ -623,9 +623,10 @@ class GpuBuilder {
   }
 
   /// The first (in the providers' order: cuDNN's heuristic ranking) kClosest candidates of
-  /// `list` whose ids share the most leading '.'-separated parts with `id` (the same cuDNN
-  /// engine with other knobs, the same cuBLASLt algorithm with another tile), when they share
-  /// more than the provider's name; else all of `list`.
+  /// `list` whose ids share the most leading '.'-separated parts with `id`: the same cuDNN
+  /// engine with other knobs where the list has one ("cudnn.conv.fp16.nhwc.e4." shared), else
+  /// the same provider, precision and layout ("cudnn.conv.fp16.nhwc."), and so on; all of
+  /// `list` when no candidate shares three parts.
   static std::vector<builder::TacticCandidate> closestTo(
       const std::vector<builder::TacticCandidate>& list, const std::string& id) {
     const auto parts = [](const std::string& s) {
@@ -752,6 +753,16 @@ class GpuBuilder {
         return ms;
       };
       auto e = (closest ? scratch : cache_).lookupOrTime(sig, timedList, timer, &fromCache);
+      if (!e.ok() && closest && timedList.size() < list.size()) {
+        // None of the closest ran at these shapes: every candidate, as in any build.
+        log(Severity::kVerbose, "layer '" + n.name +
+                                    "': no candidate close to the opt shapes' "
+                                    "tactic ran (" +
+                                    e.status().message() + "); timing all");
+        timedList = list;
+        prepared = false;
+        e = cache_.lookupOrTime(sig, timedList, timer, &fromCache);
+      }
       if (!e.ok()) return e.status().withContext("layer '" + n.name + "' (" + n.opType + ")");
       entry = std::move(*e);
       (fromCache ? cached_ : timed_) += 1;

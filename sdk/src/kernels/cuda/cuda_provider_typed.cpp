@@ -53,7 +53,8 @@ bool typedOpFor(const LayerContext& layer, TypedOp* op) {
   };
   static const std::map<std::string, TypedOp> kIntOps = {
       {"Add", TypedOp::kIntAdd}, {"Sub", TypedOp::kIntSub}, {"Mul", TypedOp::kIntMul},
-      {"Div", TypedOp::kIntDiv}, {"Mod", TypedOp::kIntMod},
+      {"Div", TypedOp::kIntDiv}, {"Mod", TypedOp::kIntMod}, {"Min", TypedOp::kIntMin},
+      {"Max", TypedOp::kIntMax}, {"Pow", TypedOp::kIntPow}, {"BitShift", TypedOp::kShiftLeft},
   };
   const graph::Node& n = *layer.node;
   if (!n.domain.empty()) return false;
@@ -66,6 +67,13 @@ bool typedOpFor(const LayerContext& layer, TypedOp* op) {
     return false;
   *op = it->second;
   if (*op == TypedOp::kIntMod && n.attrs.getInt("fmod", 0) == 1) *op = TypedOp::kIntFMod;
+  // Min and Max take any count of inputs: these kernels take two.
+  if ((*op == TypedOp::kIntMin || *op == TypedOp::kIntMax) && n.inputs.size() != 2) return false;
+  if (*op == TypedOp::kShiftLeft) {
+    const std::string dir = n.attrs.getString("direction", "");
+    if (dir != "LEFT" && dir != "RIGHT") return false;
+    if (dir == "RIGHT") *op = TypedOp::kShiftRight;
+  }
   return true;
 }
 
@@ -120,7 +128,10 @@ bool typesAgree(const LayerContext& layer, TypedOp op, DataType v) {
     case TypedOp::kLess:
     case TypedOp::kLessOrEqual:
       return layer.inputTypes[1] == v && isTypedEltStorage(v) && out == DataType::kBool;
-    default:  // integer arithmetic
+    case TypedOp::kShiftLeft:
+    case TypedOp::kShiftRight:  // unsigned only; uint8 is the unsigned type stored here
+      return layer.inputTypes[1] == v && out == v && v == DataType::kUInt8;
+    default:  // integer arithmetic (Pow: an exponent of the base's type)
       return layer.inputTypes[1] == v && out == v && isIntType(v);
   }
 }
@@ -347,6 +358,11 @@ bool typedCandidates(const LayerContext& layer, Precision precision,
       case TypedOp::kIntDiv:
       case TypedOp::kIntMod:
       case TypedOp::kIntFMod:
+      case TypedOp::kIntMin:
+      case TypedOp::kIntMax:
+      case TypedOp::kIntPow:
+      case TypedOp::kShiftLeft:
+      case TypedOp::kShiftRight:
         outs = {vs};
         break;
       default:

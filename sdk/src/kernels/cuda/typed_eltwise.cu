@@ -9,6 +9,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_half.h"
@@ -38,21 +39,25 @@ template <>
 struct Tr<kI32> {
   using S = int32_t;
   static constexpr bool kFloat = false, kBool = false;
+  static constexpr S kLowest = INT32_MIN, kMax = INT32_MAX;
 };
 template <>
 struct Tr<kI64> {
   using S = int64_t;
   static constexpr bool kFloat = false, kBool = false;
+  static constexpr S kLowest = INT64_MIN, kMax = INT64_MAX;
 };
 template <>
 struct Tr<kI8> {
   using S = int8_t;
   static constexpr bool kFloat = false, kBool = false;
+  static constexpr S kLowest = INT8_MIN, kMax = INT8_MAX;
 };
 template <>
 struct Tr<kU8> {
   using S = uint8_t;
   static constexpr bool kFloat = false, kBool = false;
+  static constexpr S kLowest = 0, kMax = UINT8_MAX;
 };
 template <>
 struct Tr<kB> {
@@ -288,6 +293,14 @@ __global__ void __launch_bounds__(kThreads)
   });
 }
 
+template <typename S>
+__device__ __forceinline__ bool negative(S v) {
+  if constexpr (std::is_signed<S>::value)
+    return v < S(0);
+  else
+    return false;
+}
+
 template <int K, typename I>
 __global__ void __launch_bounds__(kThreads)
     intArithKernel(const typename Tr<K>::S* __restrict__ a, const typename Tr<K>::S* __restrict__ b,
@@ -320,6 +333,39 @@ __global__ void __launch_bounds__(kThreads)
         break;
       case TypedOp::kIntFMod:
         r = (v == 0 || (kSigned && v == S(-1))) ? S(0) : static_cast<S>(u % v);
+        break;
+      case TypedOp::kIntMin:
+        r = u < v ? u : v;
+        break;
+      case TypedOp::kIntMax:
+        r = u < v ? v : u;
+        break;
+      case TypedOp::kIntPow:
+        if (!negative(v)) {  // square and multiply in 64 bits (the reference's intPow)
+          unsigned long long result = 1, base = uu, e = static_cast<unsigned long long>(v);
+          while (e) {
+            if (e & 1) result *= base;
+            base *= base;
+            e >>= 1;
+          }
+          r = static_cast<S>(result);
+        } else {  // the reference's saturateCast(pow(base, exponent))
+          const double d = pow(static_cast<double>(u), static_cast<double>(v));
+          if (d != d)
+            r = 0;
+          else if (d <= static_cast<double>(Tr<K>::kLowest))
+            r = Tr<K>::kLowest;
+          else if (d >= static_cast<double>(Tr<K>::kMax))
+            r = Tr<K>::kMax;
+          else
+            r = static_cast<S>(d);
+        }
+        break;
+      case TypedOp::kShiftLeft:
+        r = uv >= 8 * sizeof(S) ? S(0) : static_cast<S>(uu << uv);
+        break;
+      case TypedOp::kShiftRight:
+        r = uv >= 8 * sizeof(S) ? S(0) : static_cast<S>(uu >> uv);
         break;
       default:  // kIntMod
         if (v == 0 || (kSigned && v == S(-1))) {

@@ -1,6 +1,6 @@
 // Elementwise CUDA kernels over any storage type (the `cuda` provider's "typed" family): Cast,
 // the comparisons, the logical ops, Where, IsNaN / IsInf, integer arithmetic, and
-// QuantizeLinear / DequantizeLinear. The float
+// QuantizeLinear / DequantizeLinear, BitShift. The float
 // family (eltwise.h) is vectorised and computes in float; these kernels load each operand in
 // its own type (float, half, int8/uint8/int32/int64, bool as one byte 0/1) and compare or
 // compute exactly: integers as int64, floats as float. Broadcasting uses the same plan as the
@@ -38,6 +38,11 @@ enum class TypedOp : int32_t {
   kIntDiv,   // truncates toward zero; MIN / -1 wraps
   kIntMod,   // sign of the divisor (Python's %)
   kIntFMod,  // sign of the dividend (C's %)
+  kIntMin,
+  kIntMax,
+  kIntPow,     // exponent >= 0: wraps like repeated multiplication; < 0: pow() saturated
+  kShiftLeft,  // BitShift (uint8): a shift of 8 or more gives 0
+  kShiftRight,
   // QuantizeLinear: float -> int8 / uint8, saturate(round_half_even(x / scale) + zero point);
   // DequantizeLinear: int8 / uint8 / int32 -> float, (q - zero point) * scale. Per tensor or
   // per channel: element e (physical index) uses channel (e / inner) % channels.
