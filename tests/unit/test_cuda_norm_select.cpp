@@ -1,6 +1,7 @@
 // The `cuda` provider's normalisation, selection and scan tactics against the CPU reference:
 // LayerNormalization (every axis, negative ones, broadcast Scale/B, no B, short rows (a warp)
-// and long ones (a block)), InstanceNormalization (3-D to 5-D), LRN (even and odd windows,
+// and long ones (a block)), InstanceNormalization (3-D to 5-D), MeanVarianceNormalization (the
+// default and other axes, 2-D to 5-D), LRN (even and odd windows,
 // windows wider than C, NCHW and NHWC), ArgMax/ArgMin (every axis, keepdims 0/1,
 // select_last_index 0/1, ties and NaN), TopK (every axis, largest/smallest, k from the input or
 // the attribute, ties, NaN, long axes), CumSum (every axis, exclusive/reverse, float and
@@ -170,6 +171,37 @@ TEST(CudaNormSelect, InstanceNormalization) {
       EXPECT_EQ(runCase(c, 1e-5, 2e-3), ids("instancenorm", kFloat, {lay(s.rank())}));
     }
   }
+}
+
+TEST(CudaNormSelect, MeanVarianceNormalization) {
+  EI_SKIP_WITHOUT_GPU();
+  struct MvnCase {
+    Shape x;
+    std::vector<int64_t> axes;  // empty: the default (0, 2, 3)
+  };
+  const std::vector<MvnCase> cases = {
+      {Shape{2, 3, 7, 5}, {}},           {Shape{2, 3, 7, 5}, {2, 3}}, {Shape{2, 3, 7, 5}, {1}},
+      {Shape{2, 3, 7, 5}, {-1, 0}},      {Shape{4, 6}, {0}},          {Shape{4, 6}, {-1}},
+      {Shape{2, 3, 4, 5, 6}, {0, 2, 4}}, {Shape{1, 3, 40, 50}, {}},   {Shape{3, 1000}, {0, 1}},
+  };
+  uint32_t seed = 900;
+  for (const MvnCase& mc : cases) {
+    LayerCase c("MeanVarianceNormalization");
+    if (!mc.axes.empty()) c.attr("axes", Attribute::Ints(mc.axes));
+    c.input(randomHalfExact(mc.x, seed++, -2.f, 5.f));
+    SCOPED_TRACE(mc.x.toString());
+    EXPECT_EQ(runCase(c, 1e-5, 2e-3), ids("mvn", kFloat, {lay(mc.x.rank())}));
+  }
+}
+
+TEST(CudaNormSelect, MeanVarianceNormalizationOfNineDims_n) {
+  // More dims than the kernel's plan holds (8): the CPU runs it.
+  LayerCase c("MeanVarianceNormalization");
+  c.input(randomHalfExact(Shape{1, 2, 1, 2, 1, 2, 1, 2, 3}, 1));
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer).ok());
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
 }
 
 // ---- BatchNormalization (one the graph passes did not fold) ---------------------------------

@@ -393,6 +393,56 @@ TEST(CudaTyped, BitShift) {
   }
 }
 
+TEST(CudaTyped, MatMulInteger) {
+  EI_SKIP_WITHOUT_GPU();
+  struct Case {
+    Shape a, b;
+    DataType ta, tb;
+    int zeroPoints;  // 0: none; 1: per tensor; 2: A's per row, B's per column
+  };
+  const std::vector<Case> cases = {
+      {Shape{5, 7}, Shape{7, 3}, DataType::kUInt8, DataType::kUInt8, 0},
+      {Shape{5, 7}, Shape{7, 3}, DataType::kUInt8, DataType::kInt8, 1},
+      {Shape{2, 4, 9}, Shape{9, 6}, DataType::kInt8, DataType::kInt8, 2},
+      {Shape{3, 1, 4, 5}, Shape{2, 5, 3}, DataType::kInt8, DataType::kUInt8, 1},  // broadcast
+      {Shape{7}, Shape{7, 4}, DataType::kUInt8, DataType::kUInt8, 1},             // 1-D A
+      {Shape{6, 300}, Shape{300, 5}, DataType::kUInt8, DataType::kInt8, 2},       // long K
+  };
+  uint32_t seed = 800;
+  for (const Case& k : cases) {
+    LayerCase c("MatMulInteger");
+    const auto range = [](DataType t, int64_t* lo, int64_t* hi) {
+      *lo = t == DataType::kUInt8 ? 0 : -128;
+      *hi = t == DataType::kUInt8 ? 255 : 127;
+    };
+    int64_t loA, hiA, loB, hiB;
+    range(k.ta, &loA, &hiA);
+    range(k.tb, &loB, &hiB);
+    const Tensor a = randomInts(k.a, k.ta, seed++, loA, hiA);
+    const Tensor b = randomInts(k.b, k.tb, seed++, loB, hiB);
+    c.input(a).input(b);
+    if (k.zeroPoints > 0) {
+      const int64_t m = k.a.rank() == 1 ? 1 : k.a[k.a.rank() - 2], n = k.b[k.b.rank() - 1];
+      c.constant(randomInts(k.zeroPoints == 2 ? Shape{m} : Shape{}, k.ta, seed++, loA, hiA));
+      c.constant(randomInts(k.zeroPoints == 2 ? Shape{n} : Shape{}, k.tb, seed++, loB, hiB));
+    }
+    SCOPED_TRACE(k.a.toString() + " x " + k.b.toString());
+    c.check({"cuda.intmatmul." + storage(k.ta) + "-" + storage(k.tb)}, 0, 0);
+  }
+}
+
+TEST(CudaTyped, MatMulIntegerRuntimeZeroPoint_n) {
+  // A zero point computed at run time: the CPU runs the layer.
+  LayerCase c("MatMulInteger");
+  c.input(randomInts(Shape{2, 3}, DataType::kUInt8, 1, 0, 255))
+      .input(randomInts(Shape{3, 2}, DataType::kUInt8, 2, 0, 255))
+      .input(randomInts(Shape{}, DataType::kUInt8, 3, 0, 255));
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer).ok());
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
 TEST(CudaTyped, MinOfThreeIntegers_n) {
   // Min and Max of three or more inputs: not these kernels' (they take two).
   LayerCase c("Min");

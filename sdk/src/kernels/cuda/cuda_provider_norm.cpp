@@ -1,6 +1,6 @@
 // The `cuda` provider's normalisation, selection, scan and scatter families:
-// LayerNormalization, InstanceNormalization and LRN (norm.cu), ArgMax / ArgMin and TopK
-// (select.cu), CumSum (scan.cu), ScatterElements / ScatterND with reduction "none"
+// LayerNormalization, InstanceNormalization, MeanVarianceNormalization and LRN (norm.cu), ArgMax /
+// ArgMin and TopK (select.cu), CumSum (scan.cu), ScatterElements / ScatterND with reduction "none"
 // (scatter.cu). Which layers the kernels support, and the tactics that plan (initialize) and
 // enqueue them. Host code only.
 //
@@ -239,6 +239,66 @@ class BatchNormTactic final : public CudaTactic {
  private:
   ChannelAffinePlan plan_;
   void* params_ = nullptr;
+};
+
+// ---- MeanVarianceNormalization ----------------------------------------------------------------
+
+/// The plan of a MeanVarianceNormalization over its `axes` (default 0, 2, 3) of a tensor of up
+/// to MvnPlan::kMaxDims dims; false for a bad or repeated axis.
+bool mvnPlan(const LayerContext& layer, MvnPlan* p) {
+  const graph::Node& n = *layer.node;
+  const Shape& x = layer.inputShapes[0];
+  const DataType t = layer.inputTypes[0];
+  if (layer.inputShapes.size() != 1 || !isFloatStorage(t) || layer.outputTypes[0] != t ||
+      layer.outputShapes[0] != x || x.rank() == 0 ||
+      x.rank() > static_cast<size_t>(MvnPlan::kMaxDims))
+    return false;
+  std::vector<bool> reduced(x.rank(), false);
+  for (int64_t a : n.attrs.getInts("axes", {0, 2, 3})) {
+    size_t axis = 0;
+    if (!normAxis(a, x.rank(), &axis) || reduced[axis]) return false;
+    reduced[axis] = true;
+  }
+  *p = MvnPlan{};
+  p->groups = 1;
+  p->groupSize = 1;
+  int64_t stride = 1;
+  std::vector<int64_t> strides(x.rank());
+  for (size_t d = x.rank(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= x[d];
+  }
+  for (size_t d = 0; d < x.rank(); ++d) {
+    if (reduced[d]) {
+      p->redDims[p->reduced] = x[d];
+      p->redStrides[p->reduced++] = strides[d];
+      p->groupSize *= x[d];
+    } else {
+      p->keptDims[p->kept] = x[d];
+      p->keptStrides[p->kept++] = strides[d];
+      p->groups *= x[d];
+    }
+  }
+  return p->reduced > 0;
+}
+
+class MvnTactic final : public CudaTactic {
+ public:
+  MvnTactic(DataType t, const LayerContext& layer) : CudaTactic("mvn", t, Layout::kNCHW, layer) {}
+  Status initialize(const LayerContext& layer) override {
+    if (!mvnPlan(layer, &plan_))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 1));
+    return launchMvn(plan_, fp16(), args.inputs[0], args.outputs[0], maxBlocks_, args.stream);
+  }
+
+ private:
+  MvnPlan plan_;
 };
 
 // ---- LRN ------------------------------------------------------------------------------------
@@ -520,7 +580,7 @@ bool normSelectCandidates(const LayerContext& layer, Precision precision,
   const bool ours = op == "LayerNormalization" || op == "InstanceNormalization" || op == "LRN" ||
                     op == "BatchNormalization" || op == "ArgMax" || op == "ArgMin" ||
                     op == "TopK" || op == "CumSum" || op == "ScatterElements" || op == "Scatter" ||
-                    op == "ScatterND";
+                    op == "ScatterND" || op == "MeanVarianceNormalization";
   if (!node.domain.empty() || !ours) return false;
   if (!staticShapes(layer)) return true;
   const DataType t = layer.inputTypes[0];
@@ -539,6 +599,11 @@ bool normSelectCandidates(const LayerContext& layer, Precision precision,
         if (batchNormPlan(layer, l == Layout::kNHWC, &p, nullptr, nullptr))
           out->push_back(std::make_unique<BatchNormTactic>(s, l, layer));
       }
+  } else if (op == "MeanVarianceNormalization") {
+    MvnPlan p;
+    if (!mvnPlan(layer, &p)) return true;
+    for (DataType s : storageTypes(precision))
+      out->push_back(std::make_unique<MvnTactic>(s, layer));
   } else if (op == "LRN") {
     const bool is4d = layer.inputShapes[0].rank() == 4;
     for (DataType s : storageTypes(precision))

@@ -1,7 +1,8 @@
 // The `cuda` provider's typed elementwise family (kernels in typed_eltwise.cu): Cast / CastLike,
 // Equal / Greater / GreaterOrEqual / Less / LessOrEqual, And / Or / Xor / Not, Where, IsNaN /
-// IsInf, Add / Sub / Mul / Div / Mod on integer tensors (float arithmetic is the eltwise
-// family's), and QuantizeLinear / DequantizeLinear with constant scales and zero points. Each
+// IsInf, Add / Sub / Mul / Div / Mod / Min / Max / Pow on integer tensors (float arithmetic is
+// the eltwise family's), BitShift, QuantizeLinear / DequantizeLinear with constant scales and
+// zero points, and MatMulInteger (integer_matmul.cu) with constant zero points. Each
 // tactic reads its value operands in one storage type and writes its output in another (bool, or
 // the value type, or Cast's target); a float tensor may be stored as float16 or float32 at FP16
 // precision, and the builder times both. Host code only.
@@ -15,6 +16,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_tactic_base.h"
+#include "kernels/cuda/integer_matmul.h"
 #include "kernels/cuda/typed_eltwise.h"
 
 namespace edgeinfer::cuda::detail {
@@ -300,10 +302,120 @@ class TypedTactic final : public CudaTactic {
   void* params_ = nullptr;  // Q/DQ: the scales, then the zero points
 };
 
+// ---- MatMulInteger ---------------------------------------------------------------------------
+
+/// The plan of a MatMulInteger (int8 / uint8 operands, int32 output, static shapes, constant
+/// zero points per tensor or A's per row / B's per column), and its zero points; false
+/// otherwise (the CPU runs it).
+bool intMatMulPlan(const LayerContext& layer, IntMatMulPlan* p, std::vector<int32_t>* aZp,
+                   std::vector<int32_t>* bZp) {
+  const auto isQ = [](DataType t) { return t == DataType::kInt8 || t == DataType::kUInt8; };
+  if (layer.inputShapes.size() < 2 || layer.inputShapes.size() > 4 ||
+      layer.outputShapes.size() != 1 || !layer.hasInput(0) || !layer.hasInput(1) ||
+      !isQ(layer.inputTypes[0]) || !isQ(layer.inputTypes[1]) ||
+      layer.outputTypes[0] != DataType::kInt32)
+    return false;
+  Shape sa = layer.inputShapes[0], sb = layer.inputShapes[1];
+  if (!isStatic(sa) || !isStatic(sb) || !isStatic(layer.outputShapes[0]) || sa.rank() == 0 ||
+      sb.rank() == 0)
+    return false;
+  if (sa.rank() == 1) sa = Shape({1, sa[0]});
+  if (sb.rank() == 1) sb = Shape({sb[0], 1});
+  *p = IntMatMulPlan{};
+  p->aSigned = layer.inputTypes[0] == DataType::kInt8;
+  p->bSigned = layer.inputTypes[1] == DataType::kInt8;
+  p->M = sa[sa.rank() - 2];
+  p->K = sa[sa.rank() - 1];
+  p->N = sb[sb.rank() - 1];
+  if (sb[sb.rank() - 2] != p->K) return false;
+  const size_t ra = sa.rank() - 2, rb = sb.rank() - 2, rank = std::max(ra, rb);
+  if (rank > static_cast<size_t>(IntMatMulPlan::kMaxBatchDims)) return false;
+  p->batchRank = static_cast<int>(rank);
+  int64_t strideA = 1, strideB = 1;
+  for (size_t d = rank; d-- > 0;) {
+    const int64_t da = d + ra >= rank ? sa[d + ra - rank] : 1;
+    const int64_t db = d + rb >= rank ? sb[d + rb - rank] : 1;
+    if (da != db && da != 1 && db != 1) return false;
+    p->batchDims[d] = std::max(da, db);
+    p->aBatchStride[d] = da == 1 ? 0 : strideA;
+    p->bBatchStride[d] = db == 1 ? 0 : strideB;
+    strideA *= da;
+    strideB *= db;
+    p->batches *= p->batchDims[d];
+  }
+  if (layer.outputShapes[0].numel() != p->batches * p->M * p->N) return false;
+  // Zero points: constants of the operand's type, one value, or A's per row / B's per column.
+  const auto zeroPoints = [&](size_t i, int64_t perLen, std::vector<int32_t>* zp,
+                              bool* per) -> bool {
+    zp->clear();
+    *per = false;
+    if (!layer.hasInput(i)) return true;
+    const Tensor* z = layer.constantInput(i);
+    if (!z || z->dtype() != layer.inputTypes[i - 2]) return false;
+    if (z->numel() != 1 && !(z->shape().rank() == 1 && z->numel() == perLen)) return false;
+    *per = z->numel() != 1;
+    for (int64_t k = 0; k < z->numel(); ++k) zp->push_back(static_cast<int32_t>(z->getAsInt64(k)));
+    return true;
+  };
+  return zeroPoints(2, p->M, aZp, &p->aZpPerRow) && zeroPoints(3, p->N, bZp, &p->bZpPerCol);
+}
+
+class IntMatMulTactic final : public CudaTactic {
+ public:
+  explicit IntMatMulTactic(const LayerContext& layer)
+      : CudaTactic("intmatmul", layer.inputTypes[0], Layout::kNCHW, layer) {
+    for (size_t i = 1; i < layer.inputTypes.size(); ++i) setInputType(i, layer.inputTypes[i]);
+    id_ = std::string("cuda.intmatmul.") + storageName(layer.inputTypes[0]) + "-" +
+          storageName(layer.inputTypes[1]);
+  }
+  ~IntMatMulTactic() override { cudaFree(params_); }
+  TensorFormat outputFormat(size_t i) const override {
+    return {DataType::kInt32, formatFor(i < outputRanks_.size() ? outputRanks_[i] : 0)};
+  }
+  bool consumesInput(size_t index) const override { return index >= 2; }  // zero points
+
+  Status initialize(const LayerContext& layer) override {
+    std::vector<int32_t> za, zb;
+    if (!intMatMulPlan(layer, &plan_, &za, &zb))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    cudaFree(params_);
+    params_ = nullptr;
+    std::vector<int32_t> all = za;
+    all.insert(all.end(), zb.begin(), zb.end());
+    if (!all.empty()) {
+      EI_CUDA_CHECK(cudaMalloc(&params_, all.size() * sizeof(int32_t)));
+      EI_CUDA_CHECK(
+          cudaMemcpy(params_, all.data(), all.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    }
+    const auto* dev = static_cast<const int32_t*>(params_);
+    plan_.aZp = za.empty() ? nullptr : dev;
+    plan_.bZp = zb.empty() ? nullptr : dev + za.size();
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 2));
+    return launchIntMatMul(plan_, args.inputs[0], args.inputs[1],
+                           static_cast<int32_t*>(args.outputs[0]), maxBlocks_, args.stream);
+  }
+
+ private:
+  IntMatMulPlan plan_;
+  void* params_ = nullptr;  // A's zero points, then B's
+};
+
 }  // namespace
 
 bool typedCandidates(const LayerContext& layer, Precision precision,
                      std::vector<std::unique_ptr<Tactic>>* out) {
+  if (layer.node->opType == "MatMulInteger" && layer.node->domain.empty()) {
+    IntMatMulPlan p;
+    std::vector<int32_t> za, zb;
+    if (intMatMulPlan(layer, &p, &za, &zb))
+      out->push_back(std::make_unique<IntMatMulTactic>(layer));
+    return true;
+  }
   TypedOp op;
   if (!typedOpFor(layer, &op)) return false;
   const graph::Node& node = *layer.node;

@@ -4,8 +4,11 @@
 //     squares, output), the later reads mostly from cache. Float sums, shuffle trees.
 //   LRN: one thread per element, the window's squares summed in float.
 //   BatchNormalization (inference, not folded into a convolution): a per-channel fmaf.
+//   MeanVarianceNormalization: a block per group of elements (any reduced axes, strided
+//     reads), float sums over the block, three reads as for the row norms.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -183,6 +186,65 @@ void launchAffineT(const ChannelAffinePlan& p, const void* x, void* y, int grid,
 }
 
 }  // namespace
+
+namespace {
+
+/// Offset of element `r` of a group: r's coordinates along the reduced dims (last innermost).
+__device__ __forceinline__ int64_t mvnOffset(const MvnPlan& p, int64_t r) {
+  int64_t off = 0;
+  for (int d = p.reduced - 1; d >= 0; --d) {
+    off += (r % p.redDims[d]) * p.redStrides[d];
+    r /= p.redDims[d];
+  }
+  return off;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    mvnKernel(const T* __restrict__ x, T* __restrict__ y, const MvnPlan p) {
+  __shared__ float shared[kThreads / kWarp];
+  for (int64_t g = blockIdx.x; g < p.groups; g += gridDim.x) {
+    int64_t base = 0, rest = g;
+    for (int d = p.kept - 1; d >= 0; --d) {
+      base += (rest % p.keptDims[d]) * p.keptStrides[d];
+      rest /= p.keptDims[d];
+    }
+    float sum = 0.f;
+    for (int64_t r = threadIdx.x; r < p.groupSize; r += kThreads)
+      sum += dev::toFloat(x[base + mvnOffset(p, r)]);
+    const float mean = rowSum<kThreads>(sum, shared) / static_cast<float>(p.groupSize);
+    float sq = 0.f;
+    for (int64_t r = threadIdx.x; r < p.groupSize; r += kThreads) {
+      const float d = dev::toFloat(x[base + mvnOffset(p, r)]) - mean;
+      sq = fmaf(d, d, sq);
+    }
+    const float var = rowSum<kThreads>(sq, shared) / static_cast<float>(p.groupSize);
+    const float inv = 1.f / (sqrtf(var) + 1e-9f);
+    for (int64_t r = threadIdx.x; r < p.groupSize; r += kThreads) {
+      const int64_t o = base + mvnOffset(p, r);
+      y[o] = dev::fromFloat<T>((dev::toFloat(x[o]) - mean) * inv);
+    }
+  }
+}
+
+}  // namespace
+
+Status launchMvn(const MvnPlan& plan, bool fp16, const void* x, void* y, int maxBlocks,
+                 void* stream) {
+  if (plan.groups == 0 || plan.groupSize == 0) return Status::Ok();
+  if (plan.kept > MvnPlan::kMaxDims || plan.reduced > MvnPlan::kMaxDims || plan.reduced < 1)
+    return Status(ErrorCode::kInvalidArgument, "MeanVarianceNormalization: bad plan");
+  const auto s = static_cast<cudaStream_t>(stream);
+  const int grid = static_cast<int>(std::min<int64_t>(plan.groups, std::max(1, maxBlocks)));
+  if (fp16)
+    mvnKernel<__half>
+        <<<grid, kThreads, 0, s>>>(static_cast<const __half*>(x), static_cast<__half*>(y), plan);
+  else
+    mvnKernel<float>
+        <<<grid, kThreads, 0, s>>>(static_cast<const float*>(x), static_cast<float*>(y), plan);
+  EI_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
 
 Status launchChannelAffine(const ChannelAffinePlan& plan, bool fp16, const void* x, void* y,
                            int maxBlocks, void* stream) {

@@ -1,6 +1,7 @@
 // Normalisation CUDA kernels of the `cuda` tactic family: LayerNormalization and
 // InstanceNormalization (a mean and variance per row of contiguous elements, then an affine
-// transform) and LRN (a sum of squares over a window of channels). Plain C++ (no device
+// transform), MeanVarianceNormalization (a mean and variance over any axes) and LRN (a sum of
+// squares over a window of channels). Plain C++ (no device
 // syntax): cuda_provider_norm.cpp includes it.
 #pragma once
 
@@ -52,5 +53,21 @@ struct ChannelAffinePlan {
 
 Status launchChannelAffine(const ChannelAffinePlan& plan, bool fp16, const void* x, void* y,
                            int maxBlocks, void* stream);
+
+/// MeanVarianceNormalization: y = (x - mean) / (sqrt(var) + 1e-9) with the mean and biased
+/// variance of each group of elements that share their coordinates along the kept (not
+/// reduced) dims. Offsets of a group: its kept coordinates (`groups` of them, kept dims
+/// innermost last) times keptStrides; of an element within it: its reduced coordinates times
+/// redStrides. Float arithmetic, two passes (mean, then centred squares); a block per group.
+struct MvnPlan {
+  static constexpr int kMaxDims = 8;
+  int kept = 0, reduced = 0;
+  int64_t keptDims[kMaxDims] = {}, keptStrides[kMaxDims] = {};
+  int64_t redDims[kMaxDims] = {}, redStrides[kMaxDims] = {};
+  int64_t groups = 0, groupSize = 0;
+};
+
+Status launchMvn(const MvnPlan& plan, bool fp16, const void* x, void* y, int maxBlocks,
+                 void* stream);
 
 }  // namespace edgeinfer::cuda
