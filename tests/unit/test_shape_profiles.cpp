@@ -3,6 +3,7 @@
 // container file and every way it can be wrong. The GPU side is in test_cuda_profiles.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "builder/engine_format.h"
@@ -12,12 +13,15 @@
 #include "edgeinfer/engine.h"
 #include "runtime/graph_engine.h"
 #include "runtime/profile_engine.h"
+#include "test_container.h"
 #include "test_model.h"
 
 namespace edgeinfer {
 namespace {
 
+using test::fixChecksum;
 using test::TestModel;
+using test::withContainerHeader;
 
 /// x: [N, 3, 5, 5] -> Conv(4, 3x3, pad 1) -> Relu -> Conv(4, 1x1) -> y.
 TestModel convModel(uint32_t seed = 1) {
@@ -520,22 +524,196 @@ TEST(ShapeProfiles, ContainerDamagedSubEngine_n) {
 }
 
 TEST(ShapeProfiles, ContainerSizesDoNotAddUp_n) {
-  // Rewrite the first sub-engine size in the header (same length) and fix the checksum.
+  // Rewrite the first sub-engine size in the header (same length).
   auto c = builder::encodeProfileContainer({batchProfile(1), batchProfile(4)},
                                            {subEngine(1), subEngine(4)});
   ASSERT_TRUE(c.ok());
-  std::vector<uint8_t> b = *c;
-  const uint32_t headerLen = static_cast<uint32_t>(b[12] | b[13] << 8 | b[14] << 16 | b[15] << 24);
-  std::string header(b.begin() + 16, b.begin() + 16 + headerLen);
-  const auto pos = header.find("\"engine_bytes\":[");
-  ASSERT_NE(pos, std::string::npos);
-  char& digit = header[pos + 16];
-  digit = digit == '9' ? '8' : static_cast<char>(digit + 1);
-  std::copy(header.begin(), header.end(), b.begin() + 16);
-  b.resize(b.size() - 4);
-  const uint32_t crc = bytes::crc32Of(b.data(), b.size());
-  for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(crc >> (8 * i)));
+  const auto b = withContainerHeader(*c, [](std::string& header) {
+    const auto pos = header.find("\"engine_bytes\":[");
+    ASSERT_NE(pos, std::string::npos);
+    char& digit = header[pos + 16];
+    digit = digit == '9' ? '8' : static_cast<char>(digit + 1);
+  });
   EXPECT_HAS(loadError(b), "the sub-engines' sizes add up to");
+}
+
+// ---- the weights pool: each distinct initializer once in the file --------------------------
+
+/// x: [N, 16, 6, 6] -> Conv(16, 3x3, pad 1) -> Relu -> y: 9 KiB of weights.
+TestModel wideModel() {
+  TestModel m(13);
+  m.input("x", {-1, 16, 6, 6});
+  m.randomInitializer("w", {16, 16, 3, 3}, 7);
+  m.randomInitializer("b", {16}, 8);
+  auto& conv = m.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  TestModel::attrInts(conv, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c"}, {"y"}, "relu");
+  m.output("y");
+  return m;
+}
+
+BuilderConfig threeWideBatches() {
+  BuilderConfig c = cpuConfig();
+  for (int64_t n : {1, 2, 8}) c.shapeProfiles.push_back({{"x", Shape{n, 16, 6, 6}}});
+  return c;
+}
+
+TEST(ShapeProfiles, TheFileHoldsEqualWeightsOnce) {
+  auto e = mustBuild(wideModel(), threeWideBatches());
+  ASSERT_TRUE(e);
+  const auto bytes = bytesOf(*e);
+  const size_t weightBytes = 16 * 16 * 3 * 3 * 4;
+  // One engine of one shape holds the weights once; three profiles do not hold them thrice.
+  BuilderConfig one = cpuConfig();
+  one.inputShapes = {{"x", Shape{8, 16, 6, 6}}};
+  auto single = mustBuild(wideModel(), one);
+  ASSERT_TRUE(single);
+  const size_t singleBytes = bytesOf(*single).size();
+  ASSERT_GT(singleBytes, weightBytes);
+  EXPECT_LT(bytes.size(), weightBytes * 3 / 2)
+      << "a container of 3 profiles of " << singleBytes << "-byte engines";
+  auto c = builder::decodeProfileContainer(bytes.data(), bytes.size());
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  EXPECT_GE(c->weights.second, weightBytes);
+  EXPECT_LT(c->weights.second, weightBytes + 256);
+
+  // Loaded, the profiles read one host copy, and run as the built engine does.
+  auto loaded = Engine::deserialize(bytes.data(), bytes.size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  const auto* lpe = dynamic_cast<const runtime::ProfileEngine*>(loaded->get());
+  ASSERT_NE(lpe, nullptr);
+  const void* first = nullptr;
+  for (size_t i = 0; i < 3; ++i) {
+    const auto* g = dynamic_cast<const runtime::GraphEngine*>(&lpe->profileEngine(i));
+    ASSERT_NE(g, nullptr);
+    const Tensor* w = g->graph().constant("w");
+    ASSERT_NE(w, nullptr);
+    if (!first) first = w->raw();
+    EXPECT_EQ(w->raw(), first) << "profile " << i;
+  }
+  for (int64_t n : {8, 1, 2}) {
+    auto a = e->createExecutionContext();
+    auto b = (*loaded)->createExecutionContext();
+    ASSERT_TRUE(a.ok() && b.ok());
+    auto ya = (*a)->run({{"x", input({n, 16, 6, 6}, 5)}});
+    auto yb = (*b)->run({{"x", input({n, 16, 6, 6}, 5)}});
+    ASSERT_TRUE(ya.ok() && yb.ok());
+    expectSame(ya->at("y"), yb->at("y"));
+  }
+  EXPECT_EQ(bytesOf(**loaded), bytes);
+}
+
+/// The sub-engines of a container with a weights pool, and the pool.
+struct PooledParts {
+  std::vector<std::vector<uint8_t>> engines;
+  std::vector<uint8_t> weights;
+};
+
+PooledParts pooledParts() {
+  const auto bytes = [] {
+    auto e = mustBuild(wideModel(), threeWideBatches());
+    return e ? bytesOf(*e) : std::vector<uint8_t>();
+  }();
+  PooledParts parts;
+  auto c = builder::decodeProfileContainer(bytes.data(), bytes.size());
+  EXPECT_TRUE(c.ok());
+  if (!c.ok()) return parts;
+  for (const auto& [offset, size] : c->engines)
+    parts.engines.emplace_back(bytes.begin() + static_cast<std::ptrdiff_t>(offset),
+                               bytes.begin() + static_cast<std::ptrdiff_t>(offset + size));
+  parts.weights.assign(
+      bytes.begin() + static_cast<std::ptrdiff_t>(c->weights.first),
+      bytes.begin() + static_cast<std::ptrdiff_t>(c->weights.first + c->weights.second));
+  return parts;
+}
+
+std::vector<ShapeProfile> wideProfiles() {
+  return threeWideBatches().shapeProfiles;
+}
+
+TEST(ShapeProfiles, ASubEngineReadOnItsOwnNamesTheContainer_n) {
+  const PooledParts parts = pooledParts();
+  ASSERT_EQ(parts.engines.size(), 3u);
+  const std::string m = loadError(parts.engines[1]);
+  EXPECT_HAS(m, "initializer 'w' is held in the weights of a container file");
+  EXPECT_HAS(m, "load the whole file it came from");
+}
+
+TEST(ShapeProfiles, ContainerWithoutItsWeights_n) {
+  const PooledParts parts = pooledParts();
+  auto c = builder::encodeProfileContainer(wideProfiles(), parts.engines, {});
+  ASSERT_TRUE(c.ok());
+  const std::string m = loadError(*c);
+  EXPECT_HAS(m, "sub-engine 0");
+  EXPECT_HAS(m, "lie outside the container's weights (0 bytes)");
+}
+
+TEST(ShapeProfiles, ContainerWithTruncatedWeights_n) {
+  PooledParts parts = pooledParts();
+  ASSERT_GT(parts.weights.size(), 100u);
+  parts.weights.resize(parts.weights.size() - 100);
+  auto c = builder::encodeProfileContainer(wideProfiles(), parts.engines, parts.weights);
+  ASSERT_TRUE(c.ok());
+  EXPECT_HAS(loadError(*c), "lie outside the container's weights");
+}
+
+TEST(ShapeProfiles, ContainerWeightsLargerThanThePayload_n) {
+  const PooledParts parts = pooledParts();
+  auto c = builder::encodeProfileContainer(wideProfiles(), parts.engines, parts.weights);
+  ASSERT_TRUE(c.ok());
+  const std::string size = "\"weights_bytes\":" + std::to_string(parts.weights.size());
+  const auto b = withContainerHeader(*c, [&](std::string& h) {
+    const auto pos = h.find(size);
+    ASSERT_NE(pos, std::string::npos) << h;
+    h.replace(pos, size.size(), "\"weights_bytes\":99999999");
+  });
+  EXPECT_HAS(loadError(b), "the weights pool (99999999 bytes) is larger than the payload");
+}
+
+TEST(ShapeProfiles, ContainerWithoutAWeightsSize_n) {
+  const auto b = withContainerHeader(containerBytes(), [](std::string& h) {
+    const auto pos = h.find("\"weights_bytes\"");
+    ASSERT_NE(pos, std::string::npos) << h;
+    h.replace(pos, 15, "\"weights_bytez\"");
+  });
+  EXPECT_HAS(loadError(b), "the header has no size of the weights pool");
+}
+
+TEST(ShapeProfiles, ContainerOfVersion1WithoutAPoolStillLoads) {
+  // Version 1 (before the pool): every sub-engine holds its own weights.
+  auto c = builder::encodeProfileContainer({batchProfile(1), batchProfile(4)},
+                                           {subEngine(1), subEngine(4)});
+  ASSERT_TRUE(c.ok());
+  std::vector<uint8_t> b = withContainerHeader(*c, [](std::string& h) {
+    const std::string field = ",\"weights_bytes\":0";
+    const auto pos = h.find(field);
+    ASSERT_NE(pos, std::string::npos) << h;
+    h.erase(pos, field.size());
+  });
+  b[8] = 1;
+  fixChecksum(b);
+  auto loaded = Engine::deserialize(b.data(), b.size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  auto built = mustBuild(convModel(), twoBatches());
+  ASSERT_TRUE(built);
+  expectSame(runX(**loaded, {4, 3, 5, 5}), runX(*built, {4, 3, 5, 5}));
+}
+
+TEST(ShapeProfiles, APoolReferenceThatIsNoNumber_n) {
+  // A sub-engine whose reference names an offset that is not a number: rewritten in the
+  // sub-engine's protobuf, where the text "offset" is followed by its value's length and value.
+  PooledParts parts = pooledParts();
+  std::vector<uint8_t>& sub = parts.engines[0];
+  const std::string key = "offset";
+  auto it = std::search(sub.begin(), sub.end(), key.begin(), key.end());
+  ASSERT_NE(it, sub.end());
+  it += static_cast<std::ptrdiff_t>(key.size()) + 2;  // the value's tag and length byte
+  ASSERT_TRUE(*it >= '0' && *it <= '9');
+  *it = 'x';
+  fixChecksum(sub);
+  auto c = builder::encodeProfileContainer(wideProfiles(), parts.engines, parts.weights);
+  ASSERT_TRUE(c.ok());
+  EXPECT_HAS(loadError(*c), "is not a number");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // GPU side (opt tactics reused, CUDA graphs per shape) is in test_cuda_profiles.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <thread>
@@ -16,12 +17,14 @@
 #include "edgeinfer/engine.h"
 #include "runtime/graph_engine.h"
 #include "runtime/range_engine.h"
+#include "test_container.h"
 #include "test_model.h"
 
 namespace edgeinfer {
 namespace {
 
 using test::TestModel;
+using test::withContainerHeader;
 
 #define EXPECT_HAS(text, part)                               \
   EXPECT_NE(std::string(text).find(part), std::string::npos) \
@@ -233,6 +236,41 @@ TEST(ShapeRanges, SerializedAndLoadedRunsEveryShape) {
   EXPECT_EQ(bytesOf(*again), bytes);
 }
 
+TEST(ShapeRanges, TheFileHoldsTheModelsWeightsOnce) {
+  // x: [N, 16, 6, 6] -> Conv(16, 3x3) -> y: the model and the opt build hold the same 9 KiB
+  // of weights; the file holds them once.
+  TestModel m(13);
+  m.input("x", {-1, 16, 6, 6});
+  m.randomInitializer("w", {16, 16, 3, 3}, 3);
+  auto& conv = m.node("Conv", {"x", "w"}, {"y"}, "conv");
+  TestModel::attrInts(conv, "pads", {1, 1, 1, 1});
+  m.output("y");
+  BuilderConfig c = cpuConfig();
+  c.shapeRanges = {{"x", ShapeRange{Shape{1, 16, 6, 6}, Shape{2, 16, 6, 6}, Shape{8, 16, 6, 6}}}};
+  auto e = mustBuild(m, c);
+  ASSERT_TRUE(e);
+  const auto bytes = bytesOf(*e);
+  const size_t weightBytes = 16 * 16 * 3 * 3 * 4;
+  EXPECT_GT(bytes.size(), weightBytes);
+  EXPECT_LT(bytes.size(), weightBytes + weightBytes / 2) << "the weights are held twice";
+  auto d = builder::decodeRangeContainer(bytes.data(), bytes.size());
+  ASSERT_TRUE(d.ok()) << d.status().toString();
+  EXPECT_EQ(d->weights.second, weightBytes);
+  // Loaded, it runs every shape as the built engine does, and writes the same bytes.
+  auto loaded = Engine::deserialize(bytes.data(), bytes.size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  auto a = e->createExecutionContext();
+  auto b = (*loaded)->createExecutionContext();
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (int64_t n : {2, 1, 8, 5}) {
+    auto ya = (*a)->run({{"x", input(Shape{n, 16, 6, 6}, 2)}});
+    auto yb = (*b)->run({{"x", input(Shape{n, 16, 6, 6}, 2)}});
+    ASSERT_TRUE(ya.ok() && yb.ok()) << "batch " << n;
+    expectSame(ya->at("y"), yb->at("y"));
+  }
+  EXPECT_EQ(bytesOf(**loaded), bytes);
+}
+
 TEST(ShapeRanges, SaveAndLoadFile) {
   test::TempDir dir;
   auto e = mustBuild(flattenModel(), rangeConfig());
@@ -405,26 +443,19 @@ std::vector<uint8_t> containerBytes() {
   return e ? bytesOf(*e) : std::vector<uint8_t>();
 }
 
+/// The model hash of a range container's engine.
+std::string containerHash(const std::vector<uint8_t>& b) {
+  auto e = Engine::deserialize(b.data(), b.size());
+  EXPECT_TRUE(e.ok()) << e.status().toString();
+  return e.ok() ? (*e)->info().modelHash : std::string();
+}
+
 std::string loadError(const std::vector<uint8_t>& b, ErrorCode code = ErrorCode::kCorruptFile) {
   auto r = Engine::deserialize(b.data(), b.size());
   EXPECT_FALSE(r.ok());
   if (r.ok()) return "";
   EXPECT_EQ(r.status().code(), code) << r.status().toString();
   return r.status().message();
-}
-
-/// `b` with its header rewritten by `edit` (the JSON text) and the checksum fixed.
-std::vector<uint8_t> withHeader(std::vector<uint8_t> b,
-                                const std::function<void(std::string&)>& edit) {
-  const uint32_t headerLen = bytes::getU32(b.data() + 12);
-  std::string header(b.begin() + 16, b.begin() + 16 + headerLen);
-  edit(header);
-  std::vector<uint8_t> out(b.begin(), b.begin() + 12);
-  bytes::putU32(out, static_cast<uint32_t>(header.size()));
-  out.insert(out.end(), header.begin(), header.end());
-  out.insert(out.end(), b.begin() + 16 + headerLen, b.end() - 4);
-  bytes::putU32(out, bytes::crc32Of(out.data(), out.size()));
-  return out;
 }
 
 void replaceIn(std::string& s, const std::string& from, const std::string& to) {
@@ -464,36 +495,36 @@ TEST(ShapeRanges, ContainerOtherVersion_n) {
 }
 
 TEST(ShapeRanges, ContainerRangeOutOfOrder_n) {
-  auto b = withHeader(containerBytes(), [](std::string& h) {
+  auto b = withContainerHeader(containerBytes(), [](std::string& h) {
     replaceIn(h, "\"max\":[4,3,8,8]", "\"max\":[1,3,8,8]");
   });
   EXPECT_HAS(loadError(b), "dim 0 is 1 .. 2 .. 1");
 }
 
 TEST(ShapeRanges, ContainerOptShapesDisagree_n) {
-  auto b = withHeader(containerBytes(), [](std::string& h) {
+  auto b = withContainerHeader(containerBytes(), [](std::string& h) {
     replaceIn(h, "\"opt_shapes\":{\"x\":[2,3,5,5]}", "\"opt_shapes\":{\"x\":[3,3,5,5]}");
   });
   EXPECT_HAS(loadError(b), "the opt shapes do not give input 'x' its range's opt shape 2x3x5x5");
 }
 
 TEST(ShapeRanges, ContainerOutputShapesDisagree_n) {
-  auto b = withHeader(containerBytes(), [](std::string& h) {
+  auto b = withContainerHeader(containerBytes(), [](std::string& h) {
     replaceIn(h, "\"output_shapes\":{\"y\":[-1,-1]}", "\"output_shapes\":{\"y\":[-1]}");
   });
   EXPECT_HAS(loadError(b), "the output shapes give 'y' ?, the opt engine 2x100");
 }
 
 TEST(ShapeRanges, ContainerUnknownPrecision_n) {
-  auto b = withHeader(containerBytes(), [](std::string& h) {
+  auto b = withContainerHeader(containerBytes(), [](std::string& h) {
     replaceIn(h, "\"precision\":\"fp32\"", "\"precision\":\"fp8\"");
   });
   EXPECT_HAS(loadError(b), "the precision is not a precision");
 }
 
 TEST(ShapeRanges, ContainerWithoutRanges_n) {
-  auto b = withHeader(containerBytes(),
-                      [](std::string& h) { replaceIn(h, "\"ranges\"", "\"rangez\""); });
+  auto b = withContainerHeader(containerBytes(),
+                               [](std::string& h) { replaceIn(h, "\"ranges\"", "\"rangez\""); });
   EXPECT_HAS(loadError(b), "the header has no shape ranges");
 }
 
@@ -504,42 +535,35 @@ TEST(ShapeRanges, ContainerSizesThatWrapAround_n) {
   ShapeProfile p1{{"x", Shape{1}}}, p2{{"x", Shape{2}}}, p3{{"x", Shape{3}}};
   auto c = builder::encodeProfileContainer({p1, p2, p3}, {blob, blob, blob});
   ASSERT_TRUE(c.ok());
-  auto b = withHeader(*c, [](std::string& h) {
+  auto b = withContainerHeader(*c, [](std::string& h) {
     replaceIn(h, "\"engine_bytes\":[1,1,1]", "\"engine_bytes\":[3,18446744073709551615,1]");
   });
   EXPECT_HAS(loadError(b), "the sub-engines' sizes add up to more than the payload");
 }
 
 TEST(ShapeRanges, ContainerOfAnotherModel_n) {
-  // The opt engine of another model (other weights: another hash) beside this model.
-  auto e = mustBuild(flattenModel(), rangeConfig());
+  // The opt engine names another model (another hash) than the model beside it.
+  const auto b = containerBytes();
+  auto c = builder::decodeRangeContainer(b.data(), b.size());
+  ASSERT_TRUE(c.ok()) << c.status().toString();
   auto other = mustBuild(flattenModel(9), rangeConfig());
-  ASSERT_TRUE(e && other);
-  const auto* re = dynamic_cast<const runtime::RangeEngine*>(e.get());
-  ASSERT_TRUE(re);
-  builder::RangeSpec spec;
-  spec.ranges = e->shapeRanges();
-  spec.optShapes = e->profiles()[0];
-  spec.outputShapes = {{"y", e->outputs()[0].shape}};
-  spec.build = cpuConfig();
-  // The two engine files: the model of `e`, the opt engine of `other`, taken from the files.
-  auto split = [](const std::vector<uint8_t>& c) {
-    const uint32_t headerLen = bytes::getU32(c.data() + 12);
-    const std::string header(c.begin() + 16, c.begin() + 16 + headerLen);
-    const auto pos = header.find("\"engine_bytes\":[");
-    const size_t first = std::stoul(header.substr(pos + 16));
-    const auto* p = c.data() + 16 + headerLen;
-    return std::make_pair(std::vector<uint8_t>(p, p + first),
-                          std::vector<uint8_t>(p + first, c.data() + c.size() - 4));
-  };
-  const auto mine = split(bytesOf(*e)), theirs = split(bytesOf(*other));
-  auto c = builder::encodeRangeContainer(spec, mine.first, theirs.second);
-  ASSERT_TRUE(c.ok());
-  EXPECT_HAS(loadError(*c), "is not the one the opt engine was built from");
-  // And the right pair loads.
-  auto good = builder::encodeRangeContainer(spec, mine.first, mine.second);
-  ASSERT_TRUE(good.ok());
-  EXPECT_TRUE(Engine::deserialize(good->data(), good->size()).ok());
+  ASSERT_TRUE(other);
+  const std::string mine = "\"model_hash\":\"" + containerHash(b) + "\"";
+  const std::string theirs = "\"model_hash\":\"" + (*other).info().modelHash + "\"";
+  ASSERT_EQ(mine.size(), theirs.size());
+  ASSERT_NE(mine, theirs);
+  std::vector<uint8_t> bad = b;
+  auto* opt = bad.data() + c->opt.first;
+  auto* at = std::search(opt, opt + c->opt.second, mine.begin(), mine.end());
+  ASSERT_NE(at, opt + c->opt.second);
+  std::copy(theirs.begin(), theirs.end(), at);
+  std::vector<uint8_t> optBytes(opt, opt + c->opt.second);
+  test::fixChecksum(optBytes);
+  std::copy(optBytes.begin(), optBytes.end(), opt);
+  test::fixChecksum(bad);
+  EXPECT_HAS(loadError(bad), "is not the one the opt engine was built from");
+  // And the file as written loads.
+  EXPECT_TRUE(Engine::deserialize(b.data(), b.size()).ok());
 }
 
 }  // namespace

@@ -533,13 +533,18 @@ Expected<graph::Graph> importAndOptimize(const std::string& bytes, const Builder
   return g;
 }
 
-std::string fnv1aHex(const void* data, size_t size) {
+uint64_t fnv1a64(const void* data, size_t size) {
   uint64_t h = 1469598103934665603ull;
   const auto* p = static_cast<const uint8_t*>(data);
   for (size_t i = 0; i < size; ++i) {
     h ^= p[i];
     h *= 1099511628211ull;
   }
+  return h;
+}
+
+std::string fnv1aHex(const void* data, size_t size) {
+  const uint64_t h = fnv1a64(data, size);
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;

@@ -22,15 +22,17 @@ bool isContainer(const ContainerKind& kind, const void* data, size_t size) {
 }
 
 Expected<std::vector<uint8_t>> encodeContainer(const ContainerKind& kind, nlohmann::json header,
-                                               const std::vector<std::vector<uint8_t>>& blobs) {
+                                               const std::vector<std::vector<uint8_t>>& blobs,
+                                               const std::vector<uint8_t>& weights) {
   header["sdk_version"] = sdkVersion();
   nlohmann::json sizes = nlohmann::json::array();
-  uint64_t payload = 0;
+  uint64_t payload = weights.size();
   for (const auto& b : blobs) {
     sizes.push_back(b.size());
     payload += b.size();
   }
   header["engine_bytes"] = std::move(sizes);
+  header["weights_bytes"] = weights.size();
   header["payload_bytes"] = payload;
   const std::string text = header.dump();
   if (text.size() > UINT32_MAX)
@@ -43,6 +45,7 @@ Expected<std::vector<uint8_t>> encodeContainer(const ContainerKind& kind, nlohma
   putU32(out, static_cast<uint32_t>(text.size()));
   out.insert(out.end(), text.begin(), text.end());
   for (const auto& b : blobs) out.insert(out.end(), b.begin(), b.end());
+  out.insert(out.end(), weights.begin(), weights.end());
   putU32(out, crc32Of(out.data(), out.size()));
   return out;
 }
@@ -53,10 +56,10 @@ Expected<DecodedContainer> decodeContainer(const ContainerKind& kind, const void
   if (size < 20) return corrupt(kind, "the file is truncated (" + std::to_string(size) + " bytes)");
   if (!isContainer(kind, data, size)) return corrupt(kind, "bad magic bytes");
   const uint32_t version = getU32(p + 8);
-  if (version != kind.version)
+  if (version < 1 || version > kind.version)
     return Status(ErrorCode::kVersionMismatch,
                   std::string(kind.name) + ": container version " + std::to_string(version) +
-                      ", but this SDK (" + sdkVersion() + ") reads version " +
+                      ", but this SDK (" + sdkVersion() + ") reads versions 1 to " +
                       std::to_string(kind.version) + ": rebuild the engine");
   const uint32_t headerLen = getU32(p + 12);
   if (static_cast<uint64_t>(headerLen) + 20 > size)
@@ -96,6 +99,18 @@ Expected<DecodedContainer> decodeContainer(const ContainerKind& kind, const void
   if (payload->get<uint64_t>() != payloadLen)
     return corrupt(kind, "the payload is " + std::to_string(payloadLen) +
                              " bytes, the header says " + std::to_string(payload->get<uint64_t>()));
+  uint64_t weightsLen = 0;
+  if (version >= 2) {
+    const auto w = h.find("weights_bytes");
+    if (w == h.end() || !w->is_number_unsigned())
+      return corrupt(kind, "the header has no size of the weights pool");
+    weightsLen = w->get<uint64_t>();
+    if (weightsLen > payloadLen)
+      return corrupt(kind, "the weights pool (" + std::to_string(weightsLen) +
+                               " bytes) is larger than the payload (" + std::to_string(payloadLen) +
+                               ")");
+  }
+  const uint64_t enginesLen = payloadLen - weightsLen;
   DecodedContainer d;
   size_t offset = 16 + headerLen;
   uint64_t sum = 0;
@@ -104,16 +119,18 @@ Expected<DecodedContainer> decodeContainer(const ContainerKind& kind, const void
     if (!s.is_number_unsigned())
       return corrupt(kind, "the size of sub-engine " + std::to_string(i) + " is not a number");
     const uint64_t n = s.get<uint64_t>();
-    if (n > payloadLen - sum)  // (sum <= payloadLen here: no wrap-around)
+    if (n > enginesLen - sum)  // (sum <= enginesLen here: no wrap-around)
       return corrupt(kind, "the sub-engines' sizes add up to more than the payload (" +
-                               std::to_string(payloadLen) + " bytes)");
+                               std::to_string(enginesLen) + " bytes without the weights)");
     sum += n;
     d.blobs.emplace_back(offset, static_cast<size_t>(n));
     offset += static_cast<size_t>(n);
   }
-  if (sum != payloadLen)
+  if (sum != enginesLen)
     return corrupt(kind, "the sub-engines' sizes add up to " + std::to_string(sum) +
-                             " bytes, the payload is " + std::to_string(payloadLen));
+                             " bytes, the payload is " + std::to_string(enginesLen) +
+                             " without the weights");
+  d.weights = {offset, static_cast<size_t>(weightsLen)};
   d.header = std::move(h);
   return d;
 }

@@ -70,13 +70,64 @@ void valueInfoToProto(const graph::Value& v, onnx::ValueInfoProto* p) {
   }
 }
 
-Status graphFromProto(const onnx::ModelProto& m, graph::Graph* g) {
+bool inWeightPool(const onnx::TensorProto& p) {
+  if (p.data_location() != onnx::TensorProto::EXTERNAL) return false;
+  for (const auto& kv : p.external_data())
+    if (kv.key() == "location") return kv.value() == kWeightPoolLocation;
+  return false;
+}
+
+/// An initializer held in the container's weights pool: a view of its host copy.
+Expected<Tensor> tensorFromPool(const onnx::TensorProto& p, const SharedWeights* weights) {
+  const std::string what = "initializer '" + p.name() + "'";
+  if (!weights)
+    return Status(ErrorCode::kCorruptFile,
+                  what +
+                      " is held in the weights of a container file (an engine with shape "
+                      "profiles or ranges), but this engine was read on its own: load the "
+                      "whole file it came from");
+  const DataType dtype = onnx_import::dataTypeFromOnnx(p.data_type());
+  if (dtype == DataType::kUndefined)
+    return Status(ErrorCode::kCorruptFile, what + " has an element type the pool cannot hold");
+  std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
+  for (int64_t d : dims)
+    if (d < 0 || d > (int64_t{1} << 40))
+      return Status(ErrorCode::kCorruptFile, what + " has a bad dim " + std::to_string(d));
+  const Shape shape(std::move(dims));
+  uint64_t offset = UINT64_MAX, length = UINT64_MAX;
+  for (const auto& kv : p.external_data()) {
+    uint64_t* field = kv.key() == "offset" ? &offset : kv.key() == "length" ? &length : nullptr;
+    if (!field) continue;
+    const std::string& v = kv.value();
+    if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos)
+      return Status(ErrorCode::kCorruptFile,
+                    what + ": pool " + kv.key() + " '" + v + "' is not a number");
+    *field = std::stoull(v);
+  }
+  const uint64_t bytes = static_cast<uint64_t>(shape.numel()) * dataTypeSize(dtype);
+  if (offset == UINT64_MAX || length != bytes)
+    return Status(ErrorCode::kCorruptFile, what +
+                                               ": its pool reference gives no offset, or a "
+                                               "length other than the " +
+                                               std::to_string(bytes) + " bytes its shape needs");
+  if (offset % kWeightPoolAlignment != 0 || offset > weights->size ||
+      bytes > weights->size - offset)
+    return Status(ErrorCode::kCorruptFile,
+                  what + ": " + std::to_string(bytes) + " bytes at offset " +
+                      std::to_string(offset) + " lie outside the container's weights (" +
+                      std::to_string(weights->size) + " bytes) or off their alignment");
+  return Tensor::fromStorage(weights->storage, dtype, shape, static_cast<size_t>(offset));
+}
+
+Status graphFromProto(const onnx::ModelProto& m, const SharedWeights* weights, graph::Graph* g) {
   const auto& gp = m.graph();
   g->name = gp.name();
   for (const auto& op : m.opset_import())
     if (op.domain().empty()) g->opset = op.version();
   for (const auto& init : gp.initializer()) {
-    EI_ASSIGN_OR_RETURN(Tensor t, onnx_import::tensorFromProto(init, "", INT64_MAX));
+    EI_ASSIGN_OR_RETURN(Tensor t, inWeightPool(init)
+                                      ? tensorFromPool(init, weights)
+                                      : onnx_import::tensorFromProto(init, "", INT64_MAX));
     graph::Value& v = g->value(init.name());
     v.dtype = t.dtype();
     v.shape = t.shape();
@@ -112,6 +163,71 @@ Status graphFromProto(const onnx::ModelProto& m, graph::Graph* g) {
     g->nodes.push_back(std::move(n));
   }
   for (const auto& out : gp.output()) g->outputs.push_back(out.name());
+  return Status::Ok();
+}
+
+/// The engine file of header `h` and `payload`.
+std::vector<uint8_t> frameEngine(const nlohmann::json& h, const std::string& payload) {
+  const std::string header = h.dump();
+  // Sized once and filled with memcpy (GCC 12 misreads a chain of vector inserts here as an
+  // overflow).
+  std::vector<uint8_t> out(8);
+  std::memcpy(out.data(), kMagic, 8);
+  putU32(out, kEngineFormatVersion);
+  putU32(out, static_cast<uint32_t>(header.size()));
+  out.resize(16 + header.size() + payload.size());
+  std::memcpy(out.data() + 16, header.data(), header.size());
+  if (!payload.empty())
+    std::memcpy(out.data() + 16 + header.size(), payload.data(), payload.size());
+  putU32(out, crc32Of(out.data(), out.size()));
+  return out;
+}
+
+/// An engine file's parts, its framing checked: size, magic, version, checksum, header JSON,
+/// payload length.
+struct EngineFrame {
+  nlohmann::json header;
+  const uint8_t* payload = nullptr;
+  size_t payloadLen = 0;
+};
+
+Expected<EngineFrame> readFrame(const void* data, size_t size) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (size < 20)
+    return Status(ErrorCode::kCorruptFile,
+                  "the engine is truncated (" + std::to_string(size) + " bytes)");
+  if (std::memcmp(p, kMagic, 8) != 0)
+    return Status(ErrorCode::kCorruptFile, "not an EdgeInfer engine (bad magic bytes)");
+  const uint32_t version = getU32(p + 8);
+  if (version != kEngineFormatVersion)
+    return Status(ErrorCode::kVersionMismatch,
+                  "engine format version " + std::to_string(version) + ", but this SDK (" +
+                      sdkVersion() + ") reads version " + std::to_string(kEngineFormatVersion) +
+                      ": rebuild the engine");
+  const uint32_t headerLen = getU32(p + 12);
+  if (static_cast<uint64_t>(headerLen) + 20 > size)
+    return Status(ErrorCode::kCorruptFile, "the engine is truncated (header runs past the end)");
+  const uint32_t stored = getU32(p + size - 4);
+  if (crc32Of(p, size - 4) != stored)
+    return Status(ErrorCode::kCorruptFile,
+                  "checksum mismatch: the engine file is damaged or truncated");
+  const std::string headerText(reinterpret_cast<const char*>(p + 16), headerLen);
+  EngineFrame f;
+  f.header = nlohmann::json::parse(headerText, nullptr, /*allow_exceptions=*/false);
+  if (f.header.is_discarded() || !f.header.is_object())
+    return Status(ErrorCode::kCorruptFile, "the engine header is not valid JSON");
+  f.payload = p + 16 + headerLen;
+  f.payloadLen = size - 4 - 16 - headerLen;
+  auto pl = f.header.find("payload_bytes");
+  if (pl == f.header.end() || !pl->is_number_unsigned() || pl->get<uint64_t>() != f.payloadLen)
+    return Status(ErrorCode::kCorruptFile, "the engine payload length does not match its header");
+  return f;
+}
+
+Status parsePayload(const EngineFrame& f, onnx::ModelProto* m) {
+  if (f.payloadLen > static_cast<size_t>(INT32_MAX) ||
+      !m->ParseFromArray(f.payload, static_cast<int>(f.payloadLen)))
+    return Status(ErrorCode::kCorruptFile, "the engine payload cannot be parsed");
   return Status::Ok();
 }
 
@@ -177,44 +293,12 @@ Expected<std::vector<uint8_t>> encodeEngine(const graph::Graph& g, const EngineI
       return Status(ErrorCode::kInternal, "the engine plan is not a JSON object");
     h["plan"] = std::move(pj);
   }
-  const std::string header = h.dump();
-
-  std::vector<uint8_t> out;
-  out.reserve(16 + header.size() + payload.size() + 4);
-  out.insert(out.end(), kMagic, kMagic + 8);
-  putU32(out, kEngineFormatVersion);
-  putU32(out, static_cast<uint32_t>(header.size()));
-  out.insert(out.end(), header.begin(), header.end());
-  out.insert(out.end(), payload.begin(), payload.end());
-  putU32(out, crc32Of(out.data(), out.size()));
-  return out;
+  return frameEngine(h, payload);
 }
 
-Expected<DecodedEngine> decodeEngine(const void* data, size_t size) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  if (size < 20)
-    return Status(ErrorCode::kCorruptFile,
-                  "the engine is truncated (" + std::to_string(size) + " bytes)");
-  if (std::memcmp(p, kMagic, 8) != 0)
-    return Status(ErrorCode::kCorruptFile, "not an EdgeInfer engine (bad magic bytes)");
-  const uint32_t version = getU32(p + 8);
-  if (version != kEngineFormatVersion)
-    return Status(ErrorCode::kVersionMismatch,
-                  "engine format version " + std::to_string(version) + ", but this SDK (" +
-                      sdkVersion() + ") reads version " + std::to_string(kEngineFormatVersion) +
-                      ": rebuild the engine");
-  const uint32_t headerLen = getU32(p + 12);
-  if (static_cast<uint64_t>(headerLen) + 20 > size)
-    return Status(ErrorCode::kCorruptFile, "the engine is truncated (header runs past the end)");
-  const uint32_t stored = getU32(p + size - 4);
-  if (crc32Of(p, size - 4) != stored)
-    return Status(ErrorCode::kCorruptFile,
-                  "checksum mismatch: the engine file is damaged or truncated");
-  const std::string headerText(reinterpret_cast<const char*>(p + 16), headerLen);
-  nlohmann::json h = nlohmann::json::parse(headerText, nullptr, /*allow_exceptions=*/false);
-  if (h.is_discarded() || !h.is_object())
-    return Status(ErrorCode::kCorruptFile, "the engine header is not valid JSON");
-
+Expected<DecodedEngine> decodeEngine(const void* data, size_t size, const SharedWeights* weights) {
+  EI_ASSIGN_OR_RETURN(EngineFrame f, readFrame(data, size));
+  const nlohmann::json& h = f.header;
   DecodedEngine d;
   auto str = [&](const char* key) {
     auto it = h.find(key);
@@ -255,15 +339,9 @@ Expected<DecodedEngine> decodeEngine(const void* data, size_t size) {
                                                   d.info.deviceKey + "' but this device is '" +
                                                   here + "': rebuild it here");
 
-  const size_t payloadLen = size - 4 - 16 - headerLen;
-  auto pl = h.find("payload_bytes");
-  if (pl == h.end() || !pl->is_number_unsigned() || pl->get<uint64_t>() != payloadLen)
-    return Status(ErrorCode::kCorruptFile, "the engine payload length does not match its header");
   onnx::ModelProto m;
-  if (payloadLen > static_cast<size_t>(INT32_MAX) ||
-      !m.ParseFromArray(p + 16 + headerLen, static_cast<int>(payloadLen)))
-    return Status(ErrorCode::kCorruptFile, "the engine payload cannot be parsed");
-  EI_RETURN_IF_ERROR(graphFromProto(m, &d.graph).withContext("engine payload"));
+  EI_RETURN_IF_ERROR(parsePayload(f, &m));
+  EI_RETURN_IF_ERROR(graphFromProto(m, weights, &d.graph).withContext("engine payload"));
   EI_RETURN_IF_ERROR(d.graph.topologicalSort().withContext("engine payload"));
   EI_RETURN_IF_ERROR(graph::inferShapes(d.graph).withContext("engine payload"));
   if (auto pit = h.find("plan"); pit != h.end()) {
@@ -274,6 +352,36 @@ Expected<DecodedEngine> decodeEngine(const void* data, size_t size) {
     return Status(ErrorCode::kCorruptFile, "the GPU engine has no plan in its header");
   }
   return d;
+}
+
+Expected<std::vector<uint8_t>> moveWeightsToPool(const std::vector<uint8_t>& engine,
+                                                 WeightPool& pool) {
+  EI_ASSIGN_OR_RETURN(EngineFrame f, readFrame(engine.data(), engine.size()));
+  onnx::ModelProto m;
+  EI_RETURN_IF_ERROR(parsePayload(f, &m));
+  for (auto& init : *m.mutable_graph()->mutable_initializer()) {
+    if (init.data_location() == onnx::TensorProto::EXTERNAL || !init.has_raw_data() ||
+        init.raw_data().size() < kMinPooledBytes)
+      continue;
+    const std::string& raw = init.raw_data();
+    const uint64_t offset = pool.add(raw.data(), raw.size());
+    const size_t length = raw.size();
+    init.clear_raw_data();
+    init.set_data_location(onnx::TensorProto::EXTERNAL);
+    for (const auto& [key, value] :
+         {std::pair<const char*, std::string>{"location", kWeightPoolLocation},
+          {"offset", std::to_string(offset)},
+          {"length", std::to_string(length)}}) {
+      auto* kv = init.add_external_data();
+      kv->set_key(key);
+      kv->set_value(value);
+    }
+  }
+  std::string payload;
+  if (!m.SerializeToString(&payload))
+    return Status(ErrorCode::kInternal, "serialising the engine graph failed");
+  f.header["payload_bytes"] = payload.size();
+  return frameEngine(f.header, payload);
 }
 
 }  // namespace edgeinfer::builder

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "builder/weight_pool.h"
 #include "edgeinfer/engine.h"
 #include "graph/graph.h"
 
@@ -35,10 +36,22 @@ struct DecodedEngine {
 /// `plan`: JSON text of the backend's execution plan ("" for none).
 Expected<std::vector<uint8_t>> encodeEngine(const graph::Graph& g, const EngineInfo& info,
                                             const std::string& plan = "");
-Expected<DecodedEngine> decodeEngine(const void* data, size_t size);
+/// `weights`: the pool of the container the engine is part of (weight_pool.h), which its
+/// initializers may refer to; nullptr for an engine file of its own, where such a reference is
+/// kCorruptFile.
+Expected<DecodedEngine> decodeEngine(const void* data, size_t size,
+                                     const SharedWeights* weights = nullptr);
+
+/// `engine` (an encoded engine) with every initializer of at least kMinPooledBytes moved into
+/// `pool` and referred to from there (for a container file: weight_pool.h). Checks the
+/// engine's checksum first (kCorruptFile).
+Expected<std::vector<uint8_t>> moveWeightsToPool(const std::vector<uint8_t>& engine,
+                                                 WeightPool& pool);
 
 /// EngineInfo::modelHash of model bytes (64-bit FNV-1a, hex).
 std::string fnv1aHex(const void* data, size_t size);
+/// The same hash as a number.
+uint64_t fnv1a64(const void* data, size_t size);
 
 /// The key of the device this process would build for with `backend`.
 std::string currentDeviceKey(Backend backend);

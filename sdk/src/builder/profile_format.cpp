@@ -18,12 +18,13 @@ bool isProfileContainer(const void* data, size_t size) {
 }
 
 Expected<std::vector<uint8_t>> encodeProfileContainer(
-    const std::vector<ShapeProfile>& profiles, const std::vector<std::vector<uint8_t>>& engines) {
+    const std::vector<ShapeProfile>& profiles, const std::vector<std::vector<uint8_t>>& engines,
+    const std::vector<uint8_t>& weights) {
   nlohmann::json h = nlohmann::json::object();
   nlohmann::json pj = nlohmann::json::array();
   for (const auto& p : profiles) pj.push_back(shapesToJson(p));
   h["profiles"] = std::move(pj);
-  return encodeContainer(kKind, std::move(h), engines);
+  return encodeContainer(kKind, std::move(h), engines, weights);
 }
 
 Expected<DecodedProfileContainer> decodeProfileContainer(const void* data, size_t size) {
@@ -44,6 +45,7 @@ Expected<DecodedProfileContainer> decodeProfileContainer(const void* data, size_
     d.profiles.push_back(std::move(p));
   }
   d.engines = std::move(c.blobs);
+  d.weights = c.weights;
   return d;
 }
 

@@ -84,7 +84,8 @@ Status checkShapeRanges(const ShapeRanges& ranges, ErrorCode code) {
 
 Expected<std::vector<uint8_t>> encodeRangeContainer(const RangeSpec& spec,
                                                     const std::vector<uint8_t>& source,
-                                                    const std::vector<uint8_t>& opt) {
+                                                    const std::vector<uint8_t>& opt,
+                                                    const std::vector<uint8_t>& weights) {
   nlohmann::json h = nlohmann::json::object();
   nlohmann::json ranges = nlohmann::json::object();
   for (const auto& [name, r] : spec.ranges)
@@ -107,7 +108,7 @@ Expected<std::vector<uint8_t>> encodeRangeContainer(const RangeSpec& spec,
   b["layer_precision"] = std::move(lp);
   h["build"] = std::move(b);
   h["tactics"] = spec.tactics;
-  return encodeContainer(kKind, std::move(h), {source, opt});
+  return encodeContainer(kKind, std::move(h), {source, opt}, weights);
 }
 
 Expected<DecodedRangeContainer> decodeRangeContainer(const void* data, size_t size) {
@@ -119,6 +120,7 @@ Expected<DecodedRangeContainer> decodeRangeContainer(const void* data, size_t si
   DecodedRangeContainer d;
   d.source = c.blobs[0];
   d.opt = c.blobs[1];
+  d.weights = c.weights;
 
   const auto ranges = h.find("ranges");
   if (ranges == h.end() || !ranges->is_object() || ranges->empty())

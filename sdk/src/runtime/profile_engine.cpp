@@ -184,21 +184,25 @@ Expected<std::unique_ptr<ExecutionContext>> ProfileEngine::createExecutionContex
 
 Expected<std::vector<uint8_t>> ProfileEngine::serialize() const {
   std::vector<std::vector<uint8_t>> blobs;
+  builder::WeightPool pool;
   for (size_t i = 0; i < engines_.size(); ++i) {
     auto b = engines_[i]->serialize();
+    if (b.ok()) b = builder::moveWeightsToPool(*b, pool);
     if (!b.ok()) return b.status().withContext("shape profile " + std::to_string(i));
     blobs.push_back(std::move(b).value());
   }
-  return builder::encodeProfileContainer(profiles_, blobs);
+  return builder::encodeProfileContainer(profiles_, blobs, pool.bytes());
 }
 
 Expected<std::unique_ptr<Engine>> loadProfileEngine(const void* data, size_t size) {
   EI_ASSIGN_OR_RETURN(builder::DecodedProfileContainer c,
                       builder::decodeProfileContainer(data, size));
   const auto* bytes = static_cast<const uint8_t*>(data);
+  EI_ASSIGN_OR_RETURN(builder::SharedWeights weights,
+                      builder::SharedWeights::copyOf(bytes + c.weights.first, c.weights.second));
   std::vector<builder::DecodedEngine> parts;
   for (size_t i = 0; i < c.engines.size(); ++i) {
-    auto d = builder::decodeEngine(bytes + c.engines[i].first, c.engines[i].second);
+    auto d = builder::decodeEngine(bytes + c.engines[i].first, c.engines[i].second, &weights);
     if (!d.ok())
       return d.status().withContext("engine with shape profiles: sub-engine " + std::to_string(i));
     parts.push_back(std::move(d).value());

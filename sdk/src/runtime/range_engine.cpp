@@ -173,18 +173,24 @@ Expected<std::vector<uint8_t>> RangeEngine::serialize() const {
   sourceInfo.deviceKey = builder::currentDeviceKey(Backend::kCpu);
   sourceInfo.modelName = source_.name;
   sourceInfo.modelHash = info().modelHash;
-  EI_ASSIGN_OR_RETURN(std::vector<uint8_t> source, builder::encodeEngine(source_, sourceInfo));
+  builder::WeightPool pool;
+  auto source = builder::encodeEngine(source_, sourceInfo);
+  if (source.ok()) source = builder::moveWeightsToPool(*source, pool);
+  if (!source.ok()) return source.status().withContext("engine with shape ranges: the model");
   auto opt = opt_->serialize();
+  if (opt.ok()) opt = builder::moveWeightsToPool(*opt, pool);
   if (!opt.ok()) return opt.status().withContext("engine with shape ranges: the opt engine");
-  return builder::encodeRangeContainer(spec_, source, *opt);
+  return builder::encodeRangeContainer(spec_, *source, *opt, pool.bytes());
 }
 
 Expected<std::unique_ptr<Engine>> loadRangeEngine(const void* data, size_t size) {
   EI_ASSIGN_OR_RETURN(builder::DecodedRangeContainer c, builder::decodeRangeContainer(data, size));
   const auto* bytes = static_cast<const uint8_t*>(data);
-  auto source = builder::decodeEngine(bytes + c.source.first, c.source.second);
+  EI_ASSIGN_OR_RETURN(builder::SharedWeights weights,
+                      builder::SharedWeights::copyOf(bytes + c.weights.first, c.weights.second));
+  auto source = builder::decodeEngine(bytes + c.source.first, c.source.second, &weights);
   if (!source.ok()) return source.status().withContext("engine with shape ranges: the model");
-  auto opt = builder::decodeEngine(bytes + c.opt.first, c.opt.second);
+  auto opt = builder::decodeEngine(bytes + c.opt.first, c.opt.second, &weights);
   if (!opt.ok()) return opt.status().withContext("engine with shape ranges: the opt engine");
   if (source->info.modelHash != opt->info.modelHash)
     return Status(ErrorCode::kCorruptFile, "engine with shape ranges: the model (hash " +

@@ -1,0 +1,34 @@
+// Helpers for the tests of the SDK's container files (engines with shape profiles or ranges,
+// builder/container_format.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/byte_io.h"
+
+namespace edgeinfer::test {
+
+/// Container bytes `b` with the header's JSON text rewritten by `edit` and the checksum fixed.
+inline std::vector<uint8_t> withContainerHeader(const std::vector<uint8_t>& b,
+                                                const std::function<void(std::string&)>& edit) {
+  const uint32_t headerLen = bytes::getU32(b.data() + 12);
+  std::string header(b.begin() + 16, b.begin() + 16 + headerLen);
+  edit(header);
+  std::vector<uint8_t> out(b.begin(), b.begin() + 12);
+  bytes::putU32(out, static_cast<uint32_t>(header.size()));
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), b.begin() + 16 + headerLen, b.end() - 4);
+  bytes::putU32(out, bytes::crc32Of(out.data(), out.size()));
+  return out;
+}
+
+/// `b` with its last 4 bytes replaced by the CRC-32 of the others.
+inline void fixChecksum(std::vector<uint8_t>& b) {
+  b.resize(b.size() - 4);
+  bytes::putU32(b, bytes::crc32Of(b.data(), b.size()));
+}
+
+}  // namespace edgeinfer::test
