@@ -11,6 +11,8 @@
 
 #ifdef EDGEINFER_HAVE_CUDA
 
+#include <cmath>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <string>
@@ -22,6 +24,7 @@ namespace edgeinfer {
 namespace {
 
 using graph::Attribute;
+using test::floatScalar;
 using test::ids;
 using test::intTensor;
 using test::LayerCase;
@@ -242,7 +245,7 @@ TEST(CudaPad, EveryMode) {
       LayerCase c("Pad");
       c.attr("mode", Attribute::String(mode));
       c.input(randomHalfExact(pc.x, seed++)).constant(intTensor(DataType::kInt64, pc.pads));
-      if (std::string(mode) == "constant") c.constant(test::floatScalar(1.5f));
+      if (std::string(mode) == "constant") c.constant(floatScalar(1.5f));
       c.check(ids("pad", kFloat, pc.x.rank() == 4 ? kBoth : std::vector<std::string>{"linear"}), 0,
               0);
     }
@@ -411,6 +414,96 @@ TEST(CudaTrilu, UpperLowerAndDiagonals) {
   LayerCase c("Trilu");  // no k: the main diagonal
   c.input(randomInts(Shape{4, 4}, DataType::kInt64, seed++));
   c.check({"cuda.trilu.i64.linear"}, 0, 0);
+}
+
+// ---- Identity, Dropout (what the graph passes could not remove) -------------------------------
+
+TEST(CudaIdentity, CopiesEveryTypeAndLayout) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 1840;
+  for (const Shape& x : {Shape{5, 7}, Shape{2, 3, 4, 5}, Shape{13}}) {
+    LayerCase c("Identity");
+    c.input(randomHalfExact(x, seed++));
+    c.check(ids("identity", kFloat, x.rank() == 4 ? kBoth : std::vector<std::string>{"linear"}), 0,
+            0);
+  }
+  LayerCase i64("Identity");
+  i64.input(randomInts(Shape{3, 4}, DataType::kInt64, seed++));
+  i64.check({"cuda.identity.i64.linear"}, 0, 0);
+  // Dropout at inference: the ratio and a constant false training mode are consumed.
+  LayerCase d("Dropout");
+  d.input(randomHalfExact(Shape{4, 6}, seed++))
+      .constant(floatScalar(0.3f))
+      .constant(Tensor::zeros(DataType::kBool, Shape{}));
+  d.check(ids("identity", kFloat, {"linear"}), 0, 0);
+}
+
+// ---- EyeLike, OneHot ------------------------------------------------------------------------
+
+TEST(CudaEyeLike, DiagonalsAndOutputTypes) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 1850;
+  struct Case {
+    int64_t dtype;  // ONNX element type of the output; 0: the input's
+    std::vector<std::string> storages;
+  };
+  for (const Case& oc :
+       {Case{0, kFloat}, Case{7, {"i64"}}, Case{6, {"i32"}}, Case{9, {"bool"}}, Case{3, {"i8"}}}) {
+    for (int64_t k : {-3, 0, 2, 9}) {
+      for (const Shape& x : {Shape{5, 7}, Shape{6, 3}, Shape{1, 1}}) {
+        LayerCase c("EyeLike");
+        c.attr("k", Attribute::Int(k));
+        if (oc.dtype) c.attr("dtype", Attribute::Int(oc.dtype));
+        c.input(randomHalfExact(x, seed++));
+        SCOPED_TRACE("dtype " + std::to_string(oc.dtype) + " k " + std::to_string(k));
+        c.check(ids("eyelike", oc.storages, {"linear"}), 0, 0);
+      }
+    }
+  }
+  LayerCase c("EyeLike");  // an integer input, a float output
+  c.attr("dtype", Attribute::Int(1));
+  c.input(randomInts(Shape{4, 9}, DataType::kInt32, seed++));
+  c.check(ids("eyelike", kFloat, {"linear"}), 0, 0);
+}
+
+TEST(CudaOneHot, AxesIndexTypesAndOutOfRange) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 1870;
+  const int64_t depth = 6;
+  for (int64_t axis : {-1, 0, 1}) {
+    for (DataType it : {DataType::kInt64, DataType::kInt32, DataType::kFloat32}) {
+      for (bool constantValues : {true, false}) {
+        // Indices from -8 to 8: negative ones count from the end, -7 and below and 6 and above
+        // are out of range (their rows stay off).
+        Tensor idx = it == DataType::kFloat32 ? Tensor::zeros(it, Shape{3, 5})
+                                              : randomInts(Shape{3, 5}, it, seed++, -8, 8);
+        if (it == DataType::kFloat32) {
+          const float v[] = {-8.f, -6.5f, -1.f, 0.f,  0.9f, 2.5f,  5.f,  5.99f,
+                             6.f,  7.f,   NAN,  -0.f, 3.f,  1e20f, -3.2f};
+          std::copy(std::begin(v), std::end(v), idx.data<float>());
+        }
+        LayerCase c("OneHot");
+        c.attr("axis", Attribute::Int(axis));
+        c.input(idx).constant(intTensor(DataType::kInt64, {depth}, nullptr));
+        Tensor values = Tensor::zeros(DataType::kFloat32, Shape{2});
+        values.data<float>()[0] = -0.5f;
+        values.data<float>()[1] = 3.25f;
+        if (constantValues)
+          c.constant(values);
+        else
+          c.input(values);
+        SCOPED_TRACE("axis " + std::to_string(axis));
+        c.check(ids("onehot", kFloat, {"linear"}), 0, 0);
+      }
+    }
+  }
+  // Integer values, a 3-D index tensor: a 4-D output.
+  LayerCase c("OneHot");
+  c.attr("axis", Attribute::Int(1));
+  c.input(randomInts(Shape{2, 3, 4}, DataType::kInt64, seed++, -4, 4))
+      .constant(intTensor(DataType::kInt64, {4}, nullptr))
+      .constant(intTensor(DataType::kInt32, {0, 7}, nullptr));
+  c.check(ids("onehot", {"i32"}, {"nchw"}), 0, 0);
 }
 
 // ---- GatherElements -------------------------------------------------------------------------
@@ -632,7 +725,7 @@ TEST(CudaPad, RuntimeValue_n) {
   LayerCase c("Pad");
   c.input(randomHalfExact(Shape{3, 4}, 1))
       .constant(intTensor(DataType::kInt64, {1, 1, 1, 1}))
-      .input(test::floatScalar(2.f));
+      .input(floatScalar(2.f));
   EXPECT_TRUE(c.candidates().empty());
 }
 
@@ -733,6 +826,40 @@ TEST(CudaTrilu, RuntimeK_n) {
   LayerCase c("Trilu");
   c.input(randomHalfExact(Shape{4, 4}, 1)).input(intTensor(DataType::kInt64, {1}));
   EXPECT_TRUE(c.candidates().empty());
+}
+
+TEST(CudaIdentity, DropoutWithARuntimeTrainingMode_n) {
+  // (A constant true training mode is refused by shape inference already.)
+  LayerCase c("Dropout");
+  c.input(randomHalfExact(Shape{4, 6}, 1))
+      .constant(floatScalar(0.3f))
+      .input(Tensor::zeros(DataType::kBool, Shape{}));
+  EXPECT_TRUE(c.candidates().empty());
+}
+
+TEST(CudaOneHot, RuntimeDepth_n) {
+  // A depth computed at run time sizes the output by a value: the CPU runs the layer.
+  LayerCase c("OneHot");
+  c.input(randomInts(Shape{3}, DataType::kInt64, 1, 0, 3))
+      .input(intTensor(DataType::kInt64, {4}))
+      .constant(intTensor(DataType::kInt64, {0, 1}));
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer).ok());
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaOneHot, IndicesOfAnUnreadType_n) {
+  LayerCase c("OneHot");
+  c.input(randomInts(Shape{3}, DataType::kUInt8, 1, 0, 3))
+      .constant(intTensor(DataType::kInt64, {4}))
+      .constant(intTensor(DataType::kInt64, {0, 1}));
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer).ok());
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+  layer.inputTypes[0] = DataType::kInt32;
+  EXPECT_EQ(provider.candidates(layer, Precision::kFp16).size(), 1u);
 }
 
 TEST(CudaGatherElements, FloatIndicesAndConstantOutOfRange_n) {

@@ -463,8 +463,10 @@ TEST(CudaEltwise, UnsupportedOps_n) {
   Tensor x = randomTensor(Shape{1, 3, 2, 2}, 1, 0.1f, 0.9f);
   graph::Graph g;
   EXPECT_TRUE(candidatesFor(makeNode("NonZero", 1), g, {&x}).empty());
-  Tensor m = randomTensor(Shape{3, 4}, 2, 0.1f, 0.9f);
-  EXPECT_TRUE(candidatesFor(makeNode("EyeLike", 1), g, {&m}).empty());
+  Tensor shape = Tensor::zeros(DataType::kInt64, Shape{2});
+  shape.data<int64_t>()[0] = 3;
+  shape.data<int64_t>()[1] = 4;
+  EXPECT_TRUE(candidatesFor(makeNode("ConstantOfShape", 1), g, {&shape}).empty());
 }
 
 TEST(CudaEltwise, BFloat16Trigonometry_n) {

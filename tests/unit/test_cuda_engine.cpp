@@ -439,7 +439,12 @@ TEST(CudaEngine, LayerWithoutGpuKernelFallsBackToTheCpu) {
   TestModel m(13);
   m.input("x", {2, 6});
   m.node("Relu", {"x"}, {"r"}, "relu");
-  m.node("EyeLike", {"r"}, {"c"}, "eye");  // no GPU kernel
+  // A Clip whose bound is computed at run time: no GPU kernel (the GPU's Clip reads constants).
+  auto& mx = m.node("ReduceMax", {"r"}, {"mx"}, "max");
+  TestModel::attr(mx, "keepdims", 0);
+  m.initializer("half", {}, {0.5f});
+  m.node("Mul", {"mx", "half"}, {"bound"}, "bound");
+  m.node("Clip", {"r", "", "bound"}, {"c"}, "clip_rt");
   m.node("Add", {"r", "c"}, {"s"}, "add");
   m.node("Sigmoid", {"s"}, {"y"}, "sigmoid");
   m.output("y");
@@ -460,7 +465,7 @@ TEST(CudaEngine, LayerWithoutGpuKernelFallsBackToTheCpu) {
   strict.allowCpuFallback = false;
   auto refused = build(m, strict);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("eye"), std::string::npos)
+  EXPECT_NE(refused.status().message().find("clip_rt"), std::string::npos)
       << refused.status().toString();
 }
 

@@ -443,6 +443,124 @@ TEST(CudaTyped, MatMulIntegerRuntimeZeroPoint_n) {
   EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
 }
 
+TEST(CudaTyped, ConvInteger) {
+  EI_SKIP_WITHOUT_GPU();
+  struct Case {
+    Shape x, w;
+    DataType tx, tw;
+    int zeroPoints;  // 0: none; 1: per tensor; 2: W's per output channel
+    std::vector<std::pair<std::string, graph::Attribute>> attrs;
+    bool weightsAsInput = false;
+  };
+  using graph::Attribute;
+  const std::vector<Case> cases = {
+      {Shape{1, 3, 7, 9},
+       Shape{4, 3, 3, 3},
+       DataType::kUInt8,
+       DataType::kUInt8,
+       0,
+       {{"pads", Attribute::Ints({1, 1, 1, 1})}}},
+      {Shape{2, 4, 9, 8},
+       Shape{6, 2, 3, 2},
+       DataType::kInt8,
+       DataType::kInt8,
+       2,
+       {{"group", Attribute::Int(2)},
+        {"strides", Attribute::Ints({2, 1})},
+        {"dilations", Attribute::Ints({1, 2})},
+        {"pads", Attribute::Ints({1, 0, 2, 1})}}},
+      {Shape{2, 3, 11},
+       Shape{5, 3, 4},
+       DataType::kUInt8,
+       DataType::kInt8,
+       1,
+       {{"auto_pad", Attribute::String("SAME_UPPER")}},
+       true},
+      {Shape{1, 2, 4, 5, 6},
+       Shape{3, 2, 2, 3, 2},
+       DataType::kInt8,
+       DataType::kUInt8,
+       1,
+       {{"pads", Attribute::Ints({0, 1, 1, 1, 0, 0})}}},
+      {Shape{1, 64, 5, 5}, Shape{8, 64, 3, 3}, DataType::kUInt8, DataType::kUInt8, 2, {}},
+      {Shape{1, 6, 13, 5},
+       Shape{6, 1, 3, 3},
+       DataType::kInt8,
+       DataType::kInt8,
+       1,  // depthwise
+       {{"group", Attribute::Int(6)}, {"pads", Attribute::Ints({1, 1, 1, 1})}}},
+  };
+  const auto range = [](DataType t, int64_t* lo, int64_t* hi) {
+    *lo = t == DataType::kUInt8 ? 0 : -128;
+    *hi = t == DataType::kUInt8 ? 255 : 127;
+  };
+  uint32_t seed = 900;
+  for (const Case& k : cases) {
+    LayerCase c("ConvInteger");
+    for (const auto& [name, a] : k.attrs) c.attr(name, a);
+    int64_t loX, hiX, loW, hiW;
+    range(k.tx, &loX, &hiX);
+    range(k.tw, &loW, &hiW);
+    c.input(randomInts(k.x, k.tx, seed++, loX, hiX));
+    const Tensor w = randomInts(k.w, k.tw, seed++, loW, hiW);
+    if (k.weightsAsInput)
+      c.input(w);
+    else
+      c.constant(w);
+    if (k.zeroPoints > 0) {
+      c.constant(randomInts(Shape{}, k.tx, seed++, loX, hiX));
+      c.constant(randomInts(k.zeroPoints == 2 ? Shape{k.w[0]} : Shape{}, k.tw, seed++, loW, hiW));
+    }
+    SCOPED_TRACE(k.x.toString() + " * " + k.w.toString());
+    c.check({"cuda.intconv." + storage(k.tx) + "-" + storage(k.tw)}, 0, 0);
+  }
+}
+
+TEST(CudaTyped, ConvIntegerRuntimeZeroPoint_n) {
+  // X's zero point computed at run time: the CPU runs the layer.
+  LayerCase c("ConvInteger");
+  c.input(randomInts(Shape{1, 2, 4, 4}, DataType::kUInt8, 1, 0, 255))
+      .constant(randomInts(Shape{3, 2, 3, 3}, DataType::kUInt8, 2, 0, 255))
+      .input(randomInts(Shape{}, DataType::kUInt8, 3, 0, 255));
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer).ok());
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaTyped, ConvIntegerOfFourSpatialDims_n) {
+  // The kernel takes 1 to 3 spatial dims.
+  LayerCase c("ConvInteger");
+  c.input(randomInts(Shape{1, 1, 3, 3, 3, 3}, DataType::kUInt8, 1, 0, 255))
+      .constant(randomInts(Shape{1, 1, 2, 2, 2, 2}, DataType::kUInt8, 2, 0, 255));
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer).ok());
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaTyped, ConvIntegerRuntimeWeightZeroPoints_n) {
+  // W's zero points computed at run time: the CPU runs the layer.
+  LayerCase c("ConvInteger");
+  c.input(randomInts(Shape{1, 2, 4, 4}, DataType::kInt8, 1, -128, 127))
+      .constant(randomInts(Shape{3, 2, 3, 3}, DataType::kInt8, 2, -128, 127))
+      .constant(randomInts(Shape{}, DataType::kInt8, 3, -128, 127))
+      .input(randomInts(Shape{3}, DataType::kInt8, 4, -128, 127));
+  builder::LayerContext layer;
+  ASSERT_TRUE(c.layer(&layer).ok());
+  cuda::CudaKernelProvider provider;
+  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+  // The same layer with constant zero points is the GPU's.
+  LayerCase k("ConvInteger");
+  k.input(randomInts(Shape{1, 2, 4, 4}, DataType::kInt8, 1, -128, 127))
+      .constant(randomInts(Shape{3, 2, 3, 3}, DataType::kInt8, 2, -128, 127))
+      .constant(randomInts(Shape{}, DataType::kInt8, 3, -128, 127))
+      .constant(randomInts(Shape{3}, DataType::kInt8, 4, -128, 127));
+  builder::LayerContext constants;
+  ASSERT_TRUE(k.layer(&constants).ok());
+  EXPECT_EQ(provider.candidates(constants, Precision::kFp16).size(), 1u);
+}
+
 TEST(CudaTyped, MinOfThreeIntegers_n) {
   // Min and Max of three or more inputs: not these kernels' (they take two).
   LayerCase c("Min");

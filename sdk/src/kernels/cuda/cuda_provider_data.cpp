@@ -1,6 +1,7 @@
-// The `cuda` provider's data-movement (Concat, Transpose, Slice, Expand, Pad, Gather, GatherND),
-// Resize and Reduce families: which layers the kernels support, and the tactics that plan
-// (initialize) and enqueue them. Kernels: data_movement.cu, resize.cu, reduce.cu. Host code.
+// The `cuda` provider's data-movement (Concat, Transpose, Slice, Expand, Pad, Gather, GatherND,
+// EyeLike, OneHot, ...), Resize and Reduce families: which layers the kernels support, and the
+// tactics that plan (initialize) and enqueue them. Kernels: data_movement.cu, resize.cu, reduce.cu.
+// Host code.
 //
 // Data movement copies bytes, so float tensors get an FP16 and an FP32 tactic (the builder
 // times both) and int32/int64 tensors one tactic of their own type ("i32"/"i64"). Constant
@@ -205,6 +206,28 @@ bool slicePlan(const LayerContext& layer, DataType storage, bool nhwc, StridedCo
   for (size_t a = 0; a < rank; ++a)
     if (!seen[a] && y[a] != x[a]) return false;
   *p = copyPlan(storage, y, strides, base, nhwc);
+  return true;
+}
+
+// ---- Identity --------------------------------------------------------------------------------
+
+/// Identity (and an inference-mode Dropout whose mask nothing reads) where the graph passes
+/// could not remove it: a graph input, a constant or another output copied to an output.
+bool identityPlan(const LayerContext& layer, DataType storage, bool nhwc, StridedCopyPlan* p) {
+  const Shape& x = layer.inputShapes[0];
+  const Shape& y = layer.outputShapes[0];
+  const graph::Node& n = *layer.node;
+  if (x != y || x.rank() > static_cast<size_t>(kMoveMaxDims)) return false;
+  if (n.opType == "Dropout") {
+    // Only inference mode copies (a training mode computed at run time may drop values); a
+    // read mask is a second output.
+    if (layer.inputShapes.size() > 2 && layer.hasInput(2)) {
+      const Tensor* training = layer.constantInput(2);
+      if (!training || training->numel() != 1 || training->getAsDouble(0) != 0.0) return false;
+    }
+    if (n.outputs.size() > 1 && !n.outputs[1].empty()) return false;
+  }
+  *p = copyPlan(storage, y, storageStrides(x, nhwc), 0, nhwc);
   return true;
 }
 
@@ -656,6 +679,109 @@ class TriluTactic final : public CudaTactic {
   TriluPlan plan_;
 };
 
+// ---- EyeLike, OneHot -------------------------------------------------------------------------
+
+/// The bits of 1 in storage type `t` (little-endian, in the low bytes).
+uint64_t oneBits(DataType t) {
+  uint64_t bits = 0;
+  if (t == DataType::kFloat32) {
+    const float f = 1.f;
+    std::memcpy(&bits, &f, sizeof f);
+  } else if (t == DataType::kFloat16) {
+    bits = floatToHalf(1.f);
+  } else {
+    bits = 1;  // every integer type, bool
+  }
+  return bits;
+}
+
+bool eyeLikePlan(const LayerContext& layer, DataType storage, EyeLikePlan* p) {
+  const Shape& y = layer.outputShapes[0];
+  if (y.rank() != 2 || layer.inputShapes.size() != 1) return false;
+  *p = EyeLikePlan{};
+  p->elemBytes = static_cast<int>(dataTypeSize(storage));
+  p->one = oneBits(storage);
+  p->rows = y[0];
+  p->cols = y[1];
+  p->k = layer.node->attrs.getInt("k", 0);
+  return p->elemBytes <= 8;
+}
+
+/// EyeLike writes its output from the input's shape alone (the input is not read).
+class EyeLikeTactic final : public CudaTactic {
+ public:
+  EyeLikeTactic(DataType t, DataType inputStorage, const LayerContext& layer)
+      : CudaTactic("eyelike", t, Layout::kNCHW, layer) {
+    setInputType(0, inputStorage);
+  }
+  Status initialize(const LayerContext& layer) override {
+    if (!eyeLikePlan(layer, dtype_, &plan_))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 0));
+    return launchEyeLike(plan_, args.outputs[0], maxBlocks_, args.stream);
+  }
+
+ private:
+  EyeLikePlan plan_;
+};
+
+/// OneHot with a constant depth (the output's size depends on it) and indices of a type the
+/// kernel reads; values [off, on] constant or computed.
+bool oneHotPlan(const LayerContext& layer, DataType storage, OneHotPlan* p) {
+  if (layer.inputShapes.size() != 3 || !layer.hasInput(1) || !layer.hasInput(2)) return false;
+  const DataType it = layer.inputTypes[0];
+  if (it != DataType::kInt32 && it != DataType::kInt64 && !isFloatStorage(it)) return false;
+  const Tensor* depth = layer.constantInput(1);
+  if (!depth || depth->numel() != 1) return false;
+  const Shape& idx = layer.inputShapes[0];
+  const Shape& y = layer.outputShapes[0];
+  if (y.rank() != idx.rank() + 1 || layer.inputShapes[2].numel() != 2) return false;
+  int64_t axis = layer.node->attrs.getInt("axis", -1);
+  if (axis < 0) axis += static_cast<int64_t>(y.rank());
+  if (axis < 0 || axis >= static_cast<int64_t>(y.rank())) return false;
+  const size_t a = static_cast<size_t>(axis);
+  *p = OneHotPlan{};
+  p->elemBytes = static_cast<int>(dataTypeSize(storage));
+  // Float indices are read in float32 (an FP16 copy would round indices above 2048).
+  p->indexType = isFloatStorage(it) ? DataType::kFloat32 : it;
+  p->outer = idx.span(0, a);
+  p->inner = idx.span(a, idx.rank());
+  p->depth = y[a];
+  return static_cast<int64_t>(depth->getAsDouble(0)) == p->depth && p->elemBytes <= 8;
+}
+
+class OneHotTactic final : public CudaTactic {
+ public:
+  OneHotTactic(DataType t, const LayerContext& layer)
+      : CudaTactic("onehot", t, Layout::kNCHW, layer) {
+    const DataType it = layer.inputTypes[0];
+    setInputType(0, isFloatStorage(it) ? DataType::kFloat32 : it);
+  }
+  bool consumesInput(size_t index) const override { return index == 1; }  // depth
+  Status initialize(const LayerContext& layer) override {
+    if (!oneHotPlan(layer, dtype_, &plan_))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 1));
+    if (args.inputs.size() < 3 || !args.inputs[2])
+      return Status(ErrorCode::kInvalidArgument, id() + ": no values input");
+    return launchOneHot(plan_, args.inputs[0], args.inputs[2], args.outputs[0], maxBlocks_,
+                        args.stream);
+  }
+
+ private:
+  OneHotPlan plan_;
+};
+
 // ---- Resize ---------------------------------------------------------------------------------
 // Every axis is tabulated (N and C too, which the common case leaves one to one), so every
 // mode the reference supports on 4-D tensors runs, including the ones that move N or C.
@@ -948,13 +1074,30 @@ class ReduceTactic final : public CudaTactic {
 bool dataCandidates(const LayerContext& layer, Precision precision,
                     std::vector<std::unique_ptr<Tactic>>* out) {
   const graph::Node& node = *layer.node;
-  static const std::array<const char*, 24> kOps = {
-      "Concat",       "Transpose",       "Slice",           "Expand",
-      "Pad",          "Gather",          "GatherND",        "GatherElements",
-      "Resize",       "ReduceSum",       "ReduceMean",      "ReduceMax",
-      "ReduceMin",    "ReduceProd",      "ReduceL1",        "ReduceL2",
-      "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "Tile",
-      "DepthToSpace", "SpaceToDepth",    "Split",           "Trilu"};
+  if (node.domain.empty() && (node.opType == "EyeLike" || node.opType == "OneHot")) {
+    // Their output type is not their first input's.
+    if (!layer.hasInput(0) || !staticNonEmpty(layer)) return true;
+    const DataType in = layer.inputTypes[0];
+    for (DataType s : moveTypes(layer.outputTypes[0], precision)) {
+      if (node.opType == "EyeLike") {
+        EyeLikePlan p;
+        const DataType inStorage = isFloatStorage(in) && isFloatStorage(s) ? s : in;
+        if (eyeLikePlan(layer, s, &p))
+          out->push_back(std::make_unique<EyeLikeTactic>(s, inStorage, layer));
+      } else {
+        OneHotPlan p;
+        if (oneHotPlan(layer, s, &p)) out->push_back(std::make_unique<OneHotTactic>(s, layer));
+      }
+    }
+    return true;
+  }
+  static const std::array<const char*, 26> kOps = {
+      "Concat",       "Transpose",    "Slice",           "Expand",          "Pad",
+      "Gather",       "GatherND",     "GatherElements",  "Resize",          "ReduceSum",
+      "ReduceMean",   "ReduceMax",    "ReduceMin",       "ReduceProd",      "ReduceL1",
+      "ReduceL2",     "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "Tile",
+      "DepthToSpace", "SpaceToDepth", "Split",           "Trilu",           "Identity",
+      "Dropout"};
   if (!node.domain.empty() || std::find(kOps.begin(), kOps.end(), node.opType) == kOps.end())
     return false;
   const std::string& op = node.opType;
@@ -1004,13 +1147,19 @@ bool dataCandidates(const LayerContext& layer, Precision precision,
         if (concatPlan(layer, s, l == Layout::kNHWC, &p))
           out->push_back(std::make_unique<ConcatTactic>(s, l, layer));
       }
-  } else if (op == "Transpose" || op == "Slice" || op == "Expand") {
+  } else if (op == "Transpose" || op == "Slice" || op == "Expand" || op == "Identity" ||
+             op == "Dropout") {
+    const bool identity = op == "Identity" || op == "Dropout";
     const StridedCopyTactic::Planner planner = op == "Transpose" ? transposePlan
                                                : op == "Slice"   ? slicePlan
+                                               : identity        ? identityPlan
                                                                  : expandPlan;
-    const std::string family = op == "Transpose" ? "transpose" : op == "Slice" ? "slice" : "expand";
+    const std::string family = op == "Transpose" ? "transpose"
+                               : op == "Slice"   ? "slice"
+                               : identity        ? "identity"
+                                                 : "expand";
     for (DataType s : moveTypes(t, precision))
-      for (Layout l : op == "Slice" ? layouts : plain) {
+      for (Layout l : op == "Slice" || identity ? layouts : plain) {
         StridedCopyPlan p;
         if (planner(layer, s, l == Layout::kNHWC, &p))
           out->push_back(std::make_unique<StridedCopyTactic>(family, planner, 1, s, l, layer));

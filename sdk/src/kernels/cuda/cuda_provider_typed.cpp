@@ -2,7 +2,7 @@
 // Equal / Greater / GreaterOrEqual / Less / LessOrEqual, And / Or / Xor / Not, Where, IsNaN /
 // IsInf, Add / Sub / Mul / Div / Mod / Min / Max / Pow on integer tensors (float arithmetic is
 // the eltwise family's), BitShift, QuantizeLinear / DequantizeLinear with constant scales and
-// zero points, and MatMulInteger (integer_matmul.cu) with constant zero points. Each
+// zero points, and MatMulInteger (integer_ops.cu) with constant zero points. Each
 // tactic reads its value operands in one storage type and writes its output in another (bool, or
 // the value type, or Cast's target); a float tensor may be stored as float16 or float32 at FP16
 // precision, and the builder times both. Host code only.
@@ -14,9 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "graph/ops/conv_geometry.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_tactic_base.h"
-#include "kernels/cuda/integer_matmul.h"
+#include "kernels/cuda/integer_ops.h"
 #include "kernels/cuda/typed_eltwise.h"
 
 namespace edgeinfer::cuda::detail {
@@ -360,6 +361,17 @@ bool intMatMulPlan(const LayerContext& layer, IntMatMulPlan* p, std::vector<int3
   return zeroPoints(2, p->M, aZp, &p->aZpPerRow) && zeroPoints(3, p->N, bZp, &p->bZpPerCol);
 }
 
+/// `values` in a new device array at *params (freeing what was there; null for none).
+Status uploadInt32(const std::vector<int32_t>& values, void** params) {
+  cudaFree(*params);
+  *params = nullptr;
+  if (values.empty()) return Status::Ok();
+  EI_CUDA_CHECK(cudaMalloc(params, values.size() * sizeof(int32_t)));
+  EI_CUDA_CHECK(
+      cudaMemcpy(*params, values.data(), values.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+  return Status::Ok();
+}
+
 class IntMatMulTactic final : public CudaTactic {
  public:
   explicit IntMatMulTactic(const LayerContext& layer)
@@ -378,15 +390,9 @@ class IntMatMulTactic final : public CudaTactic {
     std::vector<int32_t> za, zb;
     if (!intMatMulPlan(layer, &plan_, &za, &zb))
       return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
-    cudaFree(params_);
-    params_ = nullptr;
     std::vector<int32_t> all = za;
     all.insert(all.end(), zb.begin(), zb.end());
-    if (!all.empty()) {
-      EI_CUDA_CHECK(cudaMalloc(&params_, all.size() * sizeof(int32_t)));
-      EI_CUDA_CHECK(
-          cudaMemcpy(params_, all.data(), all.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
-    }
+    EI_RETURN_IF_ERROR(uploadInt32(all, &params_));
     const auto* dev = static_cast<const int32_t*>(params_);
     plan_.aZp = za.empty() ? nullptr : dev;
     plan_.bZp = zb.empty() ? nullptr : dev + za.size();
@@ -405,6 +411,107 @@ class IntMatMulTactic final : public CudaTactic {
   void* params_ = nullptr;  // A's zero points, then B's
 };
 
+// ---- ConvInteger -----------------------------------------------------------------------------
+
+/// The plan of a ConvInteger (int8 / uint8 operands, int32 output, NCHW with 1 to 3 static
+/// spatial dims, constant zero points: X's one value, W's one value or one per output channel)
+/// and W's zero points; false otherwise (the CPU runs it).
+bool intConvPlan(const LayerContext& layer, IntConvPlan* p, std::vector<int32_t>* wZp) {
+  const auto isQ = [](DataType t) { return t == DataType::kInt8 || t == DataType::kUInt8; };
+  if (layer.inputShapes.size() < 2 || layer.inputShapes.size() > 4 ||
+      layer.outputShapes.size() != 1 || !layer.hasInput(0) || !layer.hasInput(1) ||
+      !isQ(layer.inputTypes[0]) || !isQ(layer.inputTypes[1]) ||
+      layer.outputTypes[0] != DataType::kInt32)
+    return false;
+  const Shape &xs = layer.inputShapes[0], &ws = layer.inputShapes[1];
+  const Shape& ys = layer.outputShapes[0];
+  if (!isStatic(xs) || !isStatic(ws) || !isStatic(ys) || xs.rank() < 3 ||
+      xs.rank() > 2 + static_cast<size_t>(IntConvPlan::kMaxSpatial) || ws.rank() != xs.rank() ||
+      ys.rank() != xs.rank())
+    return false;
+  *p = IntConvPlan{};
+  const size_t sr = xs.rank() - 2;
+  p->spatial = static_cast<int>(sr);
+  p->xSigned = layer.inputTypes[0] == DataType::kInt8;
+  p->wSigned = layer.inputTypes[1] == DataType::kInt8;
+  p->N = xs[0];
+  p->C = xs[1];
+  p->M = ws[0];
+  p->group = layer.node->attrs.getInt("group", 1);
+  if (p->group < 1 || p->C != ws[1] * p->group || p->M % p->group != 0 || ys[0] != p->N ||
+      ys[1] != p->M)
+    return false;
+  graph::WindowAttrs wa;
+  const std::vector<int64_t> kernel(ws.dims().begin() + 2, ws.dims().end());
+  graph::WindowDims d;
+  if (!graph::readWindowAttrs(layer.node->attrs, sr, kernel, &wa).ok() ||
+      !graph::computeWindowDims(wa, std::vector<int64_t>(xs.dims().begin() + 2, xs.dims().end()),
+                                &d)
+           .ok())
+    return false;
+  // Spatial dims right-aligned into the kernel's three; the leading ones have size 1.
+  const size_t lead = static_cast<size_t>(IntConvPlan::kMaxSpatial) - sr;
+  for (size_t i = 0; i < sr; ++i) {
+    if (d.out[i] != ys[2 + i]) return false;
+    p->in[lead + i] = d.in[i];
+    p->out[lead + i] = d.out[i];
+    p->kernel[lead + i] = kernel[i];
+    p->stride[lead + i] = wa.strides[i];
+    p->dilation[lead + i] = wa.dilations[i];
+    p->padBegin[lead + i] = d.padBegin[i];
+  }
+  wZp->clear();
+  if (layer.hasInput(2)) {
+    const Tensor* z = layer.constantInput(2);
+    if (!z || z->dtype() != layer.inputTypes[0] || z->numel() != 1) return false;
+    p->xZp = static_cast<int32_t>(z->getAsInt64(0));
+  }
+  if (layer.hasInput(3)) {
+    const Tensor* z = layer.constantInput(3);
+    if (!z || z->dtype() != layer.inputTypes[1] ||
+        (z->numel() != 1 && !(z->shape().rank() == 1 && z->numel() == p->M)))
+      return false;
+    p->wZpPerChannel = z->numel() != 1;
+    for (int64_t k = 0; k < z->numel(); ++k) wZp->push_back(static_cast<int32_t>(z->getAsInt64(k)));
+  }
+  return true;
+}
+
+class IntConvTactic final : public CudaTactic {
+ public:
+  explicit IntConvTactic(const LayerContext& layer)
+      : CudaTactic("intconv", layer.inputTypes[0], Layout::kNCHW, layer) {
+    for (size_t i = 1; i < layer.inputTypes.size(); ++i) setInputType(i, layer.inputTypes[i]);
+    id_ = std::string("cuda.intconv.") + storageName(layer.inputTypes[0]) + "-" +
+          storageName(layer.inputTypes[1]);
+  }
+  ~IntConvTactic() override { cudaFree(params_); }
+  TensorFormat outputFormat(size_t i) const override {
+    return {DataType::kInt32, formatFor(i < outputRanks_.size() ? outputRanks_[i] : 0)};
+  }
+  bool consumesInput(size_t index) const override { return index >= 2; }  // zero points
+
+  Status initialize(const LayerContext& layer) override {
+    std::vector<int32_t> wz;
+    if (!intConvPlan(layer, &plan_, &wz))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    EI_RETURN_IF_ERROR(uploadInt32(wz, &params_));
+    plan_.wZp = static_cast<const int32_t*>(params_);
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 2));
+    return launchIntConv(plan_, args.inputs[0], args.inputs[1],
+                         static_cast<int32_t*>(args.outputs[0]), maxBlocks_, args.stream);
+  }
+
+ private:
+  IntConvPlan plan_;
+  void* params_ = nullptr;  // W's zero points
+};
+
 }  // namespace
 
 bool typedCandidates(const LayerContext& layer, Precision precision,
@@ -414,6 +521,12 @@ bool typedCandidates(const LayerContext& layer, Precision precision,
     std::vector<int32_t> za, zb;
     if (intMatMulPlan(layer, &p, &za, &zb))
       out->push_back(std::make_unique<IntMatMulTactic>(layer));
+    return true;
+  }
+  if (layer.node->opType == "ConvInteger" && layer.node->domain.empty()) {
+    IntConvPlan p;
+    std::vector<int32_t> wz;
+    if (intConvPlan(layer, &p, &wz)) out->push_back(std::make_unique<IntConvTactic>(layer));
     return true;
   }
   TypedOp op;

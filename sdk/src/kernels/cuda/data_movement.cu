@@ -482,6 +482,46 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+template <typename U, typename I>
+__global__ void __launch_bounds__(kThreads)
+    eyeLikeKernel(U* __restrict__ y, I total, I cols, long long k, U one) {
+  const I step = static_cast<I>(gridDim.x) * kThreads;
+  for (I e = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x; e < total; e += step) {
+    const long long j = static_cast<long long>(e % cols), i = static_cast<long long>(e / cols);
+    y[e] = j - i == k ? one : U{};
+  }
+}
+
+/// The index a OneHot reads, or -1 for none (NaN, or beyond the int64 range).
+template <typename T>
+__device__ __forceinline__ long long oneHotIndex(T v) {
+  return static_cast<long long>(v);
+}
+template <>
+__device__ __forceinline__ long long oneHotIndex<float>(float v) {
+  // Truncation as the reference's cast; beyond +-2^62 no index can match any depth.
+  return isnan(v) || fabsf(v) >= 4.6e18f ? LLONG_MIN : static_cast<long long>(v);
+}
+template <>
+__device__ __forceinline__ long long oneHotIndex<__half>(__half v) {
+  return oneHotIndex(__half2float(v));
+}
+
+template <typename U, typename T>
+__global__ void __launch_bounds__(kThreads)
+    oneHotKernel(const T* __restrict__ indices, const U* __restrict__ values, U* __restrict__ y,
+                 long long total, long long depth, long long inner) {
+  const long long step = static_cast<long long>(gridDim.x) * kThreads;
+  const U off = values[0], on = values[1];
+  for (long long e = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; e < total;
+       e += step) {
+    const long long i = e % inner, d = (e / inner) % depth, o = e / (inner * depth);
+    long long k = oneHotIndex(indices[o * inner + i]);
+    if (k < 0 && k != LLONG_MIN) k += depth;
+    y[e] = k == d ? on : off;
+  }
+}
+
 }  // namespace
 
 Status launchGatherElements(const GatherElementsPlan& plan, const void* x, const void* indices,
@@ -516,6 +556,64 @@ Status launchTrilu(const TriluPlan& plan, const void* x, void* y, int maxBlocks,
     else
       triluKernel<U, int64_t>
           <<<grid, kThreads, 0, s>>>(in, out, total, plan.rows, plan.cols, plan.k, plan.upper);
+    EI_CUDA_CHECK(cudaGetLastError());
+    return Status::Ok();
+  });
+}
+
+Status launchEyeLike(const EyeLikePlan& plan, void* y, int maxBlocks, void* stream) {
+  const int64_t total = plan.rows * plan.cols;
+  if (total == 0) return Status::Ok();
+  const auto s = static_cast<cudaStream_t>(stream);
+  const int grid = dev::gridFor(total, kThreads, maxBlocks);
+  return dispatchUnit(plan.elemBytes, [&](auto u) -> Status {
+    using U = decltype(u);
+    if (sizeof(U) > sizeof(plan.one))
+      return Status(ErrorCode::kInternal, "EyeLike: elements over 8 bytes");
+    U one;
+    std::memcpy(&one, &plan.one, sizeof(U));
+    U* out = static_cast<U*>(y);
+    if (fitsInt32(total))  // uint32_t: the grid-stride index cannot wrap
+      eyeLikeKernel<U, uint32_t><<<grid, kThreads, 0, s>>>(
+          out, static_cast<uint32_t>(total), static_cast<uint32_t>(plan.cols), plan.k, one);
+    else
+      eyeLikeKernel<U, int64_t><<<grid, kThreads, 0, s>>>(out, total, plan.cols, plan.k, one);
+    EI_CUDA_CHECK(cudaGetLastError());
+    return Status::Ok();
+  });
+}
+
+Status launchOneHot(const OneHotPlan& plan, const void* indices, const void* values, void* y,
+                    int maxBlocks, void* stream) {
+  const int64_t total = plan.outer * plan.depth * plan.inner;
+  if (total == 0) return Status::Ok();
+  if (plan.depth < 1 || plan.inner < 1)
+    return Status(ErrorCode::kInvalidArgument, "launchOneHot: malformed plan");
+  const auto s = static_cast<cudaStream_t>(stream);
+  const int grid = dev::gridFor(total, kThreads, maxBlocks);
+  return dispatchUnit(plan.elemBytes, [&](auto u) -> Status {
+    using U = decltype(u);
+    const U* v = static_cast<const U*>(values);
+    U* out = static_cast<U*>(y);
+    const auto run = [&](const auto* idx) {
+      oneHotKernel<<<grid, kThreads, 0, s>>>(idx, v, out, total, plan.depth, plan.inner);
+    };
+    switch (plan.indexType) {
+      case DataType::kInt32:
+        run(static_cast<const int32_t*>(indices));
+        break;
+      case DataType::kInt64:
+        run(static_cast<const long long*>(indices));
+        break;
+      case DataType::kFloat32:
+        run(static_cast<const float*>(indices));
+        break;
+      case DataType::kFloat16:
+        run(static_cast<const __half*>(indices));
+        break;
+      default:
+        return Status(ErrorCode::kInvalidArgument, "launchOneHot: unsupported index type");
+    }
     EI_CUDA_CHECK(cudaGetLastError());
     return Status::Ok();
   });

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "edgeinfer/status.h"
+#include "edgeinfer/types.h"
 
 namespace edgeinfer::cuda {
 
@@ -118,5 +119,28 @@ struct TriluPlan {
 };
 
 Status launchTrilu(const TriluPlan& plan, const void* x, void* y, int maxBlocks, void* stream);
+
+/// EyeLike: a [rows, cols] matrix holding `one` (the bits of 1 in the output's storage type) on
+/// the k-th diagonal and zero elsewhere.
+struct EyeLikePlan {
+  int elemBytes = 4;
+  uint64_t one = 0;
+  int64_t rows = 1, cols = 1, k = 0;
+};
+
+Status launchEyeLike(const EyeLikePlan& plan, void* y, int maxBlocks, void* stream);
+
+/// OneHot: y[o, d, i] = values[1] (on) where d is the index at [o, i] of `indices`, values[0]
+/// (off) elsewhere; a negative index counts from the end of the depth, a NaN or out-of-range
+/// one leaves its row off (as the CPU reference). `values` is a device array of two elements in
+/// the output's storage type.
+struct OneHotPlan {
+  int elemBytes = 4;
+  DataType indexType = DataType::kInt64;  // int32, int64, float32 or float16
+  int64_t outer = 1, depth = 1, inner = 1;
+};
+
+Status launchOneHot(const OneHotPlan& plan, const void* indices, const void* values, void* y,
+                    int maxBlocks, void* stream);
 
 }  // namespace edgeinfer::cuda

@@ -1,7 +1,10 @@
-// MatMulInteger on the GPU: int8 / uint8 operands, their zero points subtracted (per tensor, A's
-// per row, B's per column), products summed into an int32 output that wraps as int32
+// MatMulInteger and ConvInteger on the GPU: int8 / uint8 operands, their zero points subtracted
+// (MatMulInteger: per tensor, A's per row, B's per column; ConvInteger: X's per tensor, W's per
+// tensor or output channel), products summed into an int32 output that wraps as int32
 // arithmetic does: exactly the CPU reference (kernels/ref/qlinear.cpp). A thread per output
-// element; numpy batch broadcasting. Plain C++ (no device syntax).
+// element (correct, not fast: the fast INT8 layers are the INT8 builds' tactics); MatMulInteger
+// broadcasts batches as numpy does, ConvInteger takes 1 to 3 spatial dims, groups, strides,
+// dilations and pads (padded positions add nothing). Plain C++ (no device syntax).
 #pragma once
 
 #include <cstdint>
@@ -31,5 +34,23 @@ struct IntMatMulPlan {
 /// Enqueues y = (a - aZp) x (b - bZp) on `stream`; never synchronises.
 Status launchIntMatMul(const IntMatMulPlan& plan, const void* a, const void* b, int32_t* y,
                        int maxBlocks, void* stream);
+
+struct IntConvPlan {
+  static constexpr int kMaxSpatial = 3;
+  bool xSigned = true, wSigned = true;  // int8 (true) or uint8
+  int spatial = 2;                      // 1 to kMaxSpatial; unused dims have size 1
+  int64_t N = 1, C = 1, M = 1, group = 1;
+  int64_t in[kMaxSpatial] = {1, 1, 1}, out[kMaxSpatial] = {1, 1, 1};
+  int64_t kernel[kMaxSpatial] = {1, 1, 1}, stride[kMaxSpatial] = {1, 1, 1};
+  int64_t dilation[kMaxSpatial] = {1, 1, 1}, padBegin[kMaxSpatial] = {0, 0, 0};
+  int32_t xZp = 0;
+  // W's zero points (device int32 array): [1] or [M] (per output channel), or null for 0.
+  const int32_t* wZp = nullptr;
+  bool wZpPerChannel = false;
+};
+
+/// Enqueues y = conv(x - xZp, w - wZp) (NCHW, int32 output) on `stream`; never synchronises.
+Status launchIntConv(const IntConvPlan& plan, const void* x, const void* w, int32_t* y,
+                     int maxBlocks, void* stream);
 
 }  // namespace edgeinfer::cuda

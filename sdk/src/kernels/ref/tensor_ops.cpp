@@ -225,8 +225,9 @@ Status oneHotKernel(KernelContext& ctx) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const double dv = idx.getAsDouble(o * inner + i);
+      // NaN, or beyond what int64 holds (no depth is that large): the row stays `off`.
+      if (std::isnan(dv) || std::fabs(dv) >= 9.2e18) continue;
       int64_t k = static_cast<int64_t>(dv);
-      if (std::isnan(dv)) continue;
       if (k < 0) k += depth;
       if (k < 0 || k >= depth) continue;  // out of range: the whole row stays `off`
       std::memcpy(out + static_cast<size_t>((o * depth + k) * inner + i) * es, on, es);
