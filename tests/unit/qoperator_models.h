@@ -1,6 +1,8 @@
 // Small QOperator-format models for the tests of the lowering pass (CPU) and of their GPU
 // engines: x (float) -> QuantizeLinear (uint8, zero point 128) -> QLinearConv (int8 weights,
-// per-channel scales, int32 bias) or QLinearMatMul -> DequantizeLinear -> y (float).
+// per-channel scales, int32 bias) or QLinearMatMul -> DequantizeLinear -> y (float); and the
+// dynamically quantized model onnxruntime's quantize_dynamic makes (DynamicQuantizeLinear ->
+// ConvInteger / MatMulInteger -> Cast -> scale).
 #pragma once
 
 #include <cstring>
@@ -77,6 +79,55 @@ inline TestModel qlinearMatMulModel() {
   m.node("QuantizeLinear", {"x", "as", "az"}, {"aq"}, "quantize");
   m.node("QLinearMatMul", {"aq", "as", "az", "b", "bs", "bz", "ys", "yz"}, {"yq"}, "qmatmul");
   m.node("DequantizeLinear", {"yq", "ys", "yz"}, {"y"}, "dequantize");
+  m.output("y");
+  return m;
+}
+
+/// x [4, 3, 6, 6] -> DynamicQuantizeLinear -> ConvInteger (5 int8 3x3 filters, pads 1, weight
+/// zero point 0, weight scale 0.01) -> Cast -> * (x_scale * 0.01) -> c -> Reshape [4, 180] ->
+/// DynamicQuantizeLinear -> MatMulInteger (int8 [180, 10], zero point 3, scale 0.02) -> Cast
+/// -> * (c_scale * 0.02) -> y [4, 10]. With `asFloat`, the same network in float: Conv and
+/// MatMul with the dequantized weights (what the quantized model approximates).
+inline TestModel dynamicQuantizedModel(bool asFloat = false) {
+  TestModel m(13);
+  m.input("x", {4, 3, 6, 6});
+  const std::vector<int64_t> wc = randomValues(5 * 3 * 3 * 3, -127, 127, 71);
+  const std::vector<int64_t> wm = randomValues(180 * 10, -127, 127, 72);
+  const float wcScale = 0.01f, wmScale = 0.02f;
+  const int64_t wmZero = 3;
+  m.initializerI64("flat", {2}, {4, 180});
+  if (asFloat) {
+    std::vector<float> fc, fm;
+    for (int64_t v : wc) fc.push_back(static_cast<float>(v) * wcScale);
+    for (int64_t v : wm) fm.push_back(static_cast<float>(v - wmZero) * wmScale);
+    m.initializer("wc", {5, 3, 3, 3}, fc);
+    m.initializer("wm", {180, 10}, fm);
+    auto& conv = m.node("Conv", {"x", "wc"}, {"c"}, "conv");
+    TestModel::attrInts(conv, "pads", {1, 1, 1, 1});
+    m.node("Reshape", {"c", "flat"}, {"cf"}, "flatten");
+    m.node("MatMul", {"cf", "wm"}, {"y"}, "matmul");
+    m.output("y");
+    return m;
+  }
+  rawInitializer(m, "wc", onnx::TensorProto::INT8, {5, 3, 3, 3}, wc);
+  rawInitializer(m, "wm", onnx::TensorProto::INT8, {180, 10}, wm);
+  rawInitializer(m, "wz", onnx::TensorProto::INT8, {}, {wmZero});
+  m.initializer("wcs", {}, {wcScale});
+  m.initializer("wms", {}, {wmScale});
+  m.node("DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"}, "dql_x");
+  auto& conv = m.node("ConvInteger", {"xq", "wc", "xz"}, {"acc_c"}, "convint");
+  TestModel::attrInts(conv, "pads", {1, 1, 1, 1});
+  auto& castC = m.node("Cast", {"acc_c"}, {"accf_c"}, "cast_c");
+  TestModel::attr(castC, "to", onnx::TensorProto::FLOAT);
+  m.node("Mul", {"xs", "wcs"}, {"sc"}, "scale_c");
+  m.node("Mul", {"accf_c", "sc"}, {"c"}, "dequant_c");
+  m.node("Reshape", {"c", "flat"}, {"cf"}, "flatten");
+  m.node("DynamicQuantizeLinear", {"cf"}, {"cq", "cs", "cz"}, "dql_c");
+  m.node("MatMulInteger", {"cq", "wm", "cz", "wz"}, {"acc_m"}, "matmulint");
+  auto& castM = m.node("Cast", {"acc_m"}, {"accf_m"}, "cast_m");
+  TestModel::attr(castM, "to", onnx::TensorProto::FLOAT);
+  m.node("Mul", {"cs", "wms"}, {"sm"}, "scale_m");
+  m.node("Mul", {"accf_m", "sm"}, {"y"}, "dequant_m");
   m.output("y");
   return m;
 }

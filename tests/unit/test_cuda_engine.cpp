@@ -11,6 +11,7 @@
 
 #include "edgeinfer/builder.h"
 #include "edgeinfer/engine.h"
+#include "qoperator_models.h"
 #include "test_model.h"
 
 #ifdef EDGEINFER_HAVE_CUDA
@@ -467,6 +468,35 @@ TEST(CudaEngine, LayerWithoutGpuKernelFallsBackToTheCpu) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("clip_rt"), std::string::npos)
       << refused.status().toString();
+}
+
+/// What onnxruntime's quantize_dynamic makes of a Conv and a MatMul (qoperator_models.h): the
+/// activations quantized at run time (DynamicQuantizeLinear), the integer layers reading
+/// their run-time zero points, the int32 results cast to float and scaled. Exact in FP32.
+TEST(CudaEngine, DynamicallyQuantizedConvAndMatMulRunWholeOnTheGpu) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  const TestModel m = test::dynamicQuantizedModel();
+  const Tensor x = randomInput(Shape{4, 3, 6, 6}, 73);
+  const Tensor want = cpuReference(m, x);
+  ASSERT_FALSE(want.empty());
+  for (Precision p : {Precision::kFp32, Precision::kFp16}) {
+    BuilderConfig cfg = gpuConfig(dir, p);
+    cfg.allowCpuFallback = false;
+    auto e = build(m, cfg);
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    auto ctx = (*e)->createExecutionContext();
+    ASSERT_TRUE(ctx.ok());
+    for (int i = 0; i < 3; ++i) {  // the last runs replay the CUDA graph
+      auto out = (*ctx)->run({{"x", x}});
+      ASSERT_TRUE(out.ok()) << out.status().toString();
+      // FP32: every step up to the scaling is exact. FP16: the scaling (and the float
+      // tensor the second quantization reads) may be rounded to FP16.
+      EXPECT_LT(relL2(out->at("y"), want), p == Precision::kFp32 ? 1e-6 : 1e-2);
+    }
+    EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, 0);
+    EXPECT_TRUE((*ctx)->stats().cudaGraphs);
+  }
 }
 
 TEST(CudaEngine, DataDependentOutputIsRefusedWithAClearError) {

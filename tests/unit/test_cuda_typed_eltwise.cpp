@@ -398,7 +398,8 @@ TEST(CudaTyped, MatMulInteger) {
   struct Case {
     Shape a, b;
     DataType ta, tb;
-    int zeroPoints;  // 0: none; 1: per tensor; 2: A's per row, B's per column
+    int zeroPoints;                  // 0: none; 1: per tensor; 2: A's per row, B's per column
+    bool runtimeZeroPoints = false;  // as DynamicQuantizeLinear gives them
   };
   const std::vector<Case> cases = {
       {Shape{5, 7}, Shape{7, 3}, DataType::kUInt8, DataType::kUInt8, 0},
@@ -407,6 +408,8 @@ TEST(CudaTyped, MatMulInteger) {
       {Shape{3, 1, 4, 5}, Shape{2, 5, 3}, DataType::kInt8, DataType::kUInt8, 1},  // broadcast
       {Shape{7}, Shape{7, 4}, DataType::kUInt8, DataType::kUInt8, 1},             // 1-D A
       {Shape{6, 300}, Shape{300, 5}, DataType::kUInt8, DataType::kInt8, 2},       // long K
+      {Shape{3, 5, 8}, Shape{8, 6}, DataType::kUInt8, DataType::kInt8, 1, true},
+      {Shape{4, 9}, Shape{9, 5}, DataType::kInt8, DataType::kUInt8, 2, true},
   };
   uint32_t seed = 800;
   for (const Case& k : cases) {
@@ -423,24 +426,56 @@ TEST(CudaTyped, MatMulInteger) {
     c.input(a).input(b);
     if (k.zeroPoints > 0) {
       const int64_t m = k.a.rank() == 1 ? 1 : k.a[k.a.rank() - 2], n = k.b[k.b.rank() - 1];
-      c.constant(randomInts(k.zeroPoints == 2 ? Shape{m} : Shape{}, k.ta, seed++, loA, hiA));
-      c.constant(randomInts(k.zeroPoints == 2 ? Shape{n} : Shape{}, k.tb, seed++, loB, hiB));
+      Tensor za = randomInts(k.zeroPoints == 2 ? Shape{m} : Shape{}, k.ta, seed++, loA, hiA);
+      Tensor zb = randomInts(k.zeroPoints == 2 ? Shape{n} : Shape{}, k.tb, seed++, loB, hiB);
+      if (k.runtimeZeroPoints)
+        c.input(za).input(zb);
+      else
+        c.constant(za).constant(zb);
     }
-    SCOPED_TRACE(k.a.toString() + " x " + k.b.toString());
+    SCOPED_TRACE(k.a.toString() + " x " + k.b.toString() +
+                 (k.runtimeZeroPoints ? ", run-time zero points" : ""));
     c.check({"cuda.intmatmul." + storage(k.ta) + "-" + storage(k.tb)}, 0, 0);
   }
 }
 
-TEST(CudaTyped, MatMulIntegerRuntimeZeroPoint_n) {
-  // A zero point computed at run time: the CPU runs the layer.
+TEST(CudaTyped, MatMulIntegerZeroPointOfRankTwo_n) {
+  // A's zero points as an [M, 1] column (the reference reads them per row): the kernel takes
+  // one value or [M]; the CPU runs the layer.
+  const Shape col{2, 1};
   LayerCase c("MatMulInteger");
   c.input(randomInts(Shape{2, 3}, DataType::kUInt8, 1, 0, 255))
       .input(randomInts(Shape{3, 2}, DataType::kUInt8, 2, 0, 255))
-      .input(randomInts(Shape{}, DataType::kUInt8, 3, 0, 255));
+      .input(randomInts(col, DataType::kUInt8, 3, 0, 255));
   builder::LayerContext layer;
   ASSERT_TRUE(c.layer(&layer).ok());
   cuda::CudaKernelProvider provider;
   EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
+}
+
+TEST(CudaTyped, IntegerLayersTakeRunTimeZeroPoints) {
+  // Zero points computed at run time (DynamicQuantizeLinear's) are GPU layers; none are
+  // consumed at build time (they are ordinary inputs in their operand's type).
+  cuda::CudaKernelProvider provider;
+  LayerCase mm("MatMulInteger");
+  mm.input(randomInts(Shape{2, 3}, DataType::kUInt8, 1, 0, 255))
+      .input(randomInts(Shape{3, 2}, DataType::kInt8, 2, -128, 127))
+      .input(randomInts(Shape{}, DataType::kUInt8, 3, 0, 255))
+      .constant(randomInts(Shape{}, DataType::kInt8, 4, -128, 127));
+  builder::LayerContext layer;
+  ASSERT_TRUE(mm.layer(&layer).ok());
+  auto t = provider.candidates(layer, Precision::kFp16);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_FALSE(t[0]->consumesInput(3));
+  EXPECT_EQ(t[0]->inputFormat(2).dtype, DataType::kUInt8);
+  EXPECT_EQ(t[0]->inputFormat(3).dtype, DataType::kInt8);
+  LayerCase conv("ConvInteger");
+  conv.input(randomInts(Shape{1, 2, 4, 4}, DataType::kUInt8, 1, 0, 255))
+      .constant(randomInts(Shape{3, 2, 3, 3}, DataType::kUInt8, 2, 0, 255))
+      .input(randomInts(Shape{}, DataType::kUInt8, 3, 0, 255));
+  builder::LayerContext convLayer;
+  ASSERT_TRUE(conv.layer(&convLayer).ok());
+  EXPECT_EQ(provider.candidates(convLayer, Precision::kFp16).size(), 1u);
 }
 
 TEST(CudaTyped, ConvInteger) {
@@ -451,6 +486,7 @@ TEST(CudaTyped, ConvInteger) {
     int zeroPoints;  // 0: none; 1: per tensor; 2: W's per output channel
     std::vector<std::pair<std::string, graph::Attribute>> attrs;
     bool weightsAsInput = false;
+    bool runtimeZeroPoints = false;
   };
   using graph::Attribute;
   const std::vector<Case> cases = {
@@ -489,6 +525,14 @@ TEST(CudaTyped, ConvInteger) {
        DataType::kInt8,
        1,  // depthwise
        {{"group", Attribute::Int(6)}, {"pads", Attribute::Ints({1, 1, 1, 1})}}},
+      {Shape{2, 3, 6, 7},
+       Shape{4, 3, 2, 2},
+       DataType::kUInt8,
+       DataType::kInt8,
+       2,
+       {{"strides", Attribute::Ints({2, 2})}},
+       false,
+       true},
   };
   const auto range = [](DataType t, int64_t* lo, int64_t* hi) {
     *lo = t == DataType::kUInt8 ? 0 : -128;
@@ -508,24 +552,16 @@ TEST(CudaTyped, ConvInteger) {
     else
       c.constant(w);
     if (k.zeroPoints > 0) {
-      c.constant(randomInts(Shape{}, k.tx, seed++, loX, hiX));
-      c.constant(randomInts(k.zeroPoints == 2 ? Shape{k.w[0]} : Shape{}, k.tw, seed++, loW, hiW));
+      Tensor zx = randomInts(Shape{}, k.tx, seed++, loX, hiX);
+      Tensor zw = randomInts(k.zeroPoints == 2 ? Shape{k.w[0]} : Shape{}, k.tw, seed++, loW, hiW);
+      if (k.runtimeZeroPoints)
+        c.input(zx).input(zw);
+      else
+        c.constant(zx).constant(zw);
     }
     SCOPED_TRACE(k.x.toString() + " * " + k.w.toString());
     c.check({"cuda.intconv." + storage(k.tx) + "-" + storage(k.tw)}, 0, 0);
   }
-}
-
-TEST(CudaTyped, ConvIntegerRuntimeZeroPoint_n) {
-  // X's zero point computed at run time: the CPU runs the layer.
-  LayerCase c("ConvInteger");
-  c.input(randomInts(Shape{1, 2, 4, 4}, DataType::kUInt8, 1, 0, 255))
-      .constant(randomInts(Shape{3, 2, 3, 3}, DataType::kUInt8, 2, 0, 255))
-      .input(randomInts(Shape{}, DataType::kUInt8, 3, 0, 255));
-  builder::LayerContext layer;
-  ASSERT_TRUE(c.layer(&layer).ok());
-  cuda::CudaKernelProvider provider;
-  EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
 }
 
 TEST(CudaTyped, ConvIntegerOfFourSpatialDims_n) {
@@ -539,26 +575,49 @@ TEST(CudaTyped, ConvIntegerOfFourSpatialDims_n) {
   EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
 }
 
-TEST(CudaTyped, ConvIntegerRuntimeWeightZeroPoints_n) {
-  // W's zero points computed at run time: the CPU runs the layer.
-  LayerCase c("ConvInteger");
-  c.input(randomInts(Shape{1, 2, 4, 4}, DataType::kInt8, 1, -128, 127))
-      .constant(randomInts(Shape{3, 2, 3, 3}, DataType::kInt8, 2, -128, 127))
-      .constant(randomInts(Shape{}, DataType::kInt8, 3, -128, 127))
-      .input(randomInts(Shape{3}, DataType::kInt8, 4, -128, 127));
+TEST(CudaTyped, DynamicQuantizeLinear) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 950;
+  struct Case {
+    Shape x;
+    float lo, hi;
+  };
+  // Mixed signs, all positive (zero point 0), all negative (zero point 255), one element, and
+  // enough elements for every block of the range reduction (odd count). Half-exact values:
+  // many land on rounding ties.
+  for (const Case& k : {Case{Shape{2, 3, 5}, -3.f, 2.f}, Case{Shape{4, 7}, 0.5f, 4.f},
+                        Case{Shape{9}, -6.f, -1.f}, Case{Shape{1}, -0.25f, -0.25f},
+                        Case{Shape{3, 100001}, -1.5f, 7.f}, Case{Shape{2, 3, 4, 5}, -1.f, 1.f}}) {
+    LayerCase c("DynamicQuantizeLinear");
+    c.outputs(3);
+    c.input(randomHalfExact(k.x, seed++, k.lo, k.hi));
+    SCOPED_TRACE(k.x.toString());
+    c.check({"cuda.dynquant.fp32." + std::string(k.x.rank() == 4 ? "nchw" : "linear")}, 0, 0);
+  }
+  // Zeros (scale 0), and a NaN.
+  LayerCase z("DynamicQuantizeLinear");
+  z.outputs(3);
+  z.input(Tensor::zeros(DataType::kFloat32, Shape{5, 3}));
+  z.check({"cuda.dynquant.fp32.linear"}, 0, 0);
+  Tensor odd = randomHalfExact(Shape{6}, seed++, -2.f, 2.f);
+  odd.data<float>()[1] = NAN;
+  LayerCase n("DynamicQuantizeLinear");
+  n.outputs(3);
+  n.input(odd);
+  n.check({"cuda.dynquant.fp32.linear"}, 0, 0);
+}
+
+TEST(CudaTyped, DynamicQuantizeLinearWithOtherOutputTypes_n) {
+  // The kernels write y in uint8, its scale in float32 and its zero point in uint8.
+  LayerCase c("DynamicQuantizeLinear");
+  c.outputs(3);
+  c.input(randomHalfExact(Shape{4}, 1, -1.f, 1.f));
   builder::LayerContext layer;
   ASSERT_TRUE(c.layer(&layer).ok());
   cuda::CudaKernelProvider provider;
+  EXPECT_EQ(provider.candidates(layer, Precision::kFp16).size(), 1u);
+  layer.outputTypes[1] = DataType::kFloat16;
   EXPECT_TRUE(provider.candidates(layer, Precision::kFp16).empty());
-  // The same layer with constant zero points is the GPU's.
-  LayerCase k("ConvInteger");
-  k.input(randomInts(Shape{1, 2, 4, 4}, DataType::kInt8, 1, -128, 127))
-      .constant(randomInts(Shape{3, 2, 3, 3}, DataType::kInt8, 2, -128, 127))
-      .constant(randomInts(Shape{}, DataType::kInt8, 3, -128, 127))
-      .constant(randomInts(Shape{3}, DataType::kInt8, 4, -128, 127));
-  builder::LayerContext constants;
-  ASSERT_TRUE(k.layer(&constants).ok());
-  EXPECT_EQ(provider.candidates(constants, Precision::kFp16).size(), 1u);
 }
 
 TEST(CudaTyped, MinOfThreeIntegers_n) {

@@ -1,7 +1,9 @@
 // The lower-qoperators pass (graph/passes/lower_qoperators.cpp): QLinearConv and QLinearMatMul
 // with constant scales become DequantizeLinear -> Conv / MatMul -> QuantizeLinear, and the
 // lowered graph, evaluated node by node on the CPU reference, stays within one quantization
-// step of the integer QOperator layer. Negative cases (_n): layers it must leave alone.
+// step of the integer QOperator layer. Negative cases (_n): layers it must leave alone. Also
+// the dynamically quantized model (DynamicQuantizeLinear -> ConvInteger / MatMulInteger), whose
+// CPU engine must track the float network it quantizes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "edgeinfer/builder.h"
+#include "edgeinfer/engine.h"
 #include "graph/passes/passes.h"
 #include "kernels/ref/ref_kernels.h"
 #include "onnx/importer.h"
@@ -90,6 +94,39 @@ void lowerAndCompare(const test::TestModel& m, const std::string& op, const std:
     }
     EXPECT_LE(off, want.numel() / 20) << "more than 5 % of the elements off by a step";
   }
+}
+
+TEST(DynamicQuantization, CpuEngineTracksTheFloatModel) {
+  // The quantized network (activations quantized per tensor at run time, int8 weights) on the
+  // CPU engine against its float network: within the quantization error of 8 bits.
+  const auto run = [](const test::TestModel& m, const Tensor& x) {
+    BuilderConfig c;
+    c.backend = Backend::kCpu;
+    const std::string bytes = m.bytes();
+    auto e = Builder::buildFromBuffer(bytes.data(), bytes.size(), c);
+    EXPECT_TRUE(e.ok()) << e.status().toString();
+    if (!e.ok()) return Tensor();
+    auto ctx = (*e)->createExecutionContext();
+    EXPECT_TRUE(ctx.ok());
+    auto out = (*ctx)->run({{"x", x}});
+    EXPECT_TRUE(out.ok()) << out.status().toString();
+    return out.ok() ? out->at("y") : Tensor();
+  };
+  const Tensor x = randomInput(Shape{4, 3, 6, 6}, 73);
+  const Tensor q = run(test::dynamicQuantizedModel(), x);
+  const Tensor f = run(test::dynamicQuantizedModel(/*asFloat=*/true), x);
+  ASSERT_FALSE(q.empty());
+  ASSERT_FALSE(f.empty());
+  ASSERT_EQ(q.shape(), (Shape{4, 10}));
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < q.numel(); ++i) {
+    const double d = q.data<float>()[i] - f.data<float>()[i];
+    num += d * d;
+    den += double(f.data<float>()[i]) * f.data<float>()[i];
+  }
+  const double rel = std::sqrt(num / den);
+  EXPECT_LT(rel, 0.02) << "relative L2 error of the quantized model";
+  EXPECT_GT(rel, 0.0) << "the quantized model must differ from the float one somewhere";
 }
 
 TEST(LowerQOperators, QLinearConvWithinOneStep) {

@@ -242,7 +242,74 @@ TEST(RefQuant, DequantizeInt32AndDefaults) {
   EXPECT_EQ(vals(run1(makeNode("DequantizeLinear", 3), {&xu, &scale, &zu})), (V{-64, 63.5}));
 }
 
+TEST(RefQuant, DynamicQuantizeLinearOnnxExamples) {
+  // ONNX's own examples (onnx/backend/test/case/node/dynamicquantizelinear.py).
+  struct Case {
+    std::vector<float> x;
+    float scale;
+    int zp;
+    V y;
+  };
+  const std::vector<Case> cases = {
+      {{0, 2, -3, -2.5f, 1.34f, 0.5f}, 0.0196078438f, 153, {153, 255, 0, 26, 221, 179}},
+      {{-1.0f, -2.1f, -1.3f, -2.5f, -3.34f, -4.0f}, 0.0156862754f, 255, {191, 121, 172, 96, 42, 0}},
+      {{1, 2.1f, 1.3f, 2.5f, 3.34f, 4.0f}, 0.0156862754f, 0, {64, 134, 83, 159, 213, 255}},
+  };
+  for (const Case& c : cases) {
+    Tensor x = f32({static_cast<int64_t>(c.x.size())}, c.x);
+    const auto out = runAll(makeNode("DynamicQuantizeLinear", 1, 3), {&x});
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_EQ(out[0].dtype(), DataType::kUInt8);
+    EXPECT_EQ(out[0].shape(), x.shape());
+    EXPECT_EQ(vals(out[0]), c.y);
+    EXPECT_EQ(out[1].dtype(), DataType::kFloat32);
+    EXPECT_EQ(out[1].shape(), Shape{});
+    EXPECT_FLOAT_EQ(*out[1].data<float>(), c.scale);
+    EXPECT_EQ(out[2].dtype(), DataType::kUInt8);
+    EXPECT_EQ(*out[2].data<uint8_t>(), c.zp);
+  }
+}
+
+TEST(RefQuant, DynamicQuantizeLinearOfZerosAndNaN) {
+  // All zeros: no range, so scale 0, zero point 0 and y 0 (ONNX's formula divides 0 by 0).
+  Tensor zeros = f32({2, 3}, {0, 0, 0, 0, 0, 0});
+  auto out = runAll(makeNode("DynamicQuantizeLinear", 1, 3), {&zeros});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(vals(out[0]), (V{0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(*out[1].data<float>(), 0.f);
+  EXPECT_EQ(*out[2].data<uint8_t>(), 0);
+  // A NaN is left out of the range and quantizes to the zero point.
+  Tensor withNaN = f32({4}, {-1.f, NAN, 1.f, 0.5f});
+  out = runAll(makeNode("DynamicQuantizeLinear", 1, 3), {&withNaN});
+  ASSERT_EQ(out.size(), 3u);
+  const float scale = 2.f / 255.f;
+  EXPECT_FLOAT_EQ(*out[1].data<float>(), scale);
+  EXPECT_EQ(*out[2].data<uint8_t>(), 127);  // 1 / scale is 127.49999 in float32
+  EXPECT_EQ(vals(out[0]), (V{0, 127, 254, 191}));
+}
+
 // ---- Negative cases ---------------------------------------------------------------------------
+
+TEST(RefQuant, DynamicQuantizeLinearOfAnIntegerInput_n) {
+  graph::InferValue x;
+  x.dtype = DataType::kInt32;
+  x.shapeKnown = true;
+  x.shape = Shape{3};
+  auto r = inferBuild(makeNode("DynamicQuantizeLinear", 1, 3), {x});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidModel);
+  EXPECT_NE(r.status().message().find("must be float32"), std::string::npos);
+}
+
+TEST(RefQuant, DynamicQuantizeLinearOfFloat16_n) {
+  graph::InferValue x;
+  x.dtype = DataType::kFloat16;
+  x.shapeKnown = true;
+  x.shape = Shape{3};
+  auto r = inferBuild(makeNode("DynamicQuantizeLinear", 1, 3), {x});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidModel);
+}
 
 TEST(RefReduce, AxisOutOfRange_n) {
   Tensor x = randomF32(Shape{2, 3}, 1);

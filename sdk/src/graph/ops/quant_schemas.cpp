@@ -1,5 +1,7 @@
 // Schemas and shape inference for QuantizeLinear and DequantizeLinear (opsets 10-17):
-// per-tensor (scalar or one-element scale) or per-axis (1-D scale along `axis`, opset 13).
+// per-tensor (scalar or one-element scale) or per-axis (1-D scale along `axis`, opset 13); and
+// DynamicQuantizeLinear (opset 11): float32 x -> uint8 y of x's shape, float32 scalar y_scale,
+// uint8 scalar y_zero_point.
 #include <string>
 
 #include "graph/op_schema.h"
@@ -84,6 +86,25 @@ Status inferDequantize(InferContext& ctx) {
   return Status::Ok();
 }
 
+Status inferDynamicQuantize(InferContext& ctx) {
+  const InferValue& x = ctx.inputs[0];
+  if (x.dtype != DataType::kFloat32)
+    return ctx.error(
+        ErrorCode::kInvalidModel,
+        std::string("DynamicQuantizeLinear input must be float32, got ") + dataTypeName(x.dtype));
+  ctx.outputs[0] = x;
+  ctx.outputs[0].value = nullptr;
+  ctx.outputs[0].dtype = DataType::kUInt8;
+  for (size_t i = 1; i < ctx.outputs.size() && i < 3; ++i) {
+    InferValue& o = ctx.outputs[i];
+    o.dtype = i == 1 ? DataType::kFloat32 : DataType::kUInt8;
+    o.value = nullptr;
+    o.shapeKnown = true;
+    o.shape = Shape{};
+  }
+  return Status::Ok();
+}
+
 void add(OpSchemaRegistry& r, const std::string& op, ShapeInferFn fn) {
   OpSchema s;
   s.opType = op;
@@ -100,6 +121,12 @@ void add(OpSchemaRegistry& r, const std::string& op, ShapeInferFn fn) {
 void registerQuantSchemas(OpSchemaRegistry& r) {
   add(r, "QuantizeLinear", inferQuantize);
   add(r, "DequantizeLinear", inferDequantize);
+  OpSchema dq;
+  dq.opType = "DynamicQuantizeLinear";
+  dq.minOpset = 11;
+  dq.minInputs = dq.maxInputs = 1;
+  dq.infer = inferDynamicQuantize;
+  r.add(std::move(dq));
   registerQLinearSchemas(r);
 }
 

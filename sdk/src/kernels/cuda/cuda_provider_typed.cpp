@@ -2,10 +2,11 @@
 // Equal / Greater / GreaterOrEqual / Less / LessOrEqual, And / Or / Xor / Not, Where, IsNaN /
 // IsInf, Add / Sub / Mul / Div / Mod / Min / Max / Pow on integer tensors (float arithmetic is
 // the eltwise family's), BitShift, QuantizeLinear / DequantizeLinear with constant scales and
-// zero points, and MatMulInteger (integer_ops.cu) with constant zero points. Each
-// tactic reads its value operands in one storage type and writes its output in another (bool, or
-// the value type, or Cast's target); a float tensor may be stored as float16 or float32 at FP16
-// precision, and the builder times both. Host code only.
+// zero points, MatMulInteger and ConvInteger (integer_ops.cu; zero points constant or computed)
+// and DynamicQuantizeLinear (dynamic_quantize.cu). Each tactic reads its value operands in one
+// storage type and writes its output in another (bool, or the value type, or Cast's target); a
+// float tensor may be stored as float16 or float32 at FP16 precision, and the builder times both.
+// Host code only.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "graph/ops/conv_geometry.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_tactic_base.h"
+#include "kernels/cuda/dynamic_quantize.h"
 #include "kernels/cuda/integer_ops.h"
 #include "kernels/cuda/typed_eltwise.h"
 
@@ -303,17 +305,32 @@ class TypedTactic final : public CudaTactic {
   void* params_ = nullptr;  // Q/DQ: the scales, then the zero points
 };
 
-// ---- MatMulInteger ---------------------------------------------------------------------------
+// ---- MatMulInteger, ConvInteger ----------------------------------------------------------------
+// Zero points are ordinary inputs in their operand's type, constant or computed at run time
+// (DynamicQuantizeLinear's): the kernels read them on the device.
 
-/// The plan of a MatMulInteger (int8 / uint8 operands, int32 output, static shapes, constant
-/// zero points per tensor or A's per row / B's per column), and its zero points; false
-/// otherwise (the CPU runs it).
-bool intMatMulPlan(const LayerContext& layer, IntMatMulPlan* p, std::vector<int32_t>* aZp,
-                   std::vector<int32_t>* bZp) {
-  const auto isQ = [](DataType t) { return t == DataType::kInt8 || t == DataType::kUInt8; };
+bool isQuantType(DataType t) {
+  return t == DataType::kInt8 || t == DataType::kUInt8;
+}
+
+/// Whether zero-point input i is absent, or of operand `operand`'s type with one value or
+/// (`perLen` > 0) a 1-D run of perLen values; *per tells which.
+bool zeroPointFits(const LayerContext& layer, size_t i, size_t operand, int64_t perLen, bool* per) {
+  *per = false;
+  if (i >= layer.inputShapes.size() || !layer.hasInput(i)) return true;
+  const Shape& z = layer.inputShapes[i];
+  if (layer.inputTypes[i] != layer.inputTypes[operand] || !isStatic(z)) return false;
+  if (z.numel() == 1) return true;
+  *per = perLen > 0 && z.rank() == 1 && z.numel() == perLen;
+  return *per;
+}
+
+/// The plan of a MatMulInteger (int8 / uint8 operands, int32 output, static shapes, zero
+/// points per tensor or A's per row / B's per column); false otherwise (the CPU runs it).
+bool intMatMulPlan(const LayerContext& layer, IntMatMulPlan* p) {
   if (layer.inputShapes.size() < 2 || layer.inputShapes.size() > 4 ||
       layer.outputShapes.size() != 1 || !layer.hasInput(0) || !layer.hasInput(1) ||
-      !isQ(layer.inputTypes[0]) || !isQ(layer.inputTypes[1]) ||
+      !isQuantType(layer.inputTypes[0]) || !isQuantType(layer.inputTypes[1]) ||
       layer.outputTypes[0] != DataType::kInt32)
     return false;
   Shape sa = layer.inputShapes[0], sb = layer.inputShapes[1];
@@ -345,82 +362,17 @@ bool intMatMulPlan(const LayerContext& layer, IntMatMulPlan* p, std::vector<int3
     p->batches *= p->batchDims[d];
   }
   if (layer.outputShapes[0].numel() != p->batches * p->M * p->N) return false;
-  // Zero points: constants of the operand's type, one value, or A's per row / B's per column.
-  const auto zeroPoints = [&](size_t i, int64_t perLen, std::vector<int32_t>* zp,
-                              bool* per) -> bool {
-    zp->clear();
-    *per = false;
-    if (!layer.hasInput(i)) return true;
-    const Tensor* z = layer.constantInput(i);
-    if (!z || z->dtype() != layer.inputTypes[i - 2]) return false;
-    if (z->numel() != 1 && !(z->shape().rank() == 1 && z->numel() == perLen)) return false;
-    *per = z->numel() != 1;
-    for (int64_t k = 0; k < z->numel(); ++k) zp->push_back(static_cast<int32_t>(z->getAsInt64(k)));
-    return true;
-  };
-  return zeroPoints(2, p->M, aZp, &p->aZpPerRow) && zeroPoints(3, p->N, bZp, &p->bZpPerCol);
+  return zeroPointFits(layer, 2, 0, p->M, &p->aZpPerRow) &&
+         zeroPointFits(layer, 3, 1, p->N, &p->bZpPerCol);
 }
-
-/// `values` in a new device array at *params (freeing what was there; null for none).
-Status uploadInt32(const std::vector<int32_t>& values, void** params) {
-  cudaFree(*params);
-  *params = nullptr;
-  if (values.empty()) return Status::Ok();
-  EI_CUDA_CHECK(cudaMalloc(params, values.size() * sizeof(int32_t)));
-  EI_CUDA_CHECK(
-      cudaMemcpy(*params, values.data(), values.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
-  return Status::Ok();
-}
-
-class IntMatMulTactic final : public CudaTactic {
- public:
-  explicit IntMatMulTactic(const LayerContext& layer)
-      : CudaTactic("intmatmul", layer.inputTypes[0], Layout::kNCHW, layer) {
-    for (size_t i = 1; i < layer.inputTypes.size(); ++i) setInputType(i, layer.inputTypes[i]);
-    id_ = std::string("cuda.intmatmul.") + storageName(layer.inputTypes[0]) + "-" +
-          storageName(layer.inputTypes[1]);
-  }
-  ~IntMatMulTactic() override { cudaFree(params_); }
-  TensorFormat outputFormat(size_t i) const override {
-    return {DataType::kInt32, formatFor(i < outputRanks_.size() ? outputRanks_[i] : 0)};
-  }
-  bool consumesInput(size_t index) const override { return index >= 2; }  // zero points
-
-  Status initialize(const LayerContext& layer) override {
-    std::vector<int32_t> za, zb;
-    if (!intMatMulPlan(layer, &plan_, &za, &zb))
-      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
-    std::vector<int32_t> all = za;
-    all.insert(all.end(), zb.begin(), zb.end());
-    EI_RETURN_IF_ERROR(uploadInt32(all, &params_));
-    const auto* dev = static_cast<const int32_t*>(params_);
-    plan_.aZp = za.empty() ? nullptr : dev;
-    plan_.bZp = zb.empty() ? nullptr : dev + za.size();
-    maxBlocks_ = maxBlocksForDevice();
-    initialized_ = true;
-    return Status::Ok();
-  }
-  Status enqueue(const LaunchArgs& args) override {
-    EI_RETURN_IF_ERROR(checkArgs(args, 2));
-    return launchIntMatMul(plan_, args.inputs[0], args.inputs[1],
-                           static_cast<int32_t*>(args.outputs[0]), maxBlocks_, args.stream);
-  }
-
- private:
-  IntMatMulPlan plan_;
-  void* params_ = nullptr;  // A's zero points, then B's
-};
-
-// ---- ConvInteger -----------------------------------------------------------------------------
 
 /// The plan of a ConvInteger (int8 / uint8 operands, int32 output, NCHW with 1 to 3 static
-/// spatial dims, constant zero points: X's one value, W's one value or one per output channel)
-/// and W's zero points; false otherwise (the CPU runs it).
-bool intConvPlan(const LayerContext& layer, IntConvPlan* p, std::vector<int32_t>* wZp) {
-  const auto isQ = [](DataType t) { return t == DataType::kInt8 || t == DataType::kUInt8; };
+/// spatial dims, X's zero point one value, W's one value or one per output channel); false
+/// otherwise (the CPU runs it).
+bool intConvPlan(const LayerContext& layer, IntConvPlan* p) {
   if (layer.inputShapes.size() < 2 || layer.inputShapes.size() > 4 ||
       layer.outputShapes.size() != 1 || !layer.hasInput(0) || !layer.hasInput(1) ||
-      !isQ(layer.inputTypes[0]) || !isQ(layer.inputTypes[1]) ||
+      !isQuantType(layer.inputTypes[0]) || !isQuantType(layer.inputTypes[1]) ||
       layer.outputTypes[0] != DataType::kInt32)
     return false;
   const Shape &xs = layer.inputShapes[0], &ws = layer.inputShapes[1];
@@ -460,56 +412,86 @@ bool intConvPlan(const LayerContext& layer, IntConvPlan* p, std::vector<int32_t>
     p->dilation[lead + i] = wa.dilations[i];
     p->padBegin[lead + i] = d.padBegin[i];
   }
-  wZp->clear();
-  if (layer.hasInput(2)) {
-    const Tensor* z = layer.constantInput(2);
-    if (!z || z->dtype() != layer.inputTypes[0] || z->numel() != 1) return false;
-    p->xZp = static_cast<int32_t>(z->getAsInt64(0));
-  }
-  if (layer.hasInput(3)) {
-    const Tensor* z = layer.constantInput(3);
-    if (!z || z->dtype() != layer.inputTypes[1] ||
-        (z->numel() != 1 && !(z->shape().rank() == 1 && z->numel() == p->M)))
-      return false;
-    p->wZpPerChannel = z->numel() != 1;
-    for (int64_t k = 0; k < z->numel(); ++k) wZp->push_back(static_cast<int32_t>(z->getAsInt64(k)));
-  }
-  return true;
+  bool xPer = false;
+  return zeroPointFits(layer, 2, 0, 0, &xPer) &&
+         zeroPointFits(layer, 3, 1, p->M, &p->wZpPerChannel);
 }
 
-class IntConvTactic final : public CudaTactic {
+/// MatMulInteger / ConvInteger: every input in its own type (operands and zero points).
+template <typename Plan, bool (*Planner)(const LayerContext&, Plan*),
+          Status (*Launch)(const Plan&, const void*, const void*, const void*, const void*,
+                           int32_t*, int, void*)>
+class IntegerTactic final : public CudaTactic {
  public:
-  explicit IntConvTactic(const LayerContext& layer)
-      : CudaTactic("intconv", layer.inputTypes[0], Layout::kNCHW, layer) {
+  IntegerTactic(const char* family, const LayerContext& layer)
+      : CudaTactic(family, layer.inputTypes[0], Layout::kNCHW, layer) {
     for (size_t i = 1; i < layer.inputTypes.size(); ++i) setInputType(i, layer.inputTypes[i]);
-    id_ = std::string("cuda.intconv.") + storageName(layer.inputTypes[0]) + "-" +
+    id_ = std::string("cuda.") + family + "." + storageName(layer.inputTypes[0]) + "-" +
           storageName(layer.inputTypes[1]);
   }
-  ~IntConvTactic() override { cudaFree(params_); }
   TensorFormat outputFormat(size_t i) const override {
     return {DataType::kInt32, formatFor(i < outputRanks_.size() ? outputRanks_[i] : 0)};
   }
-  bool consumesInput(size_t index) const override { return index >= 2; }  // zero points
-
   Status initialize(const LayerContext& layer) override {
-    std::vector<int32_t> wz;
-    if (!intConvPlan(layer, &plan_, &wz))
+    if (!Planner(layer, &plan_))
       return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
-    EI_RETURN_IF_ERROR(uploadInt32(wz, &params_));
-    plan_.wZp = static_cast<const int32_t*>(params_);
     maxBlocks_ = maxBlocksForDevice();
     initialized_ = true;
     return Status::Ok();
   }
   Status enqueue(const LaunchArgs& args) override {
     EI_RETURN_IF_ERROR(checkArgs(args, 2));
-    return launchIntConv(plan_, args.inputs[0], args.inputs[1],
-                         static_cast<int32_t*>(args.outputs[0]), maxBlocks_, args.stream);
+    const auto zp = [&](size_t i) { return i < args.inputs.size() ? args.inputs[i] : nullptr; };
+    return Launch(plan_, args.inputs[0], args.inputs[1], zp(2), zp(3),
+                  static_cast<int32_t*>(args.outputs[0]), maxBlocks_, args.stream);
   }
 
  private:
-  IntConvPlan plan_;
-  void* params_ = nullptr;  // W's zero points
+  Plan plan_;
+};
+
+using IntMatMulTactic = IntegerTactic<IntMatMulPlan, intMatMulPlan, launchIntMatMul>;
+using IntConvTactic = IntegerTactic<IntConvPlan, intConvPlan, launchIntConv>;
+
+// ---- DynamicQuantizeLinear ---------------------------------------------------------------------
+
+bool dynamicQuantizeSupported(const LayerContext& layer) {
+  return layer.inputShapes.size() == 1 && layer.hasInput(0) &&
+         layer.inputTypes[0] == DataType::kFloat32 && isStatic(layer.inputShapes[0]) &&
+         layer.outputShapes.size() == 3 && layer.outputTypes[0] == DataType::kUInt8 &&
+         layer.outputTypes[1] == DataType::kFloat32 && layer.outputTypes[2] == DataType::kUInt8;
+}
+
+/// x read in float32 (an FP16 copy would move the range and every quantized value); y in
+/// uint8, the scale in float32, the zero point in uint8.
+class DynamicQuantizeTactic final : public CudaTactic {
+ public:
+  explicit DynamicQuantizeTactic(const LayerContext& layer)
+      : CudaTactic("dynquant", DataType::kFloat32, Layout::kNCHW, layer) {}
+  TensorFormat outputFormat(size_t i) const override {
+    const size_t rank = i < outputRanks_.size() ? outputRanks_[i] : 0;
+    return {i == 1 ? DataType::kFloat32 : DataType::kUInt8, formatFor(rank)};
+  }
+  size_t workspaceBytes() const override { return dynamicQuantizeWorkspaceBytes(); }
+  Status initialize(const LayerContext& layer) override {
+    if (!dynamicQuantizeSupported(layer))
+      return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
+    n_ = layer.inputShapes[0].numel();
+    maxBlocks_ = maxBlocksForDevice();
+    initialized_ = true;
+    return Status::Ok();
+  }
+  Status enqueue(const LaunchArgs& args) override {
+    EI_RETURN_IF_ERROR(checkArgs(args, 1));
+    const auto out = [&](size_t i) { return i < args.outputs.size() ? args.outputs[i] : nullptr; };
+    return launchDynamicQuantize(static_cast<const float*>(args.inputs[0]), n_,
+                                 static_cast<uint8_t*>(args.outputs[0]),
+                                 static_cast<float*>(out(1)), static_cast<uint8_t*>(out(2)),
+                                 args.workspace, args.workspaceBytes, maxBlocks_, args.stream);
+  }
+
+ private:
+  int64_t n_ = 0;
 };
 
 }  // namespace
@@ -518,15 +500,18 @@ bool typedCandidates(const LayerContext& layer, Precision precision,
                      std::vector<std::unique_ptr<Tactic>>* out) {
   if (layer.node->opType == "MatMulInteger" && layer.node->domain.empty()) {
     IntMatMulPlan p;
-    std::vector<int32_t> za, zb;
-    if (intMatMulPlan(layer, &p, &za, &zb))
-      out->push_back(std::make_unique<IntMatMulTactic>(layer));
+    if (intMatMulPlan(layer, &p))
+      out->push_back(std::make_unique<IntMatMulTactic>("intmatmul", layer));
+    return true;
+  }
+  if (layer.node->opType == "DynamicQuantizeLinear" && layer.node->domain.empty()) {
+    if (dynamicQuantizeSupported(layer))
+      out->push_back(std::make_unique<DynamicQuantizeTactic>(layer));
     return true;
   }
   if (layer.node->opType == "ConvInteger" && layer.node->domain.empty()) {
     IntConvPlan p;
-    std::vector<int32_t> wz;
-    if (intConvPlan(layer, &p, &wz)) out->push_back(std::make_unique<IntConvTactic>(layer));
+    if (intConvPlan(layer, &p)) out->push_back(std::make_unique<IntConvTactic>("intconv", layer));
     return true;
   }
   TypedOp op;

@@ -16,8 +16,8 @@ constexpr int kThreads = 256;
 
 template <typename TA, typename TB>
 __global__ void __launch_bounds__(kThreads)
-    intMatMulKernel(const TA* __restrict__ a, const TB* __restrict__ b, int32_t* __restrict__ y,
-                    const IntMatMulPlan p) {
+    intMatMulKernel(const TA* __restrict__ a, const TB* __restrict__ b, const TA* __restrict__ aZp,
+                    const TB* __restrict__ bZp, int32_t* __restrict__ y, const IntMatMulPlan p) {
   const int64_t total = p.batches * p.M * p.N;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < total;
@@ -32,8 +32,8 @@ __global__ void __launch_bounds__(kThreads)
     }
     const TA* ar = a + (ma * p.M + m) * p.K;
     const TB* bc = b + mb * p.K * p.N + n;
-    const int32_t za = p.aZp ? p.aZp[p.aZpPerRow ? m : 0] : 0;
-    const int32_t zb = p.bZp ? p.bZp[p.bZpPerCol ? n : 0] : 0;
+    const int32_t za = aZp ? static_cast<int32_t>(aZp[p.aZpPerRow ? m : 0]) : 0;
+    const int32_t zb = bZp ? static_cast<int32_t>(bZp[p.bZpPerCol ? n : 0]) : 0;
     uint32_t acc = 0;
     for (int64_t k = 0; k < p.K; ++k)
       acc += static_cast<uint32_t>((static_cast<int32_t>(ar[k]) - za) *
@@ -44,8 +44,9 @@ __global__ void __launch_bounds__(kThreads)
 
 template <typename TX, typename TW>
 __global__ void __launch_bounds__(kThreads)
-    intConvKernel(const TX* __restrict__ x, const TW* __restrict__ w, int32_t* __restrict__ y,
-                  const IntConvPlan p) {
+    intConvKernel(const TX* __restrict__ x, const TW* __restrict__ w, const TX* __restrict__ xZp,
+                  const TW* __restrict__ wZp, int32_t* __restrict__ y, const IntConvPlan p) {
+  const int32_t xz = xZp ? static_cast<int32_t>(*xZp) : 0;
   const int64_t outSize = p.out[0] * p.out[1] * p.out[2];
   const int64_t inSize = p.in[0] * p.in[1] * p.in[2];
   const int64_t kSize = p.kernel[0] * p.kernel[1] * p.kernel[2];
@@ -59,7 +60,7 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t b0 = o0 * p.stride[0] - p.padBegin[0], b1 = o1 * p.stride[1] - p.padBegin[1],
                   b2 = o2 * p.stride[2] - p.padBegin[2];
     const int64_t g = m / mPerGroup;
-    const int32_t wz = p.wZp ? p.wZp[p.wZpPerChannel ? m : 0] : 0;
+    const int32_t wz = wZp ? static_cast<int32_t>(wZp[p.wZpPerChannel ? m : 0]) : 0;
     const TX* xg = x + (n * p.C + g * cPerGroup) * inSize;
     const TW* wm = w + m * cPerGroup * kSize;
     uint32_t acc = 0;
@@ -75,7 +76,7 @@ __global__ void __launch_bounds__(kThreads)
           for (int64_t k2 = 0; k2 < p.kernel[2]; ++k2) {
             const int64_t i2 = b2 + k2 * p.dilation[2];
             if (i2 < 0 || i2 >= p.in[2]) continue;
-            const int32_t xv = static_cast<int32_t>(xc[(i0 * p.in[1] + i1) * p.in[2] + i2]) - p.xZp;
+            const int32_t xv = static_cast<int32_t>(xc[(i0 * p.in[1] + i1) * p.in[2] + i2]) - xz;
             const int32_t wv =
                 static_cast<int32_t>(wc[(k0 * p.kernel[1] + k1) * p.kernel[2] + k2]) - wz;
             acc += static_cast<uint32_t>(xv * wv);
@@ -107,8 +108,8 @@ void bySignedness(bool aSigned, bool bSigned, Launch&& launch) {
 
 }  // namespace
 
-Status launchIntMatMul(const IntMatMulPlan& plan, const void* a, const void* b, int32_t* y,
-                       int maxBlocks, void* stream) {
+Status launchIntMatMul(const IntMatMulPlan& plan, const void* a, const void* b, const void* aZp,
+                       const void* bZp, int32_t* y, int maxBlocks, void* stream) {
   const int64_t total = plan.batches * plan.M * plan.N;
   if (total == 0) return Status::Ok();
   if (plan.batchRank < 0 || plan.batchRank > IntMatMulPlan::kMaxBatchDims)
@@ -118,15 +119,16 @@ Status launchIntMatMul(const IntMatMulPlan& plan, const void* a, const void* b, 
   bySignedness(plan.aSigned, plan.bSigned, [&](auto ta, auto tb) {
     using TA = decltype(ta);
     using TB = decltype(tb);
-    intMatMulKernel<TA, TB>
-        <<<grid, kThreads, 0, s>>>(static_cast<const TA*>(a), static_cast<const TB*>(b), y, plan);
+    intMatMulKernel<TA, TB><<<grid, kThreads, 0, s>>>(
+        static_cast<const TA*>(a), static_cast<const TB*>(b), static_cast<const TA*>(aZp),
+        static_cast<const TB*>(bZp), y, plan);
   });
   EI_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }
 
-Status launchIntConv(const IntConvPlan& plan, const void* x, const void* w, int32_t* y,
-                     int maxBlocks, void* stream) {
+Status launchIntConv(const IntConvPlan& plan, const void* x, const void* w, const void* xZp,
+                     const void* wZp, int32_t* y, int maxBlocks, void* stream) {
   if (plan.spatial < 1 || plan.spatial > IntConvPlan::kMaxSpatial || plan.group < 1 ||
       plan.C % plan.group != 0 || plan.M % plan.group != 0)
     return Status(ErrorCode::kInvalidArgument, "ConvInteger: bad plan");
@@ -137,8 +139,9 @@ Status launchIntConv(const IntConvPlan& plan, const void* x, const void* w, int3
   bySignedness(plan.xSigned, plan.wSigned, [&](auto tx, auto tw) {
     using TX = decltype(tx);
     using TW = decltype(tw);
-    intConvKernel<TX, TW>
-        <<<grid, kThreads, 0, s>>>(static_cast<const TX*>(x), static_cast<const TW*>(w), y, plan);
+    intConvKernel<TX, TW><<<grid, kThreads, 0, s>>>(
+        static_cast<const TX*>(x), static_cast<const TW*>(w), static_cast<const TX*>(xZp),
+        static_cast<const TW*>(wZp), y, plan);
   });
   EI_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();

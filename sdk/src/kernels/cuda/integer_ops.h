@@ -1,6 +1,7 @@
-// MatMulInteger and ConvInteger on the GPU: int8 / uint8 operands, their zero points subtracted
-// (MatMulInteger: per tensor, A's per row, B's per column; ConvInteger: X's per tensor, W's per
-// tensor or output channel), products summed into an int32 output that wraps as int32
+// MatMulInteger and ConvInteger on the GPU: int8 / uint8 operands, their zero points (constant
+// or computed at run time, as DynamicQuantizeLinear gives them) subtracted (MatMulInteger: per
+// tensor, A's per row, B's per column; ConvInteger: X's per tensor, W's per tensor or output
+// channel), products summed into an int32 output that wraps as int32
 // arithmetic does: exactly the CPU reference (kernels/ref/qlinear.cpp). A thread per output
 // element (correct, not fast: the fast INT8 layers are the INT8 builds' tactics); MatMulInteger
 // broadcasts batches as numpy does, ConvInteger takes 1 to 3 spatial dims, groups, strides,
@@ -24,16 +25,15 @@ struct IntMatMulPlan {
   // broadcasts along it).
   int64_t aBatchStride[kMaxBatchDims] = {}, bBatchStride[kMaxBatchDims] = {};
   int64_t batches = 1;
-  // Zero points (device int32 arrays) or null for 0: A's [1] or [M] (per row), B's [1] or [N]
-  // (per column).
-  const int32_t* aZp = nullptr;
-  const int32_t* bZp = nullptr;
+  // Whether A's zero points run along its rows ([M]) and B's along its columns ([N]) rather
+  // than being one value.
   bool aZpPerRow = false, bZpPerCol = false;
 };
 
-/// Enqueues y = (a - aZp) x (b - bZp) on `stream`; never synchronises.
-Status launchIntMatMul(const IntMatMulPlan& plan, const void* a, const void* b, int32_t* y,
-                       int maxBlocks, void* stream);
+/// Enqueues y = (a - aZp) x (b - bZp) on `stream`; never synchronises. The zero points are
+/// device arrays of their operand's type (constant or computed at run time), or null for 0.
+Status launchIntMatMul(const IntMatMulPlan& plan, const void* a, const void* b, const void* aZp,
+                       const void* bZp, int32_t* y, int maxBlocks, void* stream);
 
 struct IntConvPlan {
   static constexpr int kMaxSpatial = 3;
@@ -43,14 +43,12 @@ struct IntConvPlan {
   int64_t in[kMaxSpatial] = {1, 1, 1}, out[kMaxSpatial] = {1, 1, 1};
   int64_t kernel[kMaxSpatial] = {1, 1, 1}, stride[kMaxSpatial] = {1, 1, 1};
   int64_t dilation[kMaxSpatial] = {1, 1, 1}, padBegin[kMaxSpatial] = {0, 0, 0};
-  int32_t xZp = 0;
-  // W's zero points (device int32 array): [1] or [M] (per output channel), or null for 0.
-  const int32_t* wZp = nullptr;
-  bool wZpPerChannel = false;
+  bool wZpPerChannel = false;  // W's zero points: [M] (per output channel) or one value
 };
 
 /// Enqueues y = conv(x - xZp, w - wZp) (NCHW, int32 output) on `stream`; never synchronises.
-Status launchIntConv(const IntConvPlan& plan, const void* x, const void* w, int32_t* y,
-                     int maxBlocks, void* stream);
+/// xZp (one value) and wZp are device arrays of their operand's type, or null for 0.
+Status launchIntConv(const IntConvPlan& plan, const void* x, const void* w, const void* xZp,
+                     const void* wZp, int32_t* y, int maxBlocks, void* stream);
 
 }  // namespace edgeinfer::cuda

@@ -1,7 +1,12 @@
-// CPU reference kernels for QuantizeLinear and DequantizeLinear:
+// CPU reference kernels for QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear:
 //   quantize:   y = saturate(round_half_even(x / scale) + zero_point)   (computed in float)
 //   dequantize: y = (x - zero_point) * scale
+//   dynamic:    lo = min(0, min x), hi = max(0, max x), scale = (hi - lo) / 255,
+//               zero_point = saturate(round_half_even((0 - lo) / scale)), then quantize to
+//               uint8, all in float32 as ONNX's reference; an all-zero x (scale 0) gives
+//               scale 0, zero point 0 and y 0 (ONNX's formula divides 0 by 0 there).
 // A one-element scale is per-tensor; a 1-D scale of length dim[axis] is per-axis.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -102,9 +107,39 @@ Status dequantizeKernel(KernelContext& ctx) {
   });
 }
 
+Status dynamicQuantizeKernel(KernelContext& ctx) {
+  const Tensor& x = *ctx.inputs[0];
+  if (x.dtype() != DataType::kFloat32 || ctx.outputs.size() < 3 || !ctx.outputs[1] ||
+      !ctx.outputs[2])
+    return ctx.error(ErrorCode::kInvalidArgument,
+                     "DynamicQuantizeLinear needs a float32 input and three outputs");
+  const float* in = x.data<float>();
+  const int64_t n = x.numel();
+  float lo = 0.f, hi = 0.f;
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isnan(in[i])) continue;
+    lo = std::min(lo, in[i]);
+    hi = std::max(hi, in[i]);
+  }
+  const float scale = (hi - lo) / 255.f;
+  const float zp =
+      scale == 0.f ? 0.f : std::min(std::max(std::nearbyint((0.f - lo) / scale), 0.f), 255.f);
+  *ctx.outputs[1]->data<float>() = scale;
+  *ctx.outputs[2]->data<uint8_t>() = static_cast<uint8_t>(zp);
+  uint8_t* out = ctx.outputs[0]->data<uint8_t>();
+#pragma omp parallel for if (n > kParallelThreshold)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = scale == 0.f ? 0.f : std::nearbyint(in[i] / scale) + zp;
+    out[i] = std::isnan(v) ? static_cast<uint8_t>(zp)
+                           : static_cast<uint8_t>(std::min(std::max(v, 0.f), 255.f));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void registerQuantKernels(KernelRegistry& r) {
+  r.add("", "DynamicQuantizeLinear", dynamicQuantizeKernel);
   r.add("", "QuantizeLinear", quantizeKernel);
   r.add("", "DequantizeLinear", dequantizeKernel);
   registerQLinearKernels(r);
