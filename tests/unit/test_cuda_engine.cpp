@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -512,6 +514,107 @@ TEST(CudaEngine, DataDependentOutputIsRefusedWithAClearError) {
   EXPECT_NE(e.status().message().find("depends on the input values"), std::string::npos)
       << e.status().toString();
   EXPECT_NE(e.status().message().find("nonzero"), std::string::npos) << e.status().toString();
+}
+
+/// Every output of `e` for input x (host copies).
+std::map<std::string, Tensor> allOutputs(const Engine& e, const std::map<std::string, Tensor>& in,
+                                         ExecutionContext* ctx = nullptr) {
+  std::unique_ptr<ExecutionContext> own;
+  if (!ctx) {
+    auto c = e.createExecutionContext();
+    EXPECT_TRUE(c.ok()) << c.status().toString();
+    if (!c.ok()) return {};
+    own = std::move(c).value();
+    ctx = own.get();
+  }
+  auto out = ctx->run(in);
+  EXPECT_TRUE(out.ok()) << out.status().toString();
+  std::map<std::string, Tensor> copies;
+  if (out.ok())
+    for (const auto& [name, t] : *out) copies[name] = t.clone();
+  return copies;
+}
+
+void expectSameTensor(const Tensor& a, const Tensor& b, const std::string& what) {
+  ASSERT_FALSE(a.empty()) << what;
+  ASSERT_FALSE(b.empty()) << what;
+  ASSERT_EQ(a.dtype(), b.dtype()) << what;
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  EXPECT_EQ(0, std::memcmp(a.raw(), b.raw(), a.bytes())) << what;
+}
+
+/// Models whose output sizes depend on the input values: the layers before them run on the GPU
+/// (one CUDA graph), the data-dependent layers and what follows on the CPU, with the CPU
+/// reference's results; the file keeps both; with the CPU fallback off, a clear error.
+TEST(CudaEngine, DataDependentLayersAndWhatFollowsRunOnTheCpuAfterTheGpu) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  // x -> Relu -> NonZero -> Transpose -> GatherND(x, .) -> picked; y = Abs(x) (on the GPU).
+  TestModel nz(13);
+  nz.input("x", {2, 6});
+  nz.node("Relu", {"x"}, {"r"}, "relu");
+  nz.node("NonZero", {"r"}, {"nzi"}, "nonzero");
+  nz.node("Transpose", {"nzi"}, {"idx"}, "transpose");
+  nz.node("GatherND", {"x", "idx"}, {"picked"}, "gathernd");
+  nz.node("Abs", {"x"}, {"y"}, "abs");
+  nz.output("picked");
+  nz.output("y");
+  nz.output("idx", onnx::TensorProto::INT64);
+  // Boxes and scores made on the GPU (exact ops), then NonMaxSuppression on the CPU.
+  TestModel nms(13);
+  nms.input("b", {1, 20, 4});
+  nms.input("s", {1, 1, 20});
+  nms.node("Abs", {"b"}, {"ab"}, "abs_b");
+  nms.node("Abs", {"s"}, {"as"}, "abs_s");
+  nms.initializerI64("max_out", {1}, {5});
+  nms.initializer("iou", {1}, {0.5f});
+  nms.initializer("score", {1}, {0.3f});
+  nms.node("NonMaxSuppression", {"ab", "as", "max_out", "iou", "score"}, {"sel"}, "nms");
+  nms.output("sel", onnx::TensorProto::INT64);
+  nms.output("as");
+  struct Case {
+    const TestModel* model;
+    std::map<std::string, Tensor> inputs;
+    int64_t tailLayers;
+  };
+  const std::vector<Case> cases = {
+      {&nz, {{"x", randomInput(Shape{2, 6}, 81)}}, 3},
+      {&nms, {{"b", randomInput(Shape{1, 20, 4}, 82)}, {"s", randomInput(Shape{1, 1, 20}, 83)}}, 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.model->proto.graph().node(c.model->proto.graph().node_size() - 1).op_type());
+    BuilderConfig cpu;
+    cpu.backend = Backend::kCpu;
+    auto ref = build(*c.model, cpu);
+    ASSERT_TRUE(ref.ok()) << ref.status().toString();
+    const auto want = allOutputs(**ref, c.inputs);
+    auto e = build(*c.model, gpuConfig(dir));
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    EXPECT_EQ((*e)->info().backend, Backend::kCuda);
+    auto ctx = (*e)->createExecutionContext();
+    ASSERT_TRUE(ctx.ok());
+    for (int i = 0; i < 3; ++i) {  // the last runs replay the head's CUDA graph
+      const auto got = allOutputs(**e, c.inputs, ctx->get());
+      for (const auto& [name, t] : want) expectSameTensor(got.at(name), t, name);
+    }
+    EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, c.tailLayers);
+    EXPECT_TRUE((*ctx)->stats().cudaGraphs) << "the head has no CPU layer: one CUDA graph";
+    EXPECT_GT((*ctx)->stats().graphReplays, 0);
+    // Saved and loaded: the same results.
+    ASSERT_TRUE((*e)->save(dir.file("split.engine")).ok());
+    auto loaded = Engine::load(dir.file("split.engine"));
+    ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+    const auto again = allOutputs(**loaded, c.inputs);
+    for (const auto& [name, t] : want) expectSameTensor(again.at(name), t, "loaded " + name);
+    // Without the CPU fallback: refused, saying what to do.
+    BuilderConfig strict = gpuConfig(dir);
+    strict.allowCpuFallback = false;
+    auto refused = build(*c.model, strict);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), ErrorCode::kUnsupported) << refused.status().toString();
+    EXPECT_NE(refused.status().message().find("allow the CPU fallback"), std::string::npos)
+        << refused.status().toString();
+  }
 }
 
 /// Ops that used to need the CPU fallback, chained so bool and float tensors flow between GPU

@@ -43,9 +43,9 @@ struct EngineInfo {
   std::string modelHash;  // hex SHA-256-free FNV digest of the ONNX bytes it was built from
   int64_t nodeCount = 0;
   /// Bytes of the optimised graph's constants (weights), from the engine's graph (not stored
-  /// in the file). An engine with several shape profiles holds one copy per profile in the
-  /// file and reports the sum; on the GPU, equal converted weights are held once
-  /// (ContextStats::weightBytes says what the GPU holds).
+  /// in the file). An engine with several shape profiles reports the sum over its profiles
+  /// (its file holds each distinct weight once); on the GPU, equal converted weights are held
+  /// once (ContextStats::weightBytes says what the GPU holds).
   int64_t weightBytes = 0;
 };
 

@@ -12,6 +12,7 @@
 #include "builder/optimize.h"
 #include "builder/range_format.h"
 #include "edgeinfer/logger.h"
+#include "graph/partition.h"
 #include "graph/passes/passes.h"
 #include "kernels/ref/ref_kernels.h"
 #include "onnx/importer.h"
@@ -21,6 +22,7 @@
 #include "runtime/graph_engine.h"
 #include "runtime/profile_engine.h"
 #include "runtime/range_engine.h"
+#include "runtime/split_engine.h"
 
 namespace edgeinfer {
 namespace {
@@ -278,13 +280,44 @@ onnx_import::ImportOptions importOptions(const BuilderConfig& cfg, const std::st
   return io;
 }
 
+/// The GPU engine of the optimised graph `g` (static input shapes) whose data-dependent layers
+/// (NonZero, NonMaxSuppression) and everything after them run on the CPU
+/// (runtime/split_engine.h); a plain GPU engine when splitting leaves no tail.
+Expected<std::unique_ptr<Engine>> buildWithCpuTail(graph::Graph g, EngineInfo info,
+                                                   const BuilderConfig& cfg,
+                                                   const quant::ExplicitInt8* explicitInt8) {
+  EI_ASSIGN_OR_RETURN(graph::StaticHeadAndTail parts, graph::splitStaticHead(g));
+  if (parts.tail.nodes.empty())
+    return runtime::buildCudaEngine(std::move(parts.head), std::move(info), cfg, explicitInt8);
+  std::string ops;
+  for (size_t i : graph::dataDependentNodes(g))
+    ops += (ops.empty() ? "" : ", ") + g.nodes[i].name + " (" + g.nodes[i].opType + ")";
+  log(Severity::kWarning, std::to_string(parts.tail.nodes.size()) + " of " +
+                              std::to_string(g.nodes.size()) +
+                              " layers run on the CPU after the GPU: the size of what " + ops +
+                              " computes depends on the input values");
+  EngineInfo tailInfo = info;
+  tailInfo.backend = Backend::kCpu;
+  tailInfo.precision = Precision::kFp32;
+  tailInfo.deviceKey = builder::currentDeviceKey(Backend::kCpu);
+  auto head = runtime::buildCudaEngine(std::move(parts.head), std::move(info), cfg, explicitInt8);
+  if (!head.ok()) return head.status().withContext("the GPU part (before " + ops + ")");
+  std::unique_ptr<Engine> tail(new runtime::GraphEngine(std::move(parts.tail), tailInfo));
+  EI_ASSIGN_OR_RETURN(
+      auto split, runtime::SplitEngine::create(std::move(head).value(), std::move(tail), g.outputs,
+                                               ErrorCode::kInternal));
+  return std::unique_ptr<Engine>(std::move(split));
+}
+
 /// Builds one engine (one input shape, or dynamic dims on the CPU) from the imported graph
 /// `g`: the profile's input shapes (when given), the passes, the backend's build. `pool`
-/// (optional) shares equal constants with earlier profiles (shareConstants).
+/// (optional) shares equal constants with earlier profiles (shareConstants). `cpuTail`: a GPU
+/// build may run data-dependent layers and what follows on the CPU (an engine of one shape:
+/// profiles and ranges hold plain GPU engines).
 Expected<std::unique_ptr<Engine>> buildOne(
     graph::Graph g, const std::string& modelHash, const BuilderConfig& cfg, Backend backend,
     const ShapeProfile* profile, std::map<std::string, Tensor>* pool,
-    const std::map<std::string, std::string>* preferred = nullptr) {
+    const std::map<std::string, std::string>* preferred = nullptr, bool cpuTail = false) {
   if (profile) applyProfile(g, *profile);
   applyDynamicDefault(g, cfg.dynamicDimDefault);
   if (backend == Backend::kCuda) applyGpuStaticShapes(g, cfg);
@@ -309,9 +342,12 @@ Expected<std::unique_ptr<Engine>> buildOne(
   info.precision = backend == Backend::kCpu ? Precision::kFp32 : cfg.precision;
   info.modelName = g.name;
   info.modelHash = modelHash;
-  if (backend == Backend::kCuda)
-    return runtime::buildCudaEngine(std::move(g), std::move(info), cfg,
-                                    explicitInt8.empty() ? nullptr : &explicitInt8, preferred);
+  if (backend == Backend::kCuda) {
+    const quant::ExplicitInt8* ei8 = explicitInt8.empty() ? nullptr : &explicitInt8;
+    if (cpuTail && cfg.allowCpuFallback && !graph::dataDependentNodes(g).empty())
+      return buildWithCpuTail(std::move(g), std::move(info), cfg, ei8);
+    return runtime::buildCudaEngine(std::move(g), std::move(info), cfg, ei8, preferred);
+  }
   info.deviceKey = builder::currentDeviceKey(backend);
   log(Severity::kInfo, "built engine for '" + g.name + "': " + std::to_string(g.nodes.size()) +
                            " nodes, backend " + backendName(backend));
@@ -421,7 +457,8 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
   EI_ASSIGN_OR_RETURN(std::vector<ShapeProfile> profiles, resolveProfiles(g, cfg, backend));
   if (profiles.size() <= 1)  // one shape: an ordinary engine (file format unchanged)
     return buildOne(std::move(g), modelHash, cfg, backend,
-                    profiles.empty() ? nullptr : &profiles[0], nullptr);
+                    profiles.empty() ? nullptr : &profiles[0], nullptr, nullptr,
+                    /*cpuTail=*/true);
 
   // Several profiles: one complete build each (passes, GPU tactic timing and memory plan for
   // its shapes), from a fresh import, since the passes rewrite the graph for its shapes. The
@@ -449,7 +486,7 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
       static_cast<double>(info.weightBytes) / 1048576.0);
   log(Severity::kInfo,
       "engine with " + std::to_string(profiles.size()) +
-          " shape profiles: each holds its own weights in the engine file (" + buf +
+          " shape profiles (the file holds each distinct weight once; " + buf +
           (backend == Backend::kCuda
                ? std::string("); on the GPU, layers that store their weights alike in several "
                              "profiles share one copy")

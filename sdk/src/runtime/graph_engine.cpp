@@ -6,9 +6,11 @@
 #include "builder/engine_format.h"
 #include "builder/profile_format.h"
 #include "builder/range_format.h"
+#include "builder/split_format.h"
 #include "runtime/cuda_backend.h"
 #include "runtime/profile_engine.h"
 #include "runtime/range_engine.h"
+#include "runtime/split_engine.h"
 
 namespace edgeinfer {
 
@@ -70,6 +72,7 @@ Expected<std::unique_ptr<Engine>> Engine::load(const std::string& path) {
 Expected<std::unique_ptr<Engine>> Engine::deserialize(const void* data, size_t size) {
   if (builder::isProfileContainer(data, size)) return runtime::loadProfileEngine(data, size);
   if (builder::isRangeContainer(data, size)) return runtime::loadRangeEngine(data, size);
+  if (builder::isSplitContainer(data, size)) return runtime::loadSplitEngine(data, size);
   EI_ASSIGN_OR_RETURN(auto parts, builder::decodeEngine(data, size));
   return runtime::makeEngine(std::move(parts.graph), std::move(parts.info), parts.plan);
 }

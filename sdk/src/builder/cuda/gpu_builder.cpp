@@ -227,7 +227,9 @@ class GpuBuilder {
           return Status(ErrorCode::kUnsupported,
                         "GPU engines need static shapes, but the size of '" + o + "' (output of '" +
                             n.name + "', " + n.opType + ") depends on the input values (" +
-                            v->shape.toString() + "): build this model for the CPU backend");
+                            v->shape.toString() +
+                            "): allow the CPU fallback (it and the layers after it then run on "
+                            "the CPU, the rest on the GPU) or build for the CPU backend");
         return Status(ErrorCode::kInvalidArgument,
                       "GPU engines need static shapes, but '" + o + "' (output of '" + n.name +
                           "', " + n.opType + ") is " + v->shape.toString() +
