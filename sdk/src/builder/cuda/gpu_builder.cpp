@@ -17,6 +17,7 @@
 #include <set>
 #include <system_error>
 #include <thread>
+#include <unordered_map>
 
 #include "builder/engine_format.h"
 #include "builder/timing_cache.h"
@@ -177,7 +178,12 @@ class GpuBuilder {
   GpuBuilder(const graph::Graph& g, const BuilderConfig& cfg, builder::TimingCache& cache,
              const builder::TacticOverrides& overrides,
              const std::map<std::string, std::string>* preferred)
-      : g_(g), cfg_(cfg), cache_(cache), overrides_(overrides), preferred_(preferred) {}
+      : g_(g),
+        cfg_(cfg),
+        cache_(cache),
+        overrides_(overrides),
+        preferred_(preferred),
+        producers_(g.producers()) {}
 
   /// INT8: the scale of every calibrated float activation (amax / 127, or exactly the scale
   /// in `exactScales`: a model's own Q/DQ scales; a view's output takes its input's, since a
@@ -575,9 +581,48 @@ class GpuBuilder {
         for (auto& c : edgeinfer::cuda::allCandidates(providers_, layer, Precision::kFp16))
           cands.push_back(std::move(c));
     }
+    keepWideValuesInFloat32(layer, cands);
     candidateSeconds_ +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return cands;
+  }
+
+  /// A float value cast from int32 / int64 (MatMulInteger's and ConvInteger's accumulators, on
+  /// their way to being scaled): FP16 would turn values above 65504 into infinity.
+  bool wideFromIntegers(const std::string& value) const {
+    if (value.empty()) return false;
+    const auto p = producers_.find(value);
+    if (p == producers_.end()) return false;
+    const graph::Node& n = g_.nodes[p->second];
+    if (!n.domain.empty() || (n.opType != "Cast" && n.opType != "CastLike") || !n.hasInput(0))
+      return false;
+    const graph::Value* in = g_.findValue(n.inputs[0]);
+    const graph::Value* out = g_.findValue(value);
+    return in && out && (in->dtype == DataType::kInt32 || in->dtype == DataType::kInt64) &&
+           isFloatingPoint(out->dtype);
+  }
+
+  /// Keeps float32 for such values: a cast from int32 / int64 writes float32 and its readers
+  /// read float32 (they may write FP16: a scaled result fits). Candidates that would store one
+  /// in FP16 are dropped, unless that would leave none.
+  void keepWideValuesInFloat32(const builder::LayerContext& layer,
+                               std::vector<std::unique_ptr<Tactic>>& cands) const {
+    const graph::Node& n = *layer.node;
+    std::vector<size_t> wideIn, wideOut;
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      if (wideFromIntegers(n.inputs[k])) wideIn.push_back(k);
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      if (wideFromIntegers(n.outputs[k])) wideOut.push_back(k);
+    if (wideIn.empty() && wideOut.empty()) return;
+    const auto narrow = [&](const std::unique_ptr<Tactic>& t) {
+      for (size_t k : wideIn)
+        if (!t->consumesInput(k) && t->inputFormat(k).dtype == DataType::kFloat16) return true;
+      for (size_t k : wideOut)
+        if (t->outputFormat(k).dtype == DataType::kFloat16) return true;
+      return false;
+    };
+    if (std::all_of(cands.begin(), cands.end(), narrow)) return;
+    cands.erase(std::remove_if(cands.begin(), cands.end(), narrow), cands.end());
   }
 
   /// Whether node i is a layer with a tactic (not a view, not a data-dependent shape).
@@ -909,13 +954,14 @@ class GpuBuilder {
   cudaStream_t stream_ = nullptr;
   std::vector<std::unique_ptr<builder::TacticProvider>> providers_;
   ExecutionPlan plan_;
-  std::vector<std::unique_ptr<Tactic>> tactics_;         // per step
-  std::map<std::string, std::vector<int>> versions_;     // value -> plan tensors
-  std::map<std::string, int> constants_;                 // value|format -> plan tensor
-  std::map<std::string, float> scales_;                  // INT8: float value -> its scale
-  std::map<std::string, Precision> policy_;              // INT8: calibration policy per layer
-  std::map<std::string, bool> int8Readers_;              // INT8: int8Readers() per value
-  const std::map<std::string, std::string>* preferred_;  // layer -> tactic id, or null
+  std::vector<std::unique_ptr<Tactic>> tactics_;             // per step
+  std::map<std::string, std::vector<int>> versions_;         // value -> plan tensors
+  std::map<std::string, int> constants_;                     // value|format -> plan tensor
+  std::map<std::string, float> scales_;                      // INT8: float value -> its scale
+  std::map<std::string, Precision> policy_;                  // INT8: calibration policy per layer
+  std::map<std::string, bool> int8Readers_;                  // INT8: int8Readers() per value
+  const std::map<std::string, std::string>* preferred_;      // layer -> tactic id, or null
+  const std::unordered_map<std::string, size_t> producers_;  // value -> node producing it
   std::map<size_t, std::vector<std::unique_ptr<Tactic>>> prepared_;  // node -> its candidates
   double candidateSeconds_ = 0.0, preparedSeconds_ = 0.0;
   std::deque<builder::LayerContext> preparedLayers_;  // the layers they were prepared for
