@@ -140,7 +140,10 @@ struct BuilderConfig {
   /// Per-layer precision overrides by layer name (e.g. keep a sensitive layer in kFp32).
   std::map<std::string, Precision> layerPrecision;
   /// A layer no GPU kernel supports runs on the CPU reference (with copies and a sync, and
-  /// without CUDA graphs); false makes such a layer a build error naming it.
+  /// without CUDA graphs); false makes such a layer a build error naming it. Also decides the
+  /// data-dependent layers (NonZero, NonMaxSuppression: output sizes depending on the values)
+  /// of an engine of one shape: with it, they and every layer after them run on the CPU after
+  /// the GPU part (runtime/split_engine.h); without it, the build is refused naming them.
   bool allowCpuFallback = true;
 };
 
