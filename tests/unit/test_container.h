@@ -1,6 +1,9 @@
-// Helpers for the tests of the SDK's container files (engines with shape profiles or ranges,
+// Helpers for the tests of engine files: serializing an engine, loading bytes that must fail,
+// and rewriting the SDK's container files (engines with shape profiles, ranges or a CPU tail,
 // builder/container_format.h).
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <functional>
@@ -8,8 +11,26 @@
 #include <vector>
 
 #include "core/byte_io.h"
+#include "edgeinfer/engine.h"
 
 namespace edgeinfer::test {
+
+/// The engine's file bytes (empty, with a test failure, when it cannot be serialized).
+inline std::vector<uint8_t> bytesOf(const Engine& e) {
+  auto b = e.serialize();
+  EXPECT_TRUE(b.ok()) << b.status().toString();
+  return b.ok() ? *b : std::vector<uint8_t>();
+}
+
+/// Loads `bytes`, which must fail with `code`; returns the message.
+inline std::string loadError(const std::vector<uint8_t>& bytes,
+                             ErrorCode code = ErrorCode::kCorruptFile) {
+  auto r = Engine::deserialize(bytes.data(), bytes.size());
+  EXPECT_FALSE(r.ok());
+  if (r.ok()) return "";
+  EXPECT_EQ(r.status().code(), code) << r.status().toString();
+  return r.status().message();
+}
 
 /// Container bytes `b` with the header's JSON text rewritten by `edit` and the checksum fixed.
 inline std::vector<uint8_t> withContainerHeader(const std::vector<uint8_t>& b,

@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "data_dependent_models.h"
 #include "edgeinfer/builder.h"
 #include "edgeinfer/engine.h"
 #include "qoperator_models.h"
@@ -551,29 +552,8 @@ void expectSameTensor(const Tensor& a, const Tensor& b, const std::string& what)
 TEST(CudaEngine, DataDependentLayersAndWhatFollowsRunOnTheCpuAfterTheGpu) {
   EI_SKIP_WITHOUT_GPU();
   TempDir dir;
-  // x -> Relu -> NonZero -> Transpose -> GatherND(x, .) -> picked; y = Abs(x) (on the GPU).
-  TestModel nz(13);
-  nz.input("x", {2, 6});
-  nz.node("Relu", {"x"}, {"r"}, "relu");
-  nz.node("NonZero", {"r"}, {"nzi"}, "nonzero");
-  nz.node("Transpose", {"nzi"}, {"idx"}, "transpose");
-  nz.node("GatherND", {"x", "idx"}, {"picked"}, "gathernd");
-  nz.node("Abs", {"x"}, {"y"}, "abs");
-  nz.output("picked");
-  nz.output("y");
-  nz.output("idx", onnx::TensorProto::INT64);
-  // Boxes and scores made on the GPU (exact ops), then NonMaxSuppression on the CPU.
-  TestModel nms(13);
-  nms.input("b", {1, 20, 4});
-  nms.input("s", {1, 1, 20});
-  nms.node("Abs", {"b"}, {"ab"}, "abs_b");
-  nms.node("Abs", {"s"}, {"as"}, "abs_s");
-  nms.initializerI64("max_out", {1}, {5});
-  nms.initializer("iou", {1}, {0.5f});
-  nms.initializer("score", {1}, {0.3f});
-  nms.node("NonMaxSuppression", {"ab", "as", "max_out", "iou", "score"}, {"sel"}, "nms");
-  nms.output("sel", onnx::TensorProto::INT64);
-  nms.output("as");
+  const TestModel nz = test::nonZeroModel();
+  const TestModel nms = test::nmsModel();
   struct Case {
     const TestModel* model;
     std::map<std::string, Tensor> inputs;

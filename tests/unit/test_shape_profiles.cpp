@@ -19,7 +19,9 @@
 namespace edgeinfer {
 namespace {
 
+using test::bytesOf;
 using test::fixChecksum;
+using test::loadError;
 using test::TestModel;
 using test::withContainerHeader;
 
@@ -63,12 +65,6 @@ std::unique_ptr<Engine> mustBuild(const TestModel& m, const BuilderConfig& c) {
   auto e = build(m, c);
   EXPECT_TRUE(e.ok()) << e.status().toString();
   return e.ok() ? std::move(e).value() : nullptr;
-}
-
-std::vector<uint8_t> bytesOf(const Engine& e) {
-  auto b = e.serialize();
-  EXPECT_TRUE(b.ok()) << b.status().toString();
-  return b.ok() ? *b : std::vector<uint8_t>();
 }
 
 /// The error of building `m` with `c`, which must fail with kInvalidArgument.
@@ -381,15 +377,6 @@ std::vector<uint8_t> subEngine(int64_t batch, uint32_t seed = 1) {
 
 ShapeProfile batchProfile(int64_t batch) {
   return {{"x", Shape{batch, 3, 5, 5}}};
-}
-
-/// Loads `bytes`, which must fail with `code`; returns the message.
-std::string loadError(const std::vector<uint8_t>& bytes, ErrorCode code = ErrorCode::kCorruptFile) {
-  auto r = Engine::deserialize(bytes.data(), bytes.size());
-  EXPECT_FALSE(r.ok());
-  if (r.ok()) return "";
-  EXPECT_EQ(r.status().code(), code) << r.status().toString();
-  return r.status().message();
 }
 
 TEST(ShapeProfiles, ContainerRoundTrip) {

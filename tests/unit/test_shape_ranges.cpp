@@ -23,6 +23,8 @@
 namespace edgeinfer {
 namespace {
 
+using test::bytesOf;
+using test::loadError;
 using test::TestModel;
 using test::withContainerHeader;
 
@@ -73,12 +75,6 @@ std::unique_ptr<Engine> mustBuild(const TestModel& m, const BuilderConfig& c) {
   auto e = build(m, c);
   EXPECT_TRUE(e.ok()) << e.status().toString();
   return e.ok() ? std::move(e).value() : nullptr;
-}
-
-std::vector<uint8_t> bytesOf(const Engine& e) {
-  auto b = e.serialize();
-  EXPECT_TRUE(b.ok()) << b.status().toString();
-  return b.ok() ? *b : std::vector<uint8_t>();
 }
 
 /// The error of building `m` with `c`, which must fail with `code`.
@@ -448,14 +444,6 @@ std::string containerHash(const std::vector<uint8_t>& b) {
   auto e = Engine::deserialize(b.data(), b.size());
   EXPECT_TRUE(e.ok()) << e.status().toString();
   return e.ok() ? (*e)->info().modelHash : std::string();
-}
-
-std::string loadError(const std::vector<uint8_t>& b, ErrorCode code = ErrorCode::kCorruptFile) {
-  auto r = Engine::deserialize(b.data(), b.size());
-  EXPECT_FALSE(r.ok());
-  if (r.ok()) return "";
-  EXPECT_EQ(r.status().code(), code) << r.status().toString();
-  return r.status().message();
 }
 
 void replaceIn(std::string& s, const std::string& from, const std::string& to) {
