@@ -63,26 +63,29 @@ EngineInfo cpuInfo(const std::string& hash = "0123456789abcdef") {
   return info;
 }
 
-/// The split engine of `m` with both parts on the CPU.
-std::unique_ptr<Engine> splitOnCpu(const TestModel& m,
-                                   const std::string& hash = "0123456789abcdef") {
+/// The split engine of `m` with both parts on the CPU; `bound`: the data-dependent layers
+/// that can stay in the head in their bounded form.
+std::unique_ptr<Engine> splitOnCpu(const TestModel& m, const std::string& hash = "0123456789abcdef",
+                                   bool bound = false) {
   const graph::Graph g = optimized(m);
-  auto parts = graph::splitStaticHead(g);
+  auto parts = graph::splitStaticHead(g, bound);
   EXPECT_TRUE(parts.ok()) << parts.status().toString();
   if (!parts.ok()) return nullptr;
+  std::unique_ptr<Engine> tail;
+  if (!parts->tail.nodes.empty())
+    tail = std::make_unique<runtime::GraphEngine>(std::move(parts->tail), cpuInfo(hash));
   auto e = runtime::SplitEngine::create(
       std::make_unique<runtime::GraphEngine>(std::move(parts->head), cpuInfo(hash)),
-      std::make_unique<runtime::GraphEngine>(std::move(parts->tail), cpuInfo(hash)), g.outputs,
-      ErrorCode::kInternal);
+      std::move(tail), g.outputs, parts->bounded, ErrorCode::kInternal);
   EXPECT_TRUE(e.ok()) << e.status().toString();
   return e.ok() ? std::unique_ptr<Engine>(std::move(e).value()) : nullptr;
 }
 
-std::map<std::string, Tensor> runAll(const Engine& e, const Tensor& x) {
+std::map<std::string, Tensor> runAll(const Engine& e, const std::map<std::string, Tensor>& in) {
   auto ctx = e.createExecutionContext();
   EXPECT_TRUE(ctx.ok()) << ctx.status().toString();
   if (!ctx.ok()) return {};
-  auto out = (*ctx)->run({{"x", x}});
+  auto out = (*ctx)->run(in);
   EXPECT_TRUE(out.ok()) << out.status().toString();
   return out.ok() ? *out : std::map<std::string, Tensor>();
 }
@@ -95,14 +98,23 @@ void expectSame(const Tensor& a, const Tensor& b) {
   EXPECT_EQ(0, std::memcmp(a.raw(), b.raw(), a.bytes()));
 }
 
+std::map<std::string, Tensor> runAll(const Engine& e, const Tensor& x) {
+  return runAll(e, std::map<std::string, Tensor>{{"x", x}});
+}
+
 /// Every output of the model's CPU engine.
-std::map<std::string, Tensor> wholeOnCpu(const TestModel& m, const Tensor& x) {
+std::map<std::string, Tensor> wholeOnCpu(const TestModel& m,
+                                         const std::map<std::string, Tensor>& in) {
   BuilderConfig c;
   c.backend = Backend::kCpu;
   const std::string bytes = m.bytes();
   auto e = Builder::buildFromBuffer(bytes.data(), bytes.size(), c);
   EXPECT_TRUE(e.ok()) << e.status().toString();
-  return e.ok() ? runAll(**e, x) : std::map<std::string, Tensor>();
+  return e.ok() ? runAll(**e, in) : std::map<std::string, Tensor>();
+}
+
+std::map<std::string, Tensor> wholeOnCpu(const TestModel& m, const Tensor& x) {
+  return wholeOnCpu(m, std::map<std::string, Tensor>{{"x", x}});
 }
 
 // ---- the partition ---------------------------------------------------------------------------
@@ -207,7 +219,7 @@ TEST(SplitEngine, AnOutputNeitherPartComputes_n) {
   ASSERT_TRUE(parts.ok());
   auto e = runtime::SplitEngine::create(
       std::make_unique<runtime::GraphEngine>(std::move(parts->head), cpuInfo()),
-      std::make_unique<runtime::GraphEngine>(std::move(parts->tail), cpuInfo()), {"y", "zz"},
+      std::make_unique<runtime::GraphEngine>(std::move(parts->tail), cpuInfo()), {"y", "zz"}, {},
       ErrorCode::kInvalidArgument);
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), ErrorCode::kInvalidArgument);
@@ -221,7 +233,7 @@ TEST(SplitEngine, ATailReadingWhatTheHeadLacks_n) {
   parts->head.outputs = {"y"};  // r no longer leaves the head
   auto e = runtime::SplitEngine::create(
       std::make_unique<runtime::GraphEngine>(std::move(parts->head), cpuInfo()),
-      std::make_unique<runtime::GraphEngine>(std::move(parts->tail), cpuInfo()), g.outputs,
+      std::make_unique<runtime::GraphEngine>(std::move(parts->tail), cpuInfo()), g.outputs, {},
       ErrorCode::kCorruptFile);
   ASSERT_FALSE(e.ok());
   EXPECT_HAS(e.status().message(), "the tail reads 'r', which the head neither computes nor takes");
@@ -283,11 +295,23 @@ TEST(SplitEngine, FileWithAnEmptyTail_n) {
   ASSERT_TRUE(e);
   const auto* se = dynamic_cast<const runtime::SplitEngine*>(e.get());
   ASSERT_TRUE(se);
-  auto c = builder::encodeSplitContainer({"y"}, bytesOf(se->head()), {}, {});
+  const std::vector<uint8_t> empty;
+  auto c = builder::encodeSplitContainer({"y"}, {}, bytesOf(se->head()), &empty, {});
   ASSERT_TRUE(c.ok());
   const std::string m = loadError(*c);
   EXPECT_HAS(m, "engine with a CPU tail: the CPU tail");
   EXPECT_HAS(m, "truncated");
+}
+
+TEST(SplitEngine, FileWithTheHeadOnly_n) {
+  // No tail and no bounded value: nothing follows the head.
+  auto e = splitOnCpu(nonZeroModel());
+  ASSERT_TRUE(e);
+  const auto* se = dynamic_cast<const runtime::SplitEngine*>(e.get());
+  ASSERT_TRUE(se);
+  auto c = builder::encodeSplitContainer({"y"}, {}, bytesOf(se->head()), nullptr, {});
+  ASSERT_TRUE(c.ok());
+  EXPECT_HAS(loadError(*c), "it holds the head only, and no bounded value follows it");
 }
 
 TEST(SplitEngine, FileWhoseTailIsOfAnotherModel_n) {
@@ -298,8 +322,9 @@ TEST(SplitEngine, FileWhoseTailIsOfAnotherModel_n) {
   const auto* se = dynamic_cast<const runtime::SplitEngine*>(e.get());
   const auto* so = dynamic_cast<const runtime::SplitEngine*>(other.get());
   ASSERT_TRUE(se && so);
-  auto c = builder::encodeSplitContainer({"picked", "y", "idx"}, bytesOf(se->head()),
-                                         bytesOf(so->tail()), {});
+  const auto otherTail = bytesOf(*so->tail());
+  auto c = builder::encodeSplitContainer({"picked", "y", "idx"}, {}, bytesOf(se->head()),
+                                         &otherTail, {});
   ASSERT_TRUE(c.ok());
   EXPECT_HAS(loadError(*c), "the tail was built from another model");
 }
@@ -310,10 +335,250 @@ TEST(SplitEngine, TheTailReadOnItsOwnIsAnOrdinaryCpuEngine) {
   ASSERT_TRUE(e);
   const auto* se = dynamic_cast<const runtime::SplitEngine*>(e.get());
   ASSERT_TRUE(se);
-  const auto tailBytes = bytesOf(se->tail());
+  ASSERT_TRUE(se->tail());
+  const auto tailBytes = bytesOf(*se->tail());
   auto tail = Engine::deserialize(tailBytes.data(), tailBytes.size());
   ASSERT_TRUE(tail.ok()) << tail.status().toString();
   EXPECT_EQ((*tail)->inputs().size(), 2u);
+}
+
+// ---- bounded data-dependent layers -------------------------------------------------------------
+// With `bound`, NonZero and NonMaxSuppression (known parameters) stay in the head padded to a
+// static bound; the engine cuts them to size. Here the head is a CPU engine running the CPU
+// reference's bounded kernels; a GPU build runs them on the GPU (test_cuda_detection.cpp).
+
+/// Random boxes [1, n, 4] (corner form, either diagonal) and scores [1, 1, n] with ties.
+std::map<std::string, Tensor> nmsInputs(uint32_t seed) {
+  Tensor b = Tensor::zeros(DataType::kFloat32, Shape{1, 20, 4});
+  Tensor s = Tensor::zeros(DataType::kFloat32, Shape{1, 1, 20});
+  uint32_t r = seed * 2654435761u + 1;
+  const auto next = [&r] {
+    r = r * 1664525u + 1013904223u;
+    return static_cast<float>((r >> 8) % 1000) / 1000.f;
+  };
+  for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] = next() * 2.f - 1.f;
+  for (int64_t i = 0; i < s.numel(); ++i)
+    s.data<float>()[i] = static_cast<float>(static_cast<int>(next() * 8.f)) / 8.f - 0.2f;
+  return {{"b", b}, {"s", s}};
+}
+
+TEST(StaticHeadAndTail, BoundedNonZeroStaysInTheHead) {
+  const graph::Graph g = optimized(nonZeroModel());
+  auto parts = graph::splitStaticHead(g, /*bound=*/true);
+  ASSERT_TRUE(parts.ok()) << parts.status().toString();
+  EXPECT_EQ(opsOf(parts->head), (std::vector<std::string>{"Relu", "BoundedNonZero", "Abs"}));
+  EXPECT_EQ(opsOf(parts->tail), (std::vector<std::string>{"Transpose", "GatherND"}));
+  ASSERT_EQ(parts->bounded.size(), 1u);
+  const graph::BoundedValue& b = parts->bounded[0];
+  EXPECT_EQ(b.name, "nz");
+  EXPECT_EQ(b.axis, 1);
+  EXPECT_EQ(parts->head.outputs, (std::vector<std::string>{"y", b.padded, b.count}));
+  EXPECT_EQ(parts->head.findValue(b.padded)->shape, (Shape{2, 12}));
+  EXPECT_EQ(parts->head.findValue(b.count)->shape, (Shape{1}));
+  EXPECT_FALSE(parts->head.hasValue("nz")) << "the head computes it padded only";
+  EXPECT_EQ(parts->tail.inputs, (std::vector<std::string>{"nz", "x"}));
+}
+
+TEST(StaticHeadAndTail, BoundedNmsLeavesNoTail) {
+  const graph::Graph g = optimized(test::nmsModel());
+  auto parts = graph::splitStaticHead(g, /*bound=*/true);
+  ASSERT_TRUE(parts.ok()) << parts.status().toString();
+  EXPECT_TRUE(parts->tail.nodes.empty());
+  ASSERT_EQ(parts->bounded.size(), 1u);
+  EXPECT_EQ(parts->bounded[0].name, "sel");
+  EXPECT_EQ(parts->bounded[0].axis, 0);
+  // At most 5 boxes for each of 1 batch x 1 class.
+  EXPECT_EQ(parts->head.findValue(parts->bounded[0].padded)->shape, (Shape{5, 3}));
+}
+
+TEST(StaticHeadAndTail, NmsWithARunTimeLimitHasNoBoundedForm) {
+  // max_output_boxes_per_class is a graph input: no static bound, so it starts the tail.
+  TestModel m(13);
+  m.input("b", {1, 20, 4});
+  m.input("s", {1, 1, 20});
+  m.input("max_out", {1}, onnx::TensorProto::INT64);
+  m.node("Abs", {"b"}, {"ab"}, "abs_b");
+  m.node("NonMaxSuppression", {"ab", "s", "max_out"}, {"sel"}, "nms");
+  m.output("sel", onnx::TensorProto::INT64);
+  const graph::Graph g = optimized(m);
+  for (const auto& n : g.nodes) {
+    if (n.opType == "NonMaxSuppression") {
+      EXPECT_FALSE(graph::boundedForm(g, n));
+    }
+  }
+  auto parts = graph::splitStaticHead(g, /*bound=*/true);
+  ASSERT_TRUE(parts.ok()) << parts.status().toString();
+  EXPECT_TRUE(parts->bounded.empty());
+  EXPECT_EQ(opsOf(parts->tail), (std::vector<std::string>{"NonMaxSuppression"}));
+}
+
+TEST(SplitEngine, BoundedNonZeroRunsAsTheWholeModelDoes) {
+  auto e = splitOnCpu(nonZeroModel(), "0123456789abcdef", /*bound=*/true);
+  ASSERT_TRUE(e);
+  ASSERT_EQ(e->outputs().size(), 3u);
+  EXPECT_EQ(e->outputs()[2].shape, (Shape{-1, 2})) << "idx, computed by the tail";
+  for (int salt : {0, 3, 8, 10}) {
+    const Tensor x = input(salt);
+    const auto want = wholeOnCpu(nonZeroModel(), x);
+    const auto got = runAll(*e, x);
+    for (const char* name : {"picked", "y", "idx"}) {
+      SCOPED_TRACE(name);
+      expectSame(got.at(name), want.at(name));
+    }
+  }
+  auto ctx = e->createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  ASSERT_TRUE((*ctx)->run({{"x", input()}}).ok());
+  EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, 2) << "Transpose and GatherND";
+}
+
+TEST(SplitEngine, BoundedNmsAloneRunsAsTheWholeModelDoesAndRoundTrips) {
+  auto e = splitOnCpu(test::nmsModel(), "0123456789abcdef", /*bound=*/true);
+  ASSERT_TRUE(e);
+  const auto* se = dynamic_cast<const runtime::SplitEngine*>(e.get());
+  ASSERT_TRUE(se);
+  EXPECT_EQ(se->tail(), nullptr);
+  ASSERT_EQ(e->outputs().size(), 2u);
+  EXPECT_EQ(e->outputs()[0].shape, (Shape{-1, 3}));
+  const auto bytes = bytesOf(*e);
+  auto loaded = Engine::deserialize(bytes.data(), bytes.size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  EXPECT_EQ(bytesOf(**loaded), bytes);
+  int64_t selectedSomething = 0;
+  for (uint32_t seed : {1u, 2u, 3u, 4u, 5u}) {
+    const auto in = nmsInputs(seed);
+    const auto want = wholeOnCpu(test::nmsModel(), in);
+    for (const Engine* engine : {e.get(), loaded->get()}) {
+      const auto got = runAll(*engine, in);
+      for (const char* name : {"sel", "as"}) {
+        SCOPED_TRACE(name);
+        expectSame(got.at(name), want.at(name));
+      }
+    }
+    selectedSomething += want.at("sel").shape()[0];
+  }
+  EXPECT_GT(selectedSomething, 0) << "the inputs select boxes";
+}
+
+TEST(SplitEngine, BoundedValueTheHeadLacks_n) {
+  const graph::Graph g = optimized(test::nmsModel());
+  auto parts = graph::splitStaticHead(g, /*bound=*/true);
+  ASSERT_TRUE(parts.ok());
+  auto bounded = parts->bounded;
+  bounded[0].count = "nothing";
+  auto e = runtime::SplitEngine::create(
+      std::make_unique<runtime::GraphEngine>(std::move(parts->head), cpuInfo()), nullptr, g.outputs,
+      bounded, ErrorCode::kCorruptFile);
+  ASSERT_FALSE(e.ok());
+  EXPECT_HAS(e.status().message(), "the head does not compute 'nothing' (bounded 'sel')");
+}
+
+TEST(SplitEngine, BoundedValueOfTheWrongType_n) {
+  // A bounded value whose padded form is a float head output.
+  const graph::Graph g = optimized(test::nmsModel());
+  auto parts = graph::splitStaticHead(g, /*bound=*/true);
+  ASSERT_TRUE(parts.ok());
+  auto bounded = parts->bounded;
+  bounded[0].padded = "as";
+  auto e = runtime::SplitEngine::create(
+      std::make_unique<runtime::GraphEngine>(std::move(parts->head), cpuInfo()), nullptr, g.outputs,
+      bounded, ErrorCode::kCorruptFile);
+  ASSERT_FALSE(e.ok());
+  EXPECT_HAS(e.status().message(), "not int64 [rows, cols] and int64 [1]");
+}
+
+TEST(SplitEngine, NothingFollowsTheHead_n) {
+  const graph::Graph g = optimized(test::nmsModel());
+  auto parts = graph::splitStaticHead(g, /*bound=*/true);
+  ASSERT_TRUE(parts.ok());
+  auto e = runtime::SplitEngine::create(
+      std::make_unique<runtime::GraphEngine>(std::move(parts->head), cpuInfo()), nullptr, {"as"},
+      {}, ErrorCode::kInternal);
+  ASSERT_FALSE(e.ok());
+  EXPECT_HAS(e.status().message(), "nothing follows the head");
+}
+
+std::vector<uint8_t> boundedNmsBytes() {
+  auto e = splitOnCpu(test::nmsModel(), "0123456789abcdef", /*bound=*/true);
+  return e ? bytesOf(*e) : std::vector<uint8_t>();
+}
+
+TEST(SplitEngine, FileWithABadBoundedAxis_n) {
+  const auto b = test::withContainerHeader(boundedNmsBytes(), [](std::string& h) {
+    const auto pos = h.find("\"axis\":0");
+    ASSERT_NE(pos, std::string::npos) << h;
+    h.replace(pos, 8, "\"axis\":7");
+  });
+  EXPECT_HAS(loadError(b), "a bounded value lacks its name, padded form, count or axis");
+}
+
+TEST(SplitEngine, FileWhoseBoundedListIsNotAList_n) {
+  const auto b = test::withContainerHeader(boundedNmsBytes(), [](std::string& h) {
+    const auto pos = h.find("\"bounded\":[");
+    ASSERT_NE(pos, std::string::npos) << h;
+    h.replace(pos, 11, "\"bounded\":{\"x\":[");
+    const auto end = h.find("]", pos);
+    ASSERT_NE(end, std::string::npos);
+    h.insert(end + 1, "}");
+  });
+  EXPECT_HAS(loadError(b), "\"bounded\" is not a list");
+}
+
+TEST(SplitEngine, FileWhoseBoundedValueNamesNoHeadOutput_n) {
+  const auto b = test::withContainerHeader(boundedNmsBytes(), [](std::string& h) {
+    const auto pos = h.find("sel:count");
+    ASSERT_NE(pos, std::string::npos) << h;
+    h.replace(pos, 9, "sel:cnt__");
+  });
+  EXPECT_HAS(loadError(b), "the head does not compute 'sel:cnt__'");
+}
+
+TEST(SplitEngine, LargeWeightsInThePoolRoundTrip) {
+  // Weights of 256 bytes or more go to the shared pool (container version 2): a split
+  // engine with such a weight loads and runs as before.
+  TestModel m(13);
+  m.input("x", {2, 6});
+  m.randomInitializer("w", {6, 16}, 7);
+  m.node("MatMul", {"x", "w"}, {"mm"}, "matmul");
+  m.node("Relu", {"mm"}, {"r"}, "relu");
+  m.node("NonZero", {"r"}, {"nz"}, "nonzero");
+  m.node("Transpose", {"nz"}, {"idx"}, "transpose");
+  m.node("GatherND", {"mm", "idx"}, {"picked"}, "gathernd");
+  m.output("picked");
+  for (bool bound : {false, true}) {
+    SCOPED_TRACE(bound ? "bounded" : "in the tail");
+    auto e = splitOnCpu(m, "0123456789abcdef", bound);
+    ASSERT_TRUE(e);
+    const auto bytes = bytesOf(*e);
+    auto loaded = Engine::deserialize(bytes.data(), bytes.size());
+    ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+    const Tensor x = input(4);
+    expectSame(runAll(**loaded, x).at("picked"), wholeOnCpu(m, x).at("picked"));
+  }
+}
+
+TEST(RefBoundedKernels, PaddedWithZerosAndCounted) {
+  // The head of the bounded NonZero split alone (a CPU engine): padding and count.
+  const graph::Graph g = optimized(nonZeroModel());
+  auto parts = graph::splitStaticHead(g, /*bound=*/true);
+  ASSERT_TRUE(parts.ok());
+  const graph::BoundedValue b = parts->bounded[0];
+  runtime::GraphEngine head(std::move(parts->head), cpuInfo());
+  Tensor x = Tensor::zeros(DataType::kFloat32, Shape{2, 6});
+  x.data<float>()[1] = 0.5f;
+  x.data<float>()[7] = -3.f;  // Relu: 0
+  x.data<float>()[8] = -0.f;
+  x.data<float>()[9] = 1e-30f;
+  x.data<float>()[11] = 2.f;
+  const auto out = runAll(head, x);
+  const Tensor& padded = out.at(b.padded);
+  ASSERT_EQ(padded.shape(), (Shape{2, 12}));
+  EXPECT_EQ(out.at(b.count).data<int64_t>()[0], 3) << "0.5, 1e-30 and 2";
+  const int64_t want[2][12] = {{0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                               {1, 3, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 12; ++c)
+      EXPECT_EQ(padded.data<int64_t>()[r * 12 + c], want[r][c]) << r << "," << c;
 }
 
 }  // namespace

@@ -281,32 +281,45 @@ onnx_import::ImportOptions importOptions(const BuilderConfig& cfg, const std::st
 }
 
 /// The GPU engine of the optimised graph `g` (static input shapes) whose data-dependent layers
-/// (NonZero, NonMaxSuppression) and everything after them run on the CPU
-/// (runtime/split_engine.h); a plain GPU engine when splitting leaves no tail.
+/// (NonZero, NonMaxSuppression) run on the GPU padded to a bound where they have a bounded
+/// form, and whose other data-dependent layers and everything after them run on the CPU
+/// (runtime/split_engine.h); a plain GPU engine when splitting leaves nothing after the head.
 Expected<std::unique_ptr<Engine>> buildWithCpuTail(graph::Graph g, EngineInfo info,
                                                    const BuilderConfig& cfg,
                                                    const quant::ExplicitInt8* explicitInt8) {
-  EI_ASSIGN_OR_RETURN(graph::StaticHeadAndTail parts, graph::splitStaticHead(g));
-  if (parts.tail.nodes.empty())
+  auto split = graph::splitStaticHead(g, /*bound=*/true);
+  if (!cfg.allowCpuFallback && (!split.ok() || !split->tail.nodes.empty()))
+    // Refused by the GPU builder, naming the first data-dependent layer and what to allow.
+    return runtime::buildCudaEngine(std::move(g), std::move(info), cfg, explicitInt8);
+  if (!split.ok()) return split.status();
+  graph::StaticHeadAndTail parts = std::move(split).value();
+  if (parts.tail.nodes.empty() && parts.bounded.empty())
     return runtime::buildCudaEngine(std::move(parts.head), std::move(info), cfg, explicitInt8);
   std::string ops;
   for (size_t i : graph::dataDependentNodes(g))
     ops += (ops.empty() ? "" : ", ") + g.nodes[i].name + " (" + g.nodes[i].opType + ")";
-  log(Severity::kWarning, std::to_string(parts.tail.nodes.size()) + " of " +
-                              std::to_string(g.nodes.size()) +
-                              " layers run on the CPU after the GPU: the size of what " + ops +
-                              " computes depends on the input values");
+  if (!parts.tail.nodes.empty())
+    log(Severity::kWarning, std::to_string(parts.tail.nodes.size()) + " of " +
+                                std::to_string(g.nodes.size()) +
+                                " layers run on the CPU after the GPU: the size of what " + ops +
+                                " computes depends on the input values");
+  for (const auto& b : parts.bounded)
+    log(Severity::kInfo, "'" + b.name +
+                             "' (data-dependent size) is computed on the GPU padded to its bound "
+                             "and cut to size after each run");
   EngineInfo tailInfo = info;
   tailInfo.backend = Backend::kCpu;
   tailInfo.precision = Precision::kFp32;
   tailInfo.deviceKey = builder::currentDeviceKey(Backend::kCpu);
   auto head = runtime::buildCudaEngine(std::move(parts.head), std::move(info), cfg, explicitInt8);
   if (!head.ok()) return head.status().withContext("the GPU part (before " + ops + ")");
-  std::unique_ptr<Engine> tail(new runtime::GraphEngine(std::move(parts.tail), tailInfo));
+  std::unique_ptr<Engine> tail;
+  if (!parts.tail.nodes.empty())
+    tail.reset(new runtime::GraphEngine(std::move(parts.tail), tailInfo));
   EI_ASSIGN_OR_RETURN(
-      auto split, runtime::SplitEngine::create(std::move(head).value(), std::move(tail), g.outputs,
-                                               ErrorCode::kInternal));
-  return std::unique_ptr<Engine>(std::move(split));
+      auto engine, runtime::SplitEngine::create(std::move(head).value(), std::move(tail), g.outputs,
+                                                std::move(parts.bounded), ErrorCode::kInternal));
+  return std::unique_ptr<Engine>(std::move(engine));
 }
 
 /// Builds one engine (one input shape, or dynamic dims on the CPU) from the imported graph
@@ -344,7 +357,7 @@ Expected<std::unique_ptr<Engine>> buildOne(
   info.modelHash = modelHash;
   if (backend == Backend::kCuda) {
     const quant::ExplicitInt8* ei8 = explicitInt8.empty() ? nullptr : &explicitInt8;
-    if (cpuTail && cfg.allowCpuFallback && !graph::dataDependentNodes(g).empty())
+    if (cpuTail && !graph::dataDependentNodes(g).empty())
       return buildWithCpuTail(std::move(g), std::move(info), cfg, ei8);
     return runtime::buildCudaEngine(std::move(g), std::move(info), cfg, ei8, preferred);
   }

@@ -5,6 +5,21 @@
 // NonMaxSuppression and NonZero have data-dependent output sizes: at build time the first
 // (NMS) or second (NonZero) output dim is unknown; at run time, when every input value is
 // known, the shape function runs the selection (graph/ops/detection_common.h) to size it.
+//
+// Their bounded forms (domain ai.edgeinfer), which graph/partition.h puts in an engine that
+// needs static shapes, have static outputs: the selection padded to the most it can hold, and
+// how much of it is valid.
+//   BoundedNonZero (X) -> (Y, count)           Y: int64 [max(rank, 1), numel(X)], the first
+//                                              `count` columns NonZero(X), the rest 0
+//   BoundedNonMaxSuppression (as NonMaxSuppression) -> (Y, count)
+//                                              Y: int64 [batches * classes * K, 3], K =
+//                                              min(boxes, max_output_boxes_per_class); the
+//                                              first `count` rows NonMaxSuppression's, the
+//                                              rest 0; max_output_boxes_per_class must be a
+//                                              known value > 0
+//   count: int64 [1]
+#include <algorithm>
+#include <optional>
 #include <string>
 
 #include "graph/op_schema.h"
@@ -158,12 +173,57 @@ Status inferNonZero(InferContext& ctx) {
   return Status::Ok();
 }
 
+Status inferBoundedNonZero(InferContext& ctx) {
+  const InferValue& x = ctx.inputs[0];
+  EI_RETURN_IF_ERROR(
+      needType(ctx, 0, isFloatingPoint(x.dtype) || isInteger(x.dtype) || x.dtype == DataType::kBool,
+               "BoundedNonZero input"));
+  Shape y({kUnknown, kUnknown});
+  if (x.shapeKnown) {
+    y[0] = std::max<int64_t>(1, int64_t(x.shape.rank()));
+    if (x.shape.isStatic()) y[1] = x.shape.numel();
+  }
+  setOut(ctx, 0, DataType::kInt64, y);
+  setOut(ctx, 1, DataType::kInt64, Shape({1}));
+  return Status::Ok();
+}
+
+Status inferBoundedNonMaxSuppression(InferContext& ctx) {
+  EI_RETURN_IF_ERROR(inferNonMaxSuppression(ctx));
+  const InferValue& boxes = ctx.inputs[0];
+  const InferValue& scores = ctx.inputs[1];
+  const auto maxOut = ctx.hasInput(2) ? intValues(ctx.inputs[2]) : std::nullopt;
+  if (!maxOut || maxOut->size() != 1 || (*maxOut)[0] <= 0)
+    return ctx.error(ErrorCode::kInvalidModel,
+                     "BoundedNonMaxSuppression needs max_output_boxes_per_class, a known value "
+                     "above 0");
+  int64_t rows = kUnknown;
+  if (boxes.shapeKnown && boxes.shape.isStatic() && scores.shapeKnown && scores.shape.isStatic())
+    rows = scores.shape[0] * scores.shape[1] * std::min(scores.shape[2], (*maxOut)[0]);
+  setOut(ctx, 0, DataType::kInt64, Shape({rows, 3}));
+  setOut(ctx, 1, DataType::kInt64, Shape({1}));
+  return Status::Ok();
+}
+
 }  // namespace
 
 void registerDetectionSchemas(OpSchemaRegistry& r) {
   addSchema(r, "TopK", 7, 1, 2, inferTopK);
   addSchema(r, "NonMaxSuppression", 10, 2, 5, inferNonMaxSuppression);
   addSchema(r, "NonZero", 9, 1, 1, inferNonZero);
+  auto bounded = [&r](const char* op, int minIn, int maxIn, ShapeInferFn fn) {
+    OpSchema s;
+    s.opType = op;
+    s.domain = kEdgeInferDomain;
+    s.minOpset = 9;
+    s.maxOpset = 17;
+    s.minInputs = minIn;
+    s.maxInputs = maxIn;
+    s.infer = std::move(fn);
+    r.add(std::move(s));
+  };
+  bounded("BoundedNonZero", 1, 1, inferBoundedNonZero);
+  bounded("BoundedNonMaxSuppression", 3, 5, inferBoundedNonMaxSuppression);
 }
 
 }  // namespace edgeinfer::graph

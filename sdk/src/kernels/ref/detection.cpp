@@ -4,7 +4,10 @@
 //         k comes from the attribute `k` (opset < 10) or the input K (opset 10+).
 //   NonMaxSuppression / NonZero: the selection is shared with the shape function
 //         (graph/ops/detection_common.h) so the output size and contents always agree.
+//   BoundedNonMaxSuppression / BoundedNonZero (ai.edgeinfer, graph/ops/detection_schemas.cpp):
+//         the same selection, padded with zeros to the static output, and its size.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -73,13 +76,8 @@ Status topKKernel(KernelContext& ctx) {
   });
 }
 
-Status nmsKernel(KernelContext& ctx) {
-  const Tensor& boxes = *ctx.inputs[0];
-  const Tensor& scores = *ctx.inputs[1];
-  Tensor& y = *ctx.outputs[0];
-  if (boxes.shape().rank() != 3 || scores.shape().rank() != 3 || boxes.shape()[2] != 4 ||
-      boxes.shape()[0] != scores.shape()[0] || boxes.shape()[1] != scores.shape()[2])
-    return ctx.error(ErrorCode::kInvalidArgument, "NonMaxSuppression: bad boxes/scores shapes");
+/// The NonMaxSuppression selection of the node's inputs (plain or bounded form).
+std::vector<std::array<int64_t, 3>> nmsSelection(KernelContext& ctx) {
   graph::NmsParams p;
   p.centerPointBox = ctx.attrs().getInt("center_point_box", 0) == 1;
   if (ctx.hasInput(2)) p.maxOutputPerClass = ctx.inputs[2]->getAsInt64(0);
@@ -88,13 +86,68 @@ Status nmsKernel(KernelContext& ctx) {
     p.hasScoreThreshold = true;
     p.scoreThreshold = static_cast<float>(ctx.inputs[4]->getAsDouble(0));
   }
-  const auto selected = graph::nonMaxSuppression(boxes, scores, p);
-  if (y.shape() != Shape({static_cast<int64_t>(selected.size()), 3}))
-    return ctx.error(ErrorCode::kInternal, "NonMaxSuppression output size disagrees");
+  return graph::nonMaxSuppression(*ctx.inputs[0], *ctx.inputs[1], p);
+}
+
+bool nmsShapesOk(const KernelContext& ctx) {
+  const Shape& b = ctx.inputs[0]->shape();
+  const Shape& s = ctx.inputs[1]->shape();
+  return b.rank() == 3 && s.rank() == 3 && b[2] == 4 && b[0] == s[0] && b[1] == s[2];
+}
+
+/// Writes `selected` as rows of 3 into `y` (int64, at least that many rows), zeros after.
+void writeRows(const std::vector<std::array<int64_t, 3>>& selected, Tensor& y) {
   int64_t* out = y.data<int64_t>();
+  std::fill(out, out + y.numel(), int64_t{0});
   for (size_t i = 0; i < selected.size(); ++i)
     for (size_t j = 0; j < 3; ++j) out[i * 3 + j] = selected[i][j];
+}
+
+Status nmsKernel(KernelContext& ctx) {
+  Tensor& y = *ctx.outputs[0];
+  if (!nmsShapesOk(ctx))
+    return ctx.error(ErrorCode::kInvalidArgument, "NonMaxSuppression: bad boxes/scores shapes");
+  const auto selected = nmsSelection(ctx);
+  if (y.shape() != Shape({static_cast<int64_t>(selected.size()), 3}))
+    return ctx.error(ErrorCode::kInternal, "NonMaxSuppression output size disagrees");
+  writeRows(selected, y);
   return Status::Ok();
+}
+
+Status boundedNmsKernel(KernelContext& ctx) {
+  Tensor& y = *ctx.outputs[0];
+  Tensor& count = *ctx.outputs[1];
+  if (!nmsShapesOk(ctx))
+    return ctx.error(ErrorCode::kInvalidArgument,
+                     "BoundedNonMaxSuppression: bad boxes/scores shapes");
+  const auto selected = nmsSelection(ctx);
+  if (y.shape().rank() != 2 || y.shape()[1] != 3 ||
+      y.shape()[0] < static_cast<int64_t>(selected.size()) || count.numel() != 1)
+    return ctx.error(ErrorCode::kInternal, "BoundedNonMaxSuppression: the output is too small");
+  writeRows(selected, y);
+  count.data<int64_t>()[0] = static_cast<int64_t>(selected.size());
+  return Status::Ok();
+}
+
+/// Writes the coordinates of x's non-zero elements as the first columns of y ([rank, cols],
+/// cols >= their number; zeros after); returns their number.
+int64_t writeNonZero(const Tensor& x, Tensor& y) {
+  const int64_t rank = static_cast<int64_t>(x.shape().rank());
+  const int64_t cols = y.shape()[1];
+  int64_t* out = y.data<int64_t>();
+  std::fill(out, out + y.numel(), int64_t{0});
+  int64_t col = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (x.getAsDouble(i) == 0.0) continue;
+    int64_t rem = i;
+    for (int64_t d = rank; d-- > 0;) {
+      const int64_t dim = x.shape()[static_cast<size_t>(d)];
+      out[d * cols + col] = rem % dim;
+      rem /= dim;
+    }
+    ++col;  // a scalar's single row stays 0
+  }
+  return col;
 }
 
 Status nonZeroKernel(KernelContext& ctx) {
@@ -104,18 +157,18 @@ Status nonZeroKernel(KernelContext& ctx) {
   const int64_t rank = static_cast<int64_t>(x.shape().rank());
   if (y.shape() != Shape({std::max<int64_t>(rank, 1), count}))
     return ctx.error(ErrorCode::kInternal, "NonZero output size disagrees");
-  int64_t* out = y.data<int64_t>();
-  int64_t col = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    if (x.getAsDouble(i) == 0.0) continue;
-    int64_t rem = i;
-    for (int64_t d = rank; d-- > 0;) {
-      const int64_t dim = x.shape()[static_cast<size_t>(d)];
-      out[d * count + col] = rem % dim;
-      rem /= dim;
-    }
-    ++col;  // a scalar's single row stays 0
-  }
+  writeNonZero(x, y);
+  return Status::Ok();
+}
+
+Status boundedNonZeroKernel(KernelContext& ctx) {
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  Tensor& count = *ctx.outputs[1];
+  const int64_t rank = static_cast<int64_t>(x.shape().rank());
+  if (y.shape() != Shape({std::max<int64_t>(rank, 1), x.numel()}) || count.numel() != 1)
+    return ctx.error(ErrorCode::kInternal, "BoundedNonZero: the output does not fit the input");
+  count.data<int64_t>()[0] = writeNonZero(x, y);
   return Status::Ok();
 }
 
@@ -125,6 +178,8 @@ void registerDetectionKernels(KernelRegistry& r) {
   r.add("", "TopK", topKKernel);
   r.add("", "NonMaxSuppression", nmsKernel);
   r.add("", "NonZero", nonZeroKernel);
+  r.add(graph::kEdgeInferDomain, "BoundedNonMaxSuppression", boundedNmsKernel);
+  r.add(graph::kEdgeInferDomain, "BoundedNonZero", boundedNonZeroKernel);
 }
 
 }  // namespace edgeinfer::ref
