@@ -633,6 +633,7 @@ std::vector<std::unique_ptr<builder::Tactic>> CudaKernelProvider::candidates(
   if (detail::dataCandidates(layer, precision, &out)) return out;
   if (detail::normSelectCandidates(layer, precision, &out)) return out;
   if (detail::typedCandidates(layer, precision, &out)) return out;
+  if (detail::detectionCandidates(layer, precision, &out)) return out;
   EltSpec spec;
   PoolKind kind;
   if (eltSpecFor(*layer.node, &spec)) {

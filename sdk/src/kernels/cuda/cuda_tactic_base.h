@@ -107,4 +107,9 @@ bool normSelectCandidates(const builder::LayerContext& layer, Precision precisio
 bool typedCandidates(const builder::LayerContext& layer, Precision precision,
                      std::vector<std::unique_ptr<builder::Tactic>>* out);
 
+/// The detection family (cuda_provider_detection.cpp: BoundedNonZero and
+/// BoundedNonMaxSuppression), as dataCandidates().
+bool detectionCandidates(const builder::LayerContext& layer, Precision precision,
+                         std::vector<std::unique_ptr<builder::Tactic>>* out);
+
 }  // namespace edgeinfer::cuda::detail
