@@ -186,17 +186,35 @@ TEST(CudaDetection, BoundedNmsWithoutAScoreThresholdOrIouInput) {
   c.check({"cuda.nms.fp32.linear"}, 0, 0);
 }
 
-TEST(CudaDetection, NoTacticForRunTimeParametersOrOtherTypes_n) {
-  // A score threshold computed at run time (the partition leaves such a layer to the CPU), or
-  // a type the kernel does not read: no tactic.
+TEST(CudaDetection, BoundedNmsWithParametersComputedAtRunTime) {
+  // The limit and the thresholds as device inputs: K is the box count, the kernel reads them.
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 300;
+  for (int64_t maxOut : {1, 6, 1000})
+    for (bool score : {false, true}) {
+      SCOPED_TRACE("max " + std::to_string(maxOut) + (score ? " with a score threshold" : ""));
+      NmsCase k{2, 3, 97, maxOut, maxOut % 2 == 0, 0.35f, score, 0.3f, true};
+      LayerCase c = boundedCase("BoundedNonMaxSuppression");
+      if (k.center) c.attr("center_point_box", Attribute::Int(1));
+      c.input(nmsBoxes(k, seed++));
+      c.input(nmsScores(k, seed++));
+      c.input(test::intTensor(DataType::kInt64, {maxOut}));
+      c.input(test::floatTensor({k.iou}));
+      if (score) c.input(test::floatTensor({k.score}));
+      c.check({"cuda.nms.fp32.linear"}, 0, 0);
+    }
+}
+
+TEST(CudaDetection, NoTacticForOtherTypes_n) {
+  // Boxes and scores in float16, NonZero of bfloat16: types the kernels do not read.
   NmsCase k{1, 2, 16, 4, false, 0.5f, true, 0.1f, false};
   {
     LayerCase c = boundedCase("BoundedNonMaxSuppression");
-    c.input(nmsBoxes(k, 1));
-    c.input(nmsScores(k, 2));
+    Tensor b = Tensor::zeros(DataType::kFloat16, Shape{1, 16, 4});
+    Tensor s = Tensor::zeros(DataType::kFloat16, Shape{1, 2, 16});
+    c.input(b);
+    c.input(s);
     c.constant(test::intTensor(DataType::kInt64, {k.maxOut}));
-    c.constant(test::floatTensor({k.iou}));
-    c.input(test::floatTensor({k.score}));
     EXPECT_TRUE(c.candidates().empty());
   }
   {
@@ -328,6 +346,45 @@ TEST(CudaDetection, DetectorNmsThenACpuTail) {
     for (const char* name : {"sel", "picked"}) expectSame(got.at(name), want.at(name), name);
   }
   EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, 3);
+}
+
+TEST(CudaDetection, NmsWithRunTimeParametersInAnEngine) {
+  // The limit and the thresholds are graph inputs: K is the box count; each run's values are
+  // read on the device, also when the CUDA graph is replayed.
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  TestModel m(13);
+  m.input("b", {2, 300, 4});
+  m.input("s", {2, 3, 300});
+  m.input("max_out", {1}, onnx::TensorProto::INT64);
+  m.input("iou", {1});
+  m.input("score", {1});
+  m.node("NonMaxSuppression", {"b", "s", "max_out", "iou", "score"}, {"sel"}, "nms");
+  m.output("sel", onnx::TensorProto::INT64);
+  BuilderConfig cpu;
+  cpu.backend = Backend::kCpu;
+  auto ref = buildModel(m, cpu);
+  ASSERT_TRUE(ref.ok()) << ref.status().toString();
+  BuilderConfig cfg = test::quickGpuConfig(dir.file("timing.cache"));
+  cfg.allowCpuFallback = false;
+  auto e = buildModel(m, cfg);
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  auto ctx = (*e)->createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  const NmsCase k{2, 3, 300, 0, false, 0.f, true, 0.f, true};
+  uint32_t seed = 500;
+  for (int64_t maxOut : {0, 4, 40, 1000})
+    for (float iou : {0.2f, 0.6f}) {
+      SCOPED_TRACE("max " + std::to_string(maxOut) + " iou " + std::to_string(iou));
+      std::map<std::string, Tensor> in = {{"b", nmsBoxes(k, seed)}, {"s", nmsScores(k, seed + 1)}};
+      seed += 2;
+      in["max_out"] = test::intTensor(DataType::kInt64, {maxOut});
+      in["iou"] = test::floatTensor({iou});
+      in["score"] = test::floatTensor({0.3f});
+      expectSame(runEngine(**e, in, ctx->get()).at("sel"), runEngine(**ref, in).at("sel"), "sel");
+    }
+  EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, 0);
+  EXPECT_GT((*ctx)->stats().graphReplays, 0);
 }
 
 TEST(CudaDetection, NonZeroAloneRunsOnTheGpu) {

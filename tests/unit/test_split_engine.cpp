@@ -391,14 +391,59 @@ TEST(StaticHeadAndTail, BoundedNmsLeavesNoTail) {
   EXPECT_EQ(parts->head.findValue(parts->bounded[0].padded)->shape, (Shape{5, 3}));
 }
 
-TEST(StaticHeadAndTail, NmsWithARunTimeLimitHasNoBoundedForm) {
-  // max_output_boxes_per_class is a graph input: no static bound, so it starts the tail.
+/// NonMaxSuppression whose limit, IoU and score thresholds are graph inputs (as in ONNX's own
+/// node tests).
+TestModel nmsWithRunTimeParameters() {
   TestModel m(13);
   m.input("b", {1, 20, 4});
   m.input("s", {1, 1, 20});
   m.input("max_out", {1}, onnx::TensorProto::INT64);
+  m.input("iou", {1});
+  m.input("score", {1});
   m.node("Abs", {"b"}, {"ab"}, "abs_b");
-  m.node("NonMaxSuppression", {"ab", "s", "max_out"}, {"sel"}, "nms");
+  m.node("NonMaxSuppression", {"ab", "s", "max_out", "iou", "score"}, {"sel"}, "nms");
+  m.output("sel", onnx::TensorProto::INT64);
+  return m;
+}
+
+TEST(StaticHeadAndTail, NmsWithARunTimeLimitIsBoundedByTheBoxCount) {
+  const graph::Graph g = optimized(nmsWithRunTimeParameters());
+  auto parts = graph::splitStaticHead(g, /*bound=*/true);
+  ASSERT_TRUE(parts.ok()) << parts.status().toString();
+  ASSERT_EQ(parts->bounded.size(), 1u);
+  EXPECT_TRUE(parts->tail.nodes.empty());
+  EXPECT_EQ(parts->head.findValue(parts->bounded[0].padded)->shape, (Shape{20, 3}));
+}
+
+TEST(SplitEngine, BoundedNmsWithRunTimeParametersRunsAsTheWholeModelDoes) {
+  const TestModel m = nmsWithRunTimeParameters();
+  auto e = splitOnCpu(m, "0123456789abcdef", /*bound=*/true);
+  ASSERT_TRUE(e);
+  const auto scalar = [](DataType t, double v) {
+    Tensor x = Tensor::zeros(t, Shape{1});
+    if (t == DataType::kInt64)
+      x.data<int64_t>()[0] = static_cast<int64_t>(v);
+    else
+      x.data<float>()[0] = static_cast<float>(v);
+    return x;
+  };
+  for (int64_t maxOut : {0, 1, 3, 100})
+    for (float iou : {0.f, 0.4f, 1.f}) {
+      auto in = nmsInputs(static_cast<uint32_t>(maxOut + 7));
+      in["max_out"] = scalar(DataType::kInt64, static_cast<double>(maxOut));
+      in["iou"] = scalar(DataType::kFloat32, iou);
+      in["score"] = scalar(DataType::kFloat32, 0.1);
+      expectSame(runAll(*e, in).at("sel"), wholeOnCpu(m, in).at("sel"));
+    }
+}
+
+TEST(StaticHeadAndTail, NmsWithoutALimitHasNoBoundedForm) {
+  // No max_output_boxes_per_class: the output is always empty, nothing to bound.
+  TestModel m(13);
+  m.input("b", {1, 20, 4});
+  m.input("s", {1, 1, 20});
+  m.node("Abs", {"b"}, {"ab"}, "abs_b");
+  m.node("NonMaxSuppression", {"ab", "s"}, {"sel"}, "nms");
   m.output("sel", onnx::TensorProto::INT64);
   const graph::Graph g = optimized(m);
   for (const auto& n : g.nodes) {

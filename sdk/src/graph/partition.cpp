@@ -69,11 +69,10 @@ std::optional<Node> boundedForm(const Graph& g, const Node& n) {
   if (n.opType != "NonMaxSuppression") return std::nullopt;
   const Shape* scores = staticShape(1);
   if (!staticShape(0) || !scores || scores->rank() != 3 || scores->numel() < 1) return std::nullopt;
-  for (size_t i = 2; i < n.inputs.size(); ++i)  // parameters: constants of one element
-    if (n.hasInput(i) && (!g.isConstant(n.inputs[i]) || g.constant(n.inputs[i])->numel() != 1))
-      return std::nullopt;
+  for (size_t i = 2; i < n.inputs.size(); ++i)  // parameters: one element, constant or not
+    if (n.hasInput(i) && (!staticShape(i) || staticShape(i)->numel() != 1)) return std::nullopt;
   const Tensor* maxOut = n.hasInput(2) ? g.constant(n.inputs[2]) : nullptr;
-  if (!maxOut || maxOut->dtype() != DataType::kInt64 || maxOut->getAsInt64(0) <= 0)
+  if (!n.hasInput(2) || (maxOut && maxOut->getAsInt64(0) <= 0))
     return std::nullopt;  // no output at all: nothing to bound
   b.opType = "BoundedNonMaxSuppression";
   return b;
@@ -171,7 +170,8 @@ Expected<StaticHeadAndTail> splitStaticHead(const Graph& g, bool bound) {
     if (n.opType == "BoundedNonZero") {
       padded = Shape({std::max<int64_t>(1, static_cast<int64_t>(x.rank())), x.numel()});
     } else {
-      const int64_t k = std::min(x[2], g.constant(n.inputs[2])->getAsInt64(0));
+      const Tensor* maxOut = g.constant(n.inputs[2]);  // at run time: at most every box
+      const int64_t k = maxOut ? std::min(x[2], maxOut->getAsInt64(0)) : x[2];
       padded = Shape({x[0] * x[1] * k, 3});
     }
     for (const auto& [name, shape] :

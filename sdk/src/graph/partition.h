@@ -4,10 +4,10 @@
 // runs the head and hands the tail to one that does not (the CPU reference). Device-free.
 //
 // When asked, a data-dependent layer whose output has a static bound (NonZero: one column per
-// input element; NonMaxSuppression with known parameters: K = min(boxes,
-// max_output_boxes_per_class) rows per batch and class) stays in the head in its bounded form
-// (graph/ops/detection_schemas.cpp: the output padded to the bound, and its size); the
-// runtime cuts it to size, and the tail starts after it.
+// input element; NonMaxSuppression: K = min(boxes, max_output_boxes_per_class) rows per batch
+// and class, K = boxes when the limit is computed at run time) stays in the head in its bounded
+// form (graph/ops/detection_schemas.cpp: the output padded to the bound, and its size); the runtime
+// cuts it to size, and the tail starts after it.
 #pragma once
 
 #include <optional>
@@ -54,8 +54,8 @@ struct StaticHeadAndTail {
 Expected<StaticHeadAndTail> splitStaticHead(const Graph& g, bool bound = false);
 
 /// The bounded form of data-dependent node `n` of `g` (its outputs named `<output>:padded`
-/// and `<output>:count`), or nullopt when it has none (another op, a size unknown, a
-/// NonMaxSuppression parameter computed at run time, an output that is always empty).
+/// and `<output>:count`), or nullopt when it has none (another op, an input shape unknown, an
+/// output that is always empty).
 std::optional<Node> boundedForm(const Graph& g, const Node& n);
 
 }  // namespace edgeinfer::graph

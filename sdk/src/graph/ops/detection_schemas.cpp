@@ -13,10 +13,9 @@
 //                                              `count` columns NonZero(X), the rest 0
 //   BoundedNonMaxSuppression (as NonMaxSuppression) -> (Y, count)
 //                                              Y: int64 [batches * classes * K, 3], K =
-//                                              min(boxes, max_output_boxes_per_class); the
-//                                              first `count` rows NonMaxSuppression's, the
-//                                              rest 0; max_output_boxes_per_class must be a
-//                                              known value > 0
+//                                              min(boxes, max_output_boxes_per_class) (boxes
+//                                              when that is computed at run time); the first
+//                                              `count` rows NonMaxSuppression's, the rest 0
 //   count: int64 [1]
 #include <algorithm>
 #include <optional>
@@ -192,14 +191,17 @@ Status inferBoundedNonMaxSuppression(InferContext& ctx) {
   EI_RETURN_IF_ERROR(inferNonMaxSuppression(ctx));
   const InferValue& boxes = ctx.inputs[0];
   const InferValue& scores = ctx.inputs[1];
-  const auto maxOut = ctx.hasInput(2) ? intValues(ctx.inputs[2]) : std::nullopt;
-  if (!maxOut || maxOut->size() != 1 || (*maxOut)[0] <= 0)
+  if (!ctx.hasInput(2))
     return ctx.error(ErrorCode::kInvalidModel,
-                     "BoundedNonMaxSuppression needs max_output_boxes_per_class, a known value "
-                     "above 0");
+                     "BoundedNonMaxSuppression needs max_output_boxes_per_class");
+  // K: at most the boxes, and at most max_output_boxes_per_class where that is known.
+  const auto maxOut = intValues(ctx.inputs[2]);
   int64_t rows = kUnknown;
-  if (boxes.shapeKnown && boxes.shape.isStatic() && scores.shapeKnown && scores.shape.isStatic())
-    rows = scores.shape[0] * scores.shape[1] * std::min(scores.shape[2], (*maxOut)[0]);
+  if (boxes.shapeKnown && boxes.shape.isStatic() && scores.shapeKnown && scores.shape.isStatic()) {
+    int64_t k = scores.shape[2];
+    if (maxOut && maxOut->size() == 1) k = std::max<int64_t>(0, std::min(k, (*maxOut)[0]));
+    rows = scores.shape[0] * scores.shape[1] * k;
+  }
   setOut(ctx, 0, DataType::kInt64, Shape({rows, 3}));
   setOut(ctx, 1, DataType::kInt64, Shape({1}));
   return Status::Ok();

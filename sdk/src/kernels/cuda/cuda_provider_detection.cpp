@@ -2,7 +2,8 @@
 // NonZero and NonMaxSuppression (domain ai.edgeinfer), which graph/partition.h puts in a GPU
 // engine in place of the data-dependent ops. Both write int64 outputs and read their input
 // in float32 (NonMaxSuppression's boxes and scores, so the selection is the float model's) or
-// in the input's own type (NonZero). NonMaxSuppression's parameters are constants, read here.
+// in the input's own type (NonZero). NonMaxSuppression's parameters are constants read here,
+// or inputs the kernel reads on the device (int64 limit, float32 thresholds).
 // Host code only.
 #include <algorithm>
 #include <memory>
@@ -68,15 +69,18 @@ bool nonZeroPlan(const LayerContext& layer, DataType storage, NonZeroPlan* p) {
   return boundedOutputs(layer, Shape({rows, x.numel()}));
 }
 
-/// The scalar of constant input i as a float; false when it is absent (`*present` false) is
-/// fine, but not a value computed at run time.
-bool constantScalar(const LayerContext& layer, size_t i, bool* present, double* v) {
+/// Parameter input i of NonMaxSuppression: absent, a constant (its value in `*v`) or one
+/// element computed at run time of type `runTime` (`*input` true); false otherwise.
+bool nmsParam(const LayerContext& layer, size_t i, DataType runTime, bool* present, bool* input,
+              const Tensor** v) {
   *present = layer.hasInput(i);
+  *input = false;
+  *v = nullptr;
   if (!*present) return true;
-  const Tensor* t = layer.constantInput(i);
-  if (!t || t->numel() != 1) return false;
-  *v = t->getAsDouble(0);
-  return true;
+  *v = layer.constantInput(i);
+  if (*v) return (*v)->numel() == 1;
+  *input = true;
+  return layer.inputShapes[i].numel() == 1 && layer.inputTypes[i] == runTime;
 }
 
 bool nmsPlan(const LayerContext& layer, NmsPlan* p) {
@@ -90,27 +94,31 @@ bool nmsPlan(const LayerContext& layer, NmsPlan* p) {
       !allPositive(s) || !isStatic(b))
     return false;
   const int64_t cpb = n.attrs.getInt("center_point_box", 0);
-  const Tensor* maxOutT = layer.constantInput(2);
-  bool present = false;
-  double iou = 0, score = 0;
-  if ((cpb != 0 && cpb != 1) || !maxOutT || maxOutT->dtype() != DataType::kInt64 ||
-      maxOutT->numel() != 1 || maxOutT->getAsInt64(0) < 1 ||
-      !constantScalar(layer, 3, &present, &iou))
-    return false;
-  const int64_t maxOut = maxOutT->getAsInt64(0);
+  if (cpb != 0 && cpb != 1) return false;
   *p = NmsPlan{};
-  p->iouThreshold = present ? static_cast<float>(iou) : 0.f;
-  if (!constantScalar(layer, 4, &p->hasScoreThreshold, &score)) return false;
-  p->scoreThreshold = static_cast<float>(score);
+  bool present = false;
+  const Tensor *maxOut = nullptr, *iou = nullptr, *score = nullptr;
+  if (!nmsParam(layer, 2, DataType::kInt64, &present, &p->maxOutInput, &maxOut) || !present ||
+      (maxOut && (maxOut->dtype() != DataType::kInt64 || maxOut->getAsInt64(0) < 1)) ||
+      !nmsParam(layer, 3, DataType::kFloat32, &present, &p->iouInput, &iou) ||
+      !nmsParam(layer, 4, DataType::kFloat32, &p->hasScoreThreshold, &p->scoreInput, &score))
+    return false;
+  if (iou) p->iouThreshold = static_cast<float>(iou->getAsDouble(0));
+  if (score) p->scoreThreshold = static_cast<float>(score->getAsDouble(0));
   p->batches = s[0];
   p->classes = s[1];
   p->boxes = s[2];
-  p->perClass = std::min(s[2], maxOut);
+  p->perClass = maxOut ? std::min(s[2], maxOut->getAsInt64(0)) : s[2];
+  // A limit read at run time bounds K by the boxes; the output's rows say K where the limit
+  // was known when the layer was shaped (the kernel still reads it).
+  const int64_t rows = layer.outputShapes.empty() ? 0 : layer.outputShapes[0][0];
+  if (!maxOut && rows > 0 && rows % (p->batches * p->classes) == 0)
+    p->perClass = std::min(p->perClass, rows / (p->batches * p->classes));
   p->centerPointBox = cpb == 1;
   return boundedOutputs(layer, Shape({p->batches * p->classes * p->perClass, 3}));
 }
 
-/// Outputs int64; the other inputs (NMS parameters) are consumed constants.
+/// Outputs int64.
 class DetectionTactic : public CudaTactic {
  public:
   DetectionTactic(const std::string& family, DataType t, const LayerContext& layer)
@@ -118,7 +126,6 @@ class DetectionTactic : public CudaTactic {
   TensorFormat outputFormat(size_t i) const override {
     return {DataType::kInt64, formatFor(i < outputRanks_.size() ? outputRanks_[i] : 0)};
   }
-  bool consumesInput(size_t index) const override { return index >= 2; }
   size_t workspaceBytes() const override { return workspace_; }
 
  protected:
@@ -157,7 +164,13 @@ class NmsTactic final : public DetectionTactic {
  public:
   explicit NmsTactic(const LayerContext& layer)
       : DetectionTactic("nms", DataType::kFloat32, layer) {
+    setInputType(2, DataType::kInt64);
     if (nmsPlan(layer, &plan_)) workspace_ = nmsWorkspaceBytes(plan_);
+  }
+  /// The constant parameters, read into the plan.
+  bool consumesInput(size_t index) const override {
+    return (index == 2 && !plan_.maxOutInput) || (index == 3 && !plan_.iouInput) ||
+           (index == 4 && !plan_.scoreInput);
   }
   Status initialize(const LayerContext& layer) override {
     if (!nmsPlan(layer, &plan_) || workspace_ == 0)
@@ -167,8 +180,16 @@ class NmsTactic final : public DetectionTactic {
   }
   Status enqueue(const LaunchArgs& args) override {
     EI_RETURN_IF_ERROR(checkLaunch(args, 2));
-    return launchNms(plan_, args.inputs[0], args.inputs[1], args.outputs[0], args.outputs[1],
-                     args.workspace, args.workspaceBytes, args.stream);
+    NmsParamsOnDevice params;
+    const auto at = [&](size_t i) { return i < args.inputs.size() ? args.inputs[i] : nullptr; };
+    if (plan_.maxOutInput) params.maxOut = static_cast<const int64_t*>(at(2));
+    if (plan_.iouInput) params.iou = static_cast<const float*>(at(3));
+    if (plan_.scoreInput) params.score = static_cast<const float*>(at(4));
+    if ((plan_.maxOutInput && !params.maxOut) || (plan_.iouInput && !params.iou) ||
+        (plan_.scoreInput && !params.score))
+      return Status(ErrorCode::kInvalidArgument, id() + ": missing parameter input");
+    return launchNms(plan_, params, args.inputs[0], args.inputs[1], args.outputs[0],
+                     args.outputs[1], args.workspace, args.workspaceBytes, args.stream);
   }
 
  private:

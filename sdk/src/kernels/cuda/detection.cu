@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cub/device/device_scan.cuh>
@@ -129,45 +130,67 @@ __device__ __forceinline__ bool suppressByIou(float4 p, float4 q, float threshol
 
 struct NmsBuffers {
   float4* decoded;
-  float *keysIn, *keysOut;
-  int *valsIn, *valsOut, *offsets;
+  float *keysIn, *keysSel, *keysOut;
+  int *valsIn, *valsSel, *valsOut;
+  int *flags, *pos, *offsets;
   float4* keptBoxes;
   int *keptIdx, *segCount, *segOffset;
   void* temp;
   size_t tempBytes;
 };
 
+/// Decodes the boxes, and flags the candidates: scores above the threshold (every score
+/// without one), with their keys and box numbers.
 __global__ void __launch_bounds__(kThreads)
-    nmsPrepare(NmsPlan p, const float* __restrict__ boxes, const float* __restrict__ scores,
-               NmsBuffers w) {
+    nmsPrepare(NmsPlan p, NmsParamsOnDevice params, const float* __restrict__ boxes,
+               const float* __restrict__ scores, NmsBuffers w) {
   const int64_t nBoxes = p.batches * p.boxes, nScores = nBoxes * p.classes;
-  const int64_t segments = p.batches * p.classes;
-  const int64_t end = nScores > segments + 1 ? nScores : segments + 1;
-  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < end;
+  const float threshold = params.score ? *params.score : p.scoreThreshold;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < nScores;
        t += static_cast<int64_t>(gridDim.x) * kThreads) {
     if (t < nBoxes) w.decoded[t] = decodeBox(boxes + t * 4, p.centerPointBox);
-    if (t < nScores) {
-      const float s = scores[t];
-      w.keysIn[t] = s == 0.f ? 0.f : s;  // -0 sorts as +0: equal scores keep box order
-      w.valsIn[t] = static_cast<int>(t % p.boxes);
+    const float s = scores[t];
+    w.keysIn[t] = s == 0.f ? 0.f : s;  // -0 sorts as +0: equal scores keep box order
+    w.valsIn[t] = static_cast<int>(t % p.boxes);
+    w.flags[t] = !p.hasScoreThreshold || s > threshold ? 1 : 0;
+  }
+}
+
+/// Moves the candidates together (in order, so each (batch, class) stays one segment) and
+/// records where each segment starts.
+__global__ void __launch_bounds__(kThreads) nmsCompact(NmsPlan p, NmsBuffers w) {
+  const int64_t nScores = p.batches * p.classes * p.boxes;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < nScores;
+       t += static_cast<int64_t>(gridDim.x) * kThreads) {
+    const int at = w.pos[t];
+    if (w.flags[t]) {
+      w.keysSel[at] = w.keysIn[t];
+      w.valsSel[at] = w.valsIn[t];
     }
-    if (t <= segments) w.offsets[t] = static_cast<int>(t * p.boxes);
+    if (t % p.boxes == 0) w.offsets[t / p.boxes] = at;
+    if (t == nScores - 1) w.offsets[p.batches * p.classes] = at + w.flags[t];
   }
 }
 
 /// A block per (batch, class): the reference's greedy loop over the sorted candidates, each
 /// tested against the boxes kept so far by all threads at once.
-__global__ void __launch_bounds__(kThreads) nmsGreedy(NmsPlan p, NmsBuffers w) {
+__global__ void __launch_bounds__(kThreads)
+    nmsGreedy(NmsPlan p, NmsParamsOnDevice params, NmsBuffers w) {
+  int64_t limit = p.perClass;
+  if (params.maxOut && *params.maxOut < limit) limit = *params.maxOut;  // <= 0: nothing
+  const float iouThreshold = params.iou ? *params.iou : p.iouThreshold;
+  const float scoreThreshold = params.score ? *params.score : p.scoreThreshold;
   const int64_t seg = blockIdx.x;
   const int64_t b = seg / p.classes;
-  const float* keys = w.keysOut + seg * p.boxes;
-  const int* idx = w.valsOut + seg * p.boxes;
+  const int64_t begin = w.offsets[seg], candidates = w.offsets[seg + 1] - begin;
+  const float* keys = w.keysOut + begin;
+  const int* idx = w.valsOut + begin;
   float4* kept = w.keptBoxes + seg * p.perClass;
   int* keptIdx = w.keptIdx + seg * p.perClass;
   int count = 0;
-  for (int64_t pos = 0; pos < p.boxes && count < p.perClass; ++pos) {
+  for (int64_t pos = 0; pos < candidates && count < limit; ++pos) {
     const float s = keys[pos];
-    if (p.hasScoreThreshold && !(s > p.scoreThreshold)) {
+    if (p.hasScoreThreshold && !(s > scoreThreshold)) {
       if (isnan(s)) continue;  // NaN sorts first; the reference filters it out
       break;                   // sorted: every later score is at most this one
     }
@@ -175,7 +198,7 @@ __global__ void __launch_bounds__(kThreads) nmsGreedy(NmsPlan p, NmsBuffers w) {
     const float4 q = w.decoded[b * p.boxes + i];
     int suppressed = 0;
     for (int k = threadIdx.x; k < count && !suppressed; k += blockDim.x)
-      suppressed = suppressByIou(kept[k], q, p.iouThreshold) ? 1 : 0;
+      suppressed = suppressByIou(kept[k], q, iouThreshold) ? 1 : 0;
     if (__syncthreads_or(suppressed)) continue;
     if (threadIdx.x == 0) {
       kept[count] = q;
@@ -219,23 +242,31 @@ bool nmsCarve(const NmsPlan& p, void* base, NmsBuffers* w, size_t* bytes) {
   Carve c(base);
   w->decoded = c.take<float4>(static_cast<size_t>(p.batches * p.boxes));
   w->keysIn = c.take<float>(static_cast<size_t>(scores));
+  w->keysSel = c.take<float>(static_cast<size_t>(scores));
   w->keysOut = c.take<float>(static_cast<size_t>(scores));
   w->valsIn = c.take<int>(static_cast<size_t>(scores));
+  w->valsSel = c.take<int>(static_cast<size_t>(scores));
   w->valsOut = c.take<int>(static_cast<size_t>(scores));
+  w->flags = c.take<int>(static_cast<size_t>(scores));
+  w->pos = c.take<int>(static_cast<size_t>(scores));
   w->offsets = c.take<int>(static_cast<size_t>(segments + 1));
   w->keptBoxes = c.take<float4>(static_cast<size_t>(segments * p.perClass));
   w->keptIdx = c.take<int>(static_cast<size_t>(segments * p.perClass));
   w->segCount = c.take<int>(static_cast<size_t>(segments));
   w->segOffset = c.take<int>(static_cast<size_t>(segments));
-  size_t sortBytes = 0, scanBytes = 0;
+  // The sort is given every score as its item count (an upper bound of the candidates, which
+  // the host does not know): only the segments' ranges are sorted.
+  size_t sortBytes = 0, flagScanBytes = 0, countScanBytes = 0;
   if (cub::DeviceSegmentedRadixSort::SortPairsDescending(
-          nullptr, sortBytes, w->keysIn, w->keysOut, w->valsIn, w->valsOut,
+          nullptr, sortBytes, w->keysSel, w->keysOut, w->valsSel, w->valsOut,
           static_cast<int>(scores), static_cast<int>(segments), w->offsets,
           w->offsets + 1) != cudaSuccess ||
-      cub::DeviceScan::ExclusiveSum(nullptr, scanBytes, w->segCount, w->segOffset,
+      cub::DeviceScan::ExclusiveSum(nullptr, flagScanBytes, w->flags, w->pos,
+                                    static_cast<int>(scores)) != cudaSuccess ||
+      cub::DeviceScan::ExclusiveSum(nullptr, countScanBytes, w->segCount, w->segOffset,
                                     static_cast<int>(segments)) != cudaSuccess)
     return false;
-  w->tempBytes = sortBytes > scanBytes ? sortBytes : scanBytes;
+  w->tempBytes = std::max(sortBytes, std::max(flagScanBytes, countScanBytes));
   w->temp = c.take<char>(w->tempBytes);
   *bytes = c.used();
   return true;
@@ -310,24 +341,31 @@ size_t nmsWorkspaceBytes(const NmsPlan& plan) {
   return nmsCarve(plan, nullptr, &w, &bytes) ? bytes : 0;
 }
 
-Status launchNms(const NmsPlan& plan, const void* boxes, const void* scores, void* y, void* count,
-                 void* workspace, size_t workspaceBytes, void* stream) {
+Status launchNms(const NmsPlan& plan, const NmsParamsOnDevice& params, const void* boxes,
+                 const void* scores, void* y, void* count, void* workspace, size_t workspaceBytes,
+                 void* stream) {
   NmsBuffers w{};
   size_t bytes = 0;
   if (!boxes || !scores || !y || !count || !workspace || !nmsCarve(plan, workspace, &w, &bytes) ||
-      workspaceBytes < bytes)
+      workspaceBytes < bytes || plan.maxOutInput != (params.maxOut != nullptr) ||
+      plan.iouInput != (params.iou != nullptr) || plan.scoreInput != (params.score != nullptr))
     return Status(ErrorCode::kInvalidArgument, "BoundedNonMaxSuppression: bad launch arguments");
   auto s = static_cast<cudaStream_t>(stream);
   const int64_t segments = plan.batches * plan.classes;
   const int64_t scoresN = segments * plan.boxes;
-  nmsPrepare<<<gridFor(scoresN > segments + 1 ? scoresN : segments + 1), kThreads, 0, s>>>(
-      plan, static_cast<const float*>(boxes), static_cast<const float*>(scores), w);
+  nmsPrepare<<<gridFor(scoresN), kThreads, 0, s>>>(plan, params, static_cast<const float*>(boxes),
+                                                   static_cast<const float*>(scores), w);
   EI_CUDA_CHECK(cudaGetLastError());
   size_t tempBytes = w.tempBytes;
+  EI_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(w.temp, tempBytes, w.flags, w.pos,
+                                              static_cast<int>(scoresN), s));
+  nmsCompact<<<gridFor(scoresN), kThreads, 0, s>>>(plan, w);
+  EI_CUDA_CHECK(cudaGetLastError());
+  tempBytes = w.tempBytes;
   EI_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairsDescending(
-      w.temp, tempBytes, w.keysIn, w.keysOut, w.valsIn, w.valsOut, static_cast<int>(scoresN),
+      w.temp, tempBytes, w.keysSel, w.keysOut, w.valsSel, w.valsOut, static_cast<int>(scoresN),
       static_cast<int>(segments), w.offsets, w.offsets + 1, 0, 32, s));
-  nmsGreedy<<<static_cast<unsigned>(segments), kThreads, 0, s>>>(plan, w);
+  nmsGreedy<<<static_cast<unsigned>(segments), kThreads, 0, s>>>(plan, params, w);
   EI_CUDA_CHECK(cudaGetLastError());
   tempBytes = w.tempBytes;
   EI_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(w.temp, tempBytes, w.segCount, w.segOffset,

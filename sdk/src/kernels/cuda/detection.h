@@ -8,10 +8,12 @@
 //                             flags (CUB) gives each one its column, a kernel writes the
 //                             coordinates in row-major order.
 //   BoundedNonMaxSuppression  boxes decoded once ([y1, x1, y2, x2], min / max per corner
-//                             pair, or from the centre form) in float; the scores of each
-//                             (batch, class) sorted descending by a stable segmented radix
-//                             sort (CUB; -0 as +0, so equal scores keep box order as in the
-//                             reference's stable sort); a block per (batch, class) runs the
+//                             pair, or from the centre form) in float; the scores above the
+//                             score threshold (all without one) moved together by a scan, the
+//                             candidates of each (batch, class) sorted descending by a stable
+//                             segmented radix sort (CUB; -0 as +0, so equal scores keep box
+//                             order as in the reference's stable sort); a block per (batch,
+//                             class) runs the
 //                             greedy selection, testing each candidate against the kept boxes
 //                             in parallel with the reference's float operations in its order
 //                             (no fused multiply-add); an exclusive scan of the per-class
@@ -47,13 +49,25 @@ size_t nonZeroWorkspaceBytes(const NonZeroPlan& plan);
 Status launchNonZero(const NonZeroPlan& plan, const void* x, void* y, void* count, void* workspace,
                      size_t workspaceBytes, void* stream);
 
+/// The parameters are constants of the plan, or (the *Input flags) read from the device at
+/// each launch: max_output_boxes_per_class int64, the thresholds float32.
 struct NmsPlan {
   int64_t batches = 1, classes = 1, boxes = 1;
-  int64_t perClass = 1;  // K = min(boxes, max_output_boxes_per_class) >= 1
+  int64_t perClass = 1;  // K: min(boxes, max_output_boxes_per_class), boxes if read at run time
   bool centerPointBox = false;
+  bool maxOutInput = false;
   float iouThreshold = 0.f;
+  bool iouInput = false;
   bool hasScoreThreshold = false;
   float scoreThreshold = 0.f;
+  bool scoreInput = false;
+};
+
+/// Device pointers of the parameters read at run time (null for the others).
+struct NmsParamsOnDevice {
+  const int64_t* maxOut = nullptr;
+  const float* iou = nullptr;
+  const float* score = nullptr;
 };
 
 /// Workspace of a launch: decoded boxes, sort keys and indices, the kept boxes and counts per
@@ -62,7 +76,8 @@ size_t nmsWorkspaceBytes(const NmsPlan& plan);
 
 /// boxes: float [batches, boxes, 4]; scores: float [batches, classes, boxes]; y: int64
 /// [batches * classes * perClass, 3]; count: int64 [1]. Never synchronises.
-Status launchNms(const NmsPlan& plan, const void* boxes, const void* scores, void* y, void* count,
-                 void* workspace, size_t workspaceBytes, void* stream);
+Status launchNms(const NmsPlan& plan, const NmsParamsOnDevice& params, const void* boxes,
+                 const void* scores, void* y, void* count, void* workspace, size_t workspaceBytes,
+                 void* stream);
 
 }  // namespace edgeinfer::cuda
