@@ -20,12 +20,15 @@
 #include "cuda_layer_case.h"
 #include "edgeinfer/builder.h"
 #include "edgeinfer/engine.h"
+#include "engine_outputs.h"
 #include "test_model.h"
 
 namespace edgeinfer {
 namespace {
 
 using graph::Attribute;
+using test::allOutputs;
+using test::expectSameTensor;
 using test::LayerCase;
 using test::randomInts;
 using test::TempDir;
@@ -261,68 +264,59 @@ std::map<std::string, Tensor> detectorInputs(uint32_t seed) {
   return {{"b", nmsBoxes(k, seed)}, {"s", s}};
 }
 
-std::map<std::string, Tensor> runEngine(const Engine& e, const std::map<std::string, Tensor>& in,
-                                        ExecutionContext* ctx = nullptr) {
-  std::unique_ptr<ExecutionContext> own;
-  if (!ctx) {
-    auto c = e.createExecutionContext();
-    EXPECT_TRUE(c.ok()) << c.status().toString();
-    if (!c.ok()) return {};
-    own = std::move(c).value();
-    ctx = own.get();
-  }
-  auto out = ctx->run(in);
-  EXPECT_TRUE(out.ok()) << out.status().toString();
-  std::map<std::string, Tensor> copies;
-  if (out.ok())
-    for (const auto& [name, t] : *out) copies[name] = t.clone();
-  return copies;
-}
-
-void expectSame(const Tensor& a, const Tensor& b, const std::string& what) {
-  ASSERT_EQ(a.dtype(), b.dtype()) << what;
-  ASSERT_EQ(a.shape(), b.shape()) << what;
-  EXPECT_EQ(0, std::memcmp(a.raw(), b.raw(), a.bytes())) << what;
-}
-
 Expected<std::unique_ptr<Engine>> buildModel(const TestModel& m, const BuilderConfig& cfg) {
   const std::string bytes = m.bytes();
   return Builder::buildFromBuffer(bytes.data(), bytes.size(), cfg);
+}
+
+/// The model's CPU reference engine (null, with a test failure, on error).
+std::unique_ptr<Engine> cpuEngine(const TestModel& m) {
+  BuilderConfig cpu;
+  cpu.backend = Backend::kCpu;
+  auto e = buildModel(m, cpu);
+  EXPECT_TRUE(e.ok()) << e.status().toString();
+  return e.ok() ? std::move(e).value() : nullptr;
+}
+
+/// The model's GPU engine; `cpuFallback` false: every layer on the GPU.
+std::unique_ptr<Engine> gpuEngine(const TestModel& m, const TempDir& dir,
+                                  Precision p = Precision::kFp32, bool cpuFallback = false) {
+  BuilderConfig cfg = test::quickGpuConfig(dir.file("timing.cache"), p);
+  cfg.allowCpuFallback = cpuFallback;
+  auto e = buildModel(m, cfg);
+  EXPECT_TRUE(e.ok()) << e.status().toString();
+  return e.ok() ? std::move(e).value() : nullptr;
 }
 
 TEST(CudaDetection, DetectorNmsRunsWholeOnTheGpu) {
   EI_SKIP_WITHOUT_GPU();
   TempDir dir;
   const TestModel m = detectorModel(false);
-  BuilderConfig cpu;
-  cpu.backend = Backend::kCpu;
-  auto ref = buildModel(m, cpu);
-  ASSERT_TRUE(ref.ok()) << ref.status().toString();
+  auto ref = cpuEngine(m);
+  ASSERT_TRUE(ref);
   for (Precision p : {Precision::kFp32, Precision::kFp16}) {
     SCOPED_TRACE(p == Precision::kFp32 ? "fp32" : "fp16");
-    BuilderConfig cfg = test::quickGpuConfig(dir.file("timing.cache"), p);
-    cfg.allowCpuFallback = false;  // nothing runs on the CPU
-    auto e = buildModel(m, cfg);
-    ASSERT_TRUE(e.ok()) << e.status().toString();
-    auto ctx = (*e)->createExecutionContext();
+    auto e = gpuEngine(m, dir, p);  // nothing runs on the CPU
+    ASSERT_TRUE(e);
+    auto ctx = e->createExecutionContext();
     ASSERT_TRUE(ctx.ok());
     int64_t rows = 0;
     for (uint32_t seed : {1u, 2u, 3u}) {  // new inputs each run; later runs replay the graph
       const auto in = detectorInputs(seed);
-      const auto want = runEngine(**ref, in);
-      const auto got = runEngine(**e, in, ctx->get());
-      expectSame(got.at("sel"), want.at("sel"), "sel");
+      const auto want = allOutputs(*ref, in);
+      const auto got = allOutputs(*e, in, ctx->get());
+      expectSameTensor(got.at("sel"), want.at("sel"), "sel");
       rows += want.at("sel").shape()[0];
     }
     EXPECT_GT(rows, 100) << "the inputs select many boxes";
     EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, 0);
     EXPECT_TRUE((*ctx)->stats().cudaGraphs);
     EXPECT_GT((*ctx)->stats().graphReplays, 0);
-    ASSERT_TRUE((*e)->save(dir.file("nms.engine")).ok());
+    ASSERT_TRUE(e->save(dir.file("nms.engine")).ok());
     auto loaded = Engine::load(dir.file("nms.engine"));
     ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
     const auto in = detectorInputs(9);
-    expectSame(runEngine(**loaded, in).at("sel"), runEngine(**ref, in).at("sel"), "loaded");
+    expectSameTensor(allOutputs(**loaded, in).at("sel"), allOutputs(*ref, in).at("sel"), "loaded");
   }
 }
 
@@ -331,19 +325,17 @@ TEST(CudaDetection, DetectorNmsThenACpuTail) {
   EI_SKIP_WITHOUT_GPU();
   TempDir dir;
   const TestModel m = detectorModel(true);
-  BuilderConfig cpu;
-  cpu.backend = Backend::kCpu;
-  auto ref = buildModel(m, cpu);
-  ASSERT_TRUE(ref.ok()) << ref.status().toString();
-  auto e = buildModel(m, test::quickGpuConfig(dir.file("timing.cache")));
-  ASSERT_TRUE(e.ok()) << e.status().toString();
-  auto ctx = (*e)->createExecutionContext();
+  auto ref = cpuEngine(m);
+  ASSERT_TRUE(ref);
+  auto e = gpuEngine(m, dir, Precision::kFp32, /*cpuFallback=*/true);
+  ASSERT_TRUE(e);
+  auto ctx = e->createExecutionContext();
   ASSERT_TRUE(ctx.ok());
   for (uint32_t seed : {4u, 5u}) {
     const auto in = detectorInputs(seed);
-    const auto want = runEngine(**ref, in);
-    const auto got = runEngine(**e, in, ctx->get());
-    for (const char* name : {"sel", "picked"}) expectSame(got.at(name), want.at(name), name);
+    const auto want = allOutputs(*ref, in);
+    const auto got = allOutputs(*e, in, ctx->get());
+    for (const char* name : {"sel", "picked"}) expectSameTensor(got.at(name), want.at(name), name);
   }
   EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, 3);
 }
@@ -361,15 +353,11 @@ TEST(CudaDetection, NmsWithRunTimeParametersInAnEngine) {
   m.input("score", {1});
   m.node("NonMaxSuppression", {"b", "s", "max_out", "iou", "score"}, {"sel"}, "nms");
   m.output("sel", onnx::TensorProto::INT64);
-  BuilderConfig cpu;
-  cpu.backend = Backend::kCpu;
-  auto ref = buildModel(m, cpu);
-  ASSERT_TRUE(ref.ok()) << ref.status().toString();
-  BuilderConfig cfg = test::quickGpuConfig(dir.file("timing.cache"));
-  cfg.allowCpuFallback = false;
-  auto e = buildModel(m, cfg);
-  ASSERT_TRUE(e.ok()) << e.status().toString();
-  auto ctx = (*e)->createExecutionContext();
+  auto ref = cpuEngine(m);
+  ASSERT_TRUE(ref);
+  auto e = gpuEngine(m, dir);
+  ASSERT_TRUE(e);
+  auto ctx = e->createExecutionContext();
   ASSERT_TRUE(ctx.ok());
   const NmsCase k{2, 3, 300, 0, false, 0.f, true, 0.f, true};
   uint32_t seed = 500;
@@ -381,7 +369,8 @@ TEST(CudaDetection, NmsWithRunTimeParametersInAnEngine) {
       in["max_out"] = test::intTensor(DataType::kInt64, {maxOut});
       in["iou"] = test::floatTensor({iou});
       in["score"] = test::floatTensor({0.3f});
-      expectSame(runEngine(**e, in, ctx->get()).at("sel"), runEngine(**ref, in).at("sel"), "sel");
+      expectSameTensor(allOutputs(*e, in, ctx->get()).at("sel"), allOutputs(*ref, in).at("sel"),
+                       "sel");
     }
   EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, 0);
   EXPECT_GT((*ctx)->stats().graphReplays, 0);
@@ -394,17 +383,13 @@ TEST(CudaDetection, NonZeroAloneRunsOnTheGpu) {
   m.input("x", {3, 50, 7});
   m.node("NonZero", {"x"}, {"y"}, "nonzero");
   m.output("y", onnx::TensorProto::INT64);
-  BuilderConfig cpu;
-  cpu.backend = Backend::kCpu;
-  auto ref = buildModel(m, cpu);
-  ASSERT_TRUE(ref.ok()) << ref.status().toString();
-  BuilderConfig cfg = test::quickGpuConfig(dir.file("timing.cache"));
-  cfg.allowCpuFallback = false;
-  auto e = buildModel(m, cfg);
-  ASSERT_TRUE(e.ok()) << e.status().toString();
+  auto ref = cpuEngine(m);
+  ASSERT_TRUE(ref);
+  auto e = gpuEngine(m, dir);
+  ASSERT_TRUE(e);
   for (uint32_t seed : {7u, 8u}) {
     const std::map<std::string, Tensor> in = {{"x", sparseFloats(Shape{3, 50, 7}, seed)}};
-    expectSame(runEngine(**e, in).at("y"), runEngine(**ref, in).at("y"), "y");
+    expectSameTensor(allOutputs(*e, in).at("y"), allOutputs(*ref, in).at("y"), "y");
   }
 }
 

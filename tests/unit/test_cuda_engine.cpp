@@ -14,6 +14,7 @@
 #include "data_dependent_models.h"
 #include "edgeinfer/builder.h"
 #include "edgeinfer/engine.h"
+#include "engine_outputs.h"
 #include "qoperator_models.h"
 #include "test_model.h"
 
@@ -29,6 +30,8 @@
 namespace edgeinfer {
 namespace {
 
+using test::allOutputs;
+using test::expectSameTensor;
 using test::TempDir;
 using test::TestModel;
 
@@ -519,33 +522,6 @@ TEST(CudaEngine, DataDependentOutputIsRefusedWithAClearError) {
   EXPECT_NE(e.status().message().find("depends on the input values"), std::string::npos)
       << e.status().toString();
   EXPECT_NE(e.status().message().find("'fill'"), std::string::npos) << e.status().toString();
-}
-
-/// Every output of `e` for input x (host copies).
-std::map<std::string, Tensor> allOutputs(const Engine& e, const std::map<std::string, Tensor>& in,
-                                         ExecutionContext* ctx = nullptr) {
-  std::unique_ptr<ExecutionContext> own;
-  if (!ctx) {
-    auto c = e.createExecutionContext();
-    EXPECT_TRUE(c.ok()) << c.status().toString();
-    if (!c.ok()) return {};
-    own = std::move(c).value();
-    ctx = own.get();
-  }
-  auto out = ctx->run(in);
-  EXPECT_TRUE(out.ok()) << out.status().toString();
-  std::map<std::string, Tensor> copies;
-  if (out.ok())
-    for (const auto& [name, t] : *out) copies[name] = t.clone();
-  return copies;
-}
-
-void expectSameTensor(const Tensor& a, const Tensor& b, const std::string& what) {
-  ASSERT_FALSE(a.empty()) << what;
-  ASSERT_FALSE(b.empty()) << what;
-  ASSERT_EQ(a.dtype(), b.dtype()) << what;
-  ASSERT_EQ(a.shape(), b.shape()) << what;
-  EXPECT_EQ(0, std::memcmp(a.raw(), b.raw(), a.bytes())) << what;
 }
 
 /// Models whose output sizes depend on the input values: the layers before them and the

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "builder/engine_format.h"
 #include "builder/optimize.h"
@@ -14,6 +15,7 @@
 #include "data_dependent_models.h"
 #include "edgeinfer/builder.h"
 #include "edgeinfer/engine.h"
+#include "engine_outputs.h"
 #include "graph/partition.h"
 #include "runtime/graph_engine.h"
 #include "runtime/split_engine.h"
@@ -24,6 +26,7 @@ namespace edgeinfer {
 namespace {
 
 using test::bytesOf;
+using test::expectSameTensor;
 using test::loadError;
 using test::nonZeroModel;
 using test::TestModel;
@@ -82,20 +85,7 @@ std::unique_ptr<Engine> splitOnCpu(const TestModel& m, const std::string& hash =
 }
 
 std::map<std::string, Tensor> runAll(const Engine& e, const std::map<std::string, Tensor>& in) {
-  auto ctx = e.createExecutionContext();
-  EXPECT_TRUE(ctx.ok()) << ctx.status().toString();
-  if (!ctx.ok()) return {};
-  auto out = (*ctx)->run(in);
-  EXPECT_TRUE(out.ok()) << out.status().toString();
-  return out.ok() ? *out : std::map<std::string, Tensor>();
-}
-
-void expectSame(const Tensor& a, const Tensor& b) {
-  ASSERT_FALSE(a.empty());
-  ASSERT_FALSE(b.empty());
-  ASSERT_EQ(a.dtype(), b.dtype());
-  ASSERT_EQ(a.shape(), b.shape());
-  EXPECT_EQ(0, std::memcmp(a.raw(), b.raw(), a.bytes()));
+  return test::allOutputs(e, in);
 }
 
 std::map<std::string, Tensor> runAll(const Engine& e, const Tensor& x) {
@@ -115,6 +105,24 @@ std::map<std::string, Tensor> wholeOnCpu(const TestModel& m,
 
 std::map<std::string, Tensor> wholeOnCpu(const TestModel& m, const Tensor& x) {
   return wholeOnCpu(m, std::map<std::string, Tensor>{{"x", x}});
+}
+
+/// `e` (of nonZeroModel()) gives the whole model's outputs on several inputs, and runs
+/// `tailLayers` layers in its tail.
+void expectTheWholeNonZeroModel(const Engine& e, int64_t tailLayers) {
+  for (int salt : {0, 3, 8, 10}) {
+    const Tensor x = input(salt);
+    const auto want = wholeOnCpu(nonZeroModel(), x);
+    const auto got = runAll(e, x);
+    for (const char* name : {"picked", "y", "idx"}) {
+      SCOPED_TRACE(name);
+      expectSameTensor(got.at(name), want.at(name));
+    }
+  }
+  auto ctx = e.createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  ASSERT_TRUE((*ctx)->run({{"x", input()}}).ok());
+  EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, tailLayers);
 }
 
 // ---- the partition ---------------------------------------------------------------------------
@@ -182,19 +190,7 @@ TEST(SplitEngine, RunsAsTheWholeModelDoes) {
   EXPECT_EQ(e->outputs()[2].name, "idx");
   EXPECT_EQ(e->outputs()[1].shape, (Shape{2, 6}));
   EXPECT_FALSE(e->outputs()[0].shape.isStatic()) << "the tail sizes it at run time";
-  for (int salt : {0, 3, 8}) {
-    const Tensor x = input(salt);
-    const auto want = wholeOnCpu(nonZeroModel(), x);
-    const auto got = runAll(*e, x);
-    for (const char* name : {"picked", "y", "idx"}) {
-      SCOPED_TRACE(name);
-      expectSame(got.at(name), want.at(name));
-    }
-  }
-  auto ctx = e->createExecutionContext();
-  ASSERT_TRUE(ctx.ok());
-  ASSERT_TRUE((*ctx)->run({{"x", input()}}).ok());
-  EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, 3);
+  expectTheWholeNonZeroModel(*e, 3);
   EXPECT_EQ(e->info().nodeCount, 5);
 }
 
@@ -209,7 +205,7 @@ TEST(SplitEngine, SavedAndLoadedRunsTheSameAndWritesTheSameBytes) {
   ASSERT_NE(dynamic_cast<const runtime::SplitEngine*>(loaded->get()), nullptr);
   const Tensor x = input(5);
   const auto a = runAll(*e, x), b = runAll(**loaded, x);
-  for (const char* name : {"picked", "y", "idx"}) expectSame(a.at(name), b.at(name));
+  for (const char* name : {"picked", "y", "idx"}) expectSameTensor(a.at(name), b.at(name));
   EXPECT_EQ(bytesOf(**loaded), bytes);
 }
 
@@ -433,7 +429,7 @@ TEST(SplitEngine, BoundedNmsWithRunTimeParametersRunsAsTheWholeModelDoes) {
       in["max_out"] = scalar(DataType::kInt64, static_cast<double>(maxOut));
       in["iou"] = scalar(DataType::kFloat32, iou);
       in["score"] = scalar(DataType::kFloat32, 0.1);
-      expectSame(runAll(*e, in).at("sel"), wholeOnCpu(m, in).at("sel"));
+      expectSameTensor(runAll(*e, in).at("sel"), wholeOnCpu(m, in).at("sel"));
     }
 }
 
@@ -462,19 +458,7 @@ TEST(SplitEngine, BoundedNonZeroRunsAsTheWholeModelDoes) {
   ASSERT_TRUE(e);
   ASSERT_EQ(e->outputs().size(), 3u);
   EXPECT_EQ(e->outputs()[2].shape, (Shape{-1, 2})) << "idx, computed by the tail";
-  for (int salt : {0, 3, 8, 10}) {
-    const Tensor x = input(salt);
-    const auto want = wholeOnCpu(nonZeroModel(), x);
-    const auto got = runAll(*e, x);
-    for (const char* name : {"picked", "y", "idx"}) {
-      SCOPED_TRACE(name);
-      expectSame(got.at(name), want.at(name));
-    }
-  }
-  auto ctx = e->createExecutionContext();
-  ASSERT_TRUE(ctx.ok());
-  ASSERT_TRUE((*ctx)->run({{"x", input()}}).ok());
-  EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, 2) << "Transpose and GatherND";
+  expectTheWholeNonZeroModel(*e, 2);  // Transpose and GatherND in the tail
 }
 
 TEST(SplitEngine, BoundedNmsAloneRunsAsTheWholeModelDoesAndRoundTrips) {
@@ -497,7 +481,7 @@ TEST(SplitEngine, BoundedNmsAloneRunsAsTheWholeModelDoesAndRoundTrips) {
       const auto got = runAll(*engine, in);
       for (const char* name : {"sel", "as"}) {
         SCOPED_TRACE(name);
-        expectSame(got.at(name), want.at(name));
+        expectSameTensor(got.at(name), want.at(name));
       }
     }
     selectedSomething += want.at("sel").shape()[0];
@@ -505,31 +489,36 @@ TEST(SplitEngine, BoundedNmsAloneRunsAsTheWholeModelDoesAndRoundTrips) {
   EXPECT_GT(selectedSomething, 0) << "the inputs select boxes";
 }
 
-TEST(SplitEngine, BoundedValueTheHeadLacks_n) {
+/// SplitEngine::create's error for the bounded NMS model's head (no tail) with its bounded
+/// value altered by `alter`.
+std::string boundedCreateError(const std::function<void(graph::BoundedValue&)>& alter) {
   const graph::Graph g = optimized(test::nmsModel());
   auto parts = graph::splitStaticHead(g, /*bound=*/true);
-  ASSERT_TRUE(parts.ok());
+  EXPECT_TRUE(parts.ok());
+  if (!parts.ok() || parts->bounded.empty()) return "";
   auto bounded = parts->bounded;
-  bounded[0].count = "nothing";
+  alter(bounded[0]);
   auto e = runtime::SplitEngine::create(
       std::make_unique<runtime::GraphEngine>(std::move(parts->head), cpuInfo()), nullptr, g.outputs,
       bounded, ErrorCode::kCorruptFile);
-  ASSERT_FALSE(e.ok());
-  EXPECT_HAS(e.status().message(), "the head does not compute 'nothing' (bounded 'sel')");
+  EXPECT_FALSE(e.ok());
+  return e.ok() ? "" : e.status().message();
+}
+
+TEST(SplitEngine, BoundedValueTheHeadLacks_n) {
+  EXPECT_HAS(boundedCreateError([](graph::BoundedValue& b) { b.count = "nothing"; }),
+             "the head does not compute 'nothing' (bounded 'sel')");
 }
 
 TEST(SplitEngine, BoundedValueOfTheWrongType_n) {
-  // A bounded value whose padded form is a float head output.
-  const graph::Graph g = optimized(test::nmsModel());
-  auto parts = graph::splitStaticHead(g, /*bound=*/true);
-  ASSERT_TRUE(parts.ok());
-  auto bounded = parts->bounded;
-  bounded[0].padded = "as";
-  auto e = runtime::SplitEngine::create(
-      std::make_unique<runtime::GraphEngine>(std::move(parts->head), cpuInfo()), nullptr, g.outputs,
-      bounded, ErrorCode::kCorruptFile);
-  ASSERT_FALSE(e.ok());
-  EXPECT_HAS(e.status().message(), "not int64 [rows, cols] and int64 [1]");
+  // The padded form names a float head output.
+  EXPECT_HAS(boundedCreateError([](graph::BoundedValue& b) { b.padded = "as"; }),
+             "not int64 [rows, cols] and int64 [1]");
+}
+
+TEST(SplitEngine, BoundedValueOfAnotherAxis_n) {
+  EXPECT_HAS(boundedCreateError([](graph::BoundedValue& b) { b.axis = 2; }),
+             "bounded value 'sel' is malformed or listed twice");
 }
 
 TEST(SplitEngine, NothingFollowsTheHead_n) {
@@ -598,7 +587,7 @@ TEST(SplitEngine, LargeWeightsInThePoolRoundTrip) {
     auto loaded = Engine::deserialize(bytes.data(), bytes.size());
     ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
     const Tensor x = input(4);
-    expectSame(runAll(**loaded, x).at("picked"), wholeOnCpu(m, x).at("picked"));
+    expectSameTensor(runAll(**loaded, x).at("picked"), wholeOnCpu(m, x).at("picked"));
   }
 }
 

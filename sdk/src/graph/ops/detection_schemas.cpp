@@ -213,19 +213,8 @@ void registerDetectionSchemas(OpSchemaRegistry& r) {
   addSchema(r, "TopK", 7, 1, 2, inferTopK);
   addSchema(r, "NonMaxSuppression", 10, 2, 5, inferNonMaxSuppression);
   addSchema(r, "NonZero", 9, 1, 1, inferNonZero);
-  auto bounded = [&r](const char* op, int minIn, int maxIn, ShapeInferFn fn) {
-    OpSchema s;
-    s.opType = op;
-    s.domain = kEdgeInferDomain;
-    s.minOpset = 9;
-    s.maxOpset = 17;
-    s.minInputs = minIn;
-    s.maxInputs = maxIn;
-    s.infer = std::move(fn);
-    r.add(std::move(s));
-  };
-  bounded("BoundedNonZero", 1, 1, inferBoundedNonZero);
-  bounded("BoundedNonMaxSuppression", 3, 5, inferBoundedNonMaxSuppression);
+  addEdgeInferSchema(r, "BoundedNonZero", 1, 1, inferBoundedNonZero);
+  addEdgeInferSchema(r, "BoundedNonMaxSuppression", 3, 5, inferBoundedNonMaxSuppression);
 }
 
 }  // namespace edgeinfer::graph

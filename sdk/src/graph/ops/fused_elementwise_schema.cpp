@@ -6,6 +6,7 @@
 
 #include "graph/op_schema.h"
 #include "graph/ops/fused_elementwise.h"
+#include "graph/ops/schema_util.h"
 
 namespace edgeinfer::graph {
 
@@ -210,15 +211,7 @@ Status inferFusedElementwise(InferContext& ctx) {
 }  // namespace
 
 void registerFusedElementwiseSchema(OpSchemaRegistry& r) {
-  OpSchema s;
-  s.opType = "FusedElementwise";
-  s.domain = kEdgeInferDomain;
-  s.minOpset = 7;
-  s.maxOpset = 17;
-  s.minInputs = 1;
-  s.maxInputs = kFeMaxInputs;
-  s.infer = inferFusedElementwise;
-  r.add(std::move(s));
+  schema_util::addEdgeInferSchema(r, "FusedElementwise", 1, kFeMaxInputs, inferFusedElementwise);
 }
 
 }  // namespace edgeinfer::graph

@@ -20,6 +20,7 @@
 #include "graph/op_schema.h"
 #include "graph/ops/fused_elementwise.h"
 #include "graph/ops/nn_shape_fns.h"
+#include "graph/ops/schema_util.h"
 
 namespace edgeinfer::graph {
 namespace {
@@ -48,20 +49,9 @@ ShapeInferFn withActivation(Status (*infer)(InferContext&)) {
 }  // namespace
 
 void registerFusedSchemas(OpSchemaRegistry& r) {
-  auto add = [&r](const char* op, int minIn, int maxIn, ShapeInferFn fn) {
-    OpSchema s;
-    s.opType = op;
-    s.domain = kEdgeInferDomain;
-    s.minOpset = 7;
-    s.maxOpset = 17;
-    s.minInputs = minIn;
-    s.maxInputs = maxIn;
-    s.infer = std::move(fn);
-    r.add(std::move(s));
-  };
-  add("FusedConv", 2, 4, withActivation(nn::inferConv));
-  add("FusedGemm", 2, 3, withActivation(nn::inferGemm));
-  add("FusedMatMul", 2, 3, withActivation(nn::inferMatMul));
+  schema_util::addEdgeInferSchema(r, "FusedConv", 2, 4, withActivation(nn::inferConv));
+  schema_util::addEdgeInferSchema(r, "FusedGemm", 2, 3, withActivation(nn::inferGemm));
+  schema_util::addEdgeInferSchema(r, "FusedMatMul", 2, 3, withActivation(nn::inferMatMul));
   registerFusedElementwiseSchema(r);  // fused_elementwise_schema.cpp
 }
 

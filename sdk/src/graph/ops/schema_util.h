@@ -74,4 +74,18 @@ inline void addSchema(OpSchemaRegistry& r, const std::string& op, int64_t minOps
   r.add(std::move(s));
 }
 
+/// A schema of the SDK's own domain (kEdgeInferDomain): the ops the passes create.
+inline void addEdgeInferSchema(OpSchemaRegistry& r, const std::string& op, int minIn, int maxIn,
+                               ShapeInferFn fn) {
+  OpSchema s;
+  s.opType = op;
+  s.domain = kEdgeInferDomain;
+  s.minOpset = 7;
+  s.maxOpset = 17;
+  s.minInputs = minIn;
+  s.maxInputs = maxIn;
+  s.infer = std::move(fn);
+  r.add(std::move(s));
+}
+
 }  // namespace edgeinfer::graph::schema_util
