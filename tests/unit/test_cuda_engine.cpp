@@ -23,6 +23,7 @@
 
 #include "builder/engine_format.h"
 #include "builder/timing_cache.h"
+#include "kernels/cuda/library_handles.h"
 #include "runtime/cuda/cuda_plan.h"
 #include "tactic_test_util.h"
 #endif
@@ -438,6 +439,61 @@ TEST(CudaEngine, ContextsShareOneEngineAcrossThreads) {
     });
   for (auto& th : threads) th.join();
   for (size_t t = 0; t < 4; ++t) EXPECT_EQ(bad[t], 0) << "thread " << t;
+}
+
+/// Contexts created, run and destroyed on threads while others run: each destroys its stream,
+/// which the shared cuDNN handle may have been set to last (cuDNN records an event on a
+/// handle's previous stream at the next cudnnSetStream: a destroyed one crashed the process,
+/// once in a few runs of CudaRanges.ContextsOnThreadsShareOneSpecialisation on an H200).
+TEST(CudaEngine, ContextsComeAndGoOnThreads) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  auto e = build(smallCnn(2), gpuConfig(dir));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  const Engine& engine = **e;
+  const Tensor x = randomInput(Shape{2, 3, 17, 19}, 60);
+  const Tensor want = runEngine(engine, x);
+  std::vector<int> bad(8, 0);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < bad.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 12; ++i) {
+        auto ctx = engine.createExecutionContext();
+        auto out = ctx.ok() ? (*ctx)->run({{"x", x}}) : ctx.status();
+        if (!out.ok() || std::memcmp(out->at("y").raw(), want.raw(), want.bytes()) != 0) ++bad[t];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (size_t t = 0; t < bad.size(); ++t) EXPECT_EQ(bad[t], 0) << "thread " << t;
+}
+
+TEST(CudnnHandles, AStreamIsReleasedBeforeItIsDestroyed) {
+  EI_SKIP_WITHOUT_GPU();
+  std::string why;
+  auto h = cuda::sharedDeviceHandle<cuda::CudnnHandle>(&why);
+  ASSERT_TRUE(h) << why;
+  cudaStream_t s = nullptr, other = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+  cudaStream_t current = nullptr;
+  {
+    std::lock_guard<std::shared_mutex> lock(h->mu);
+    ASSERT_EQ(cudnnSetStream(h->handle, s), CUDNN_STATUS_SUCCESS);
+  }
+  cuda::releaseStream(other);  // not the handle's: nothing changes
+  ASSERT_EQ(cudnnGetStream(h->handle, &current), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(current, s);
+  cuda::releaseStream(s);
+  ASSERT_EQ(cudnnGetStream(h->handle, &current), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(current, h->home);
+  EXPECT_NE(current, nullptr);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  {
+    std::lock_guard<std::shared_mutex> lock(h->mu);
+    EXPECT_EQ(cudnnSetStream(h->handle, other), CUDNN_STATUS_SUCCESS);
+  }
+  cuda::releaseStream(other);
+  ASSERT_EQ(cudaStreamDestroy(other), cudaSuccess);
 }
 
 TEST(CudaEngine, LayerWithoutGpuKernelFallsBackToTheCpu) {

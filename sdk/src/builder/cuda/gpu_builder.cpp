@@ -25,6 +25,7 @@
 #include "edgeinfer/calibration.h"
 #include "edgeinfer/logger.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/library_handles.h"
 #include "kernels/cuda/providers.h"
 #include "kernels/cuda/reformat.h"
 #include "quant/qdq.h"
@@ -204,7 +205,10 @@ class GpuBuilder {
     policy_ = calib.layerPrecision;
   }
   ~GpuBuilder() {
-    if (stream_) cudaStreamDestroy(stream_);
+    if (stream_) {
+      edgeinfer::cuda::releaseStream(stream_);  // the timing runs set cuDNN handles to it
+      cudaStreamDestroy(stream_);
+    }
   }
 
   Status run() {

@@ -686,6 +686,7 @@ class CudnnConvTactic : public builder::Tactic {
                     id_ + ": needs a workspace of " + std::to_string(workspace_) + " bytes");
     void* ptrs[5] = {const_cast<void*>(args.inputs[0]), dW_.get(), args.outputs[0], dB_.get(),
                      spec_.hasZ ? const_cast<void*>(args.inputs[3]) : nullptr};
+    std::lock_guard<std::recursive_mutex> streams(cudnnStreamMutex());  // library_handles.h
     std::lock_guard<std::shared_mutex> lock(handle_->mu);
     EI_CUDNN_CHECK(cudnnSetStream(handle_->handle, static_cast<cudaStream_t>(args.stream)));
     // One variant pack per set of pointers, kept for the tactic's life: contexts sharing the

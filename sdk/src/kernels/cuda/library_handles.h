@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cublasLt.h>
+#include <cuda_runtime.h>
 #include <cudnn.h>
 
 #include <map>
@@ -29,12 +30,31 @@ struct CublasLtHandle {
 
 struct CudnnHandle {
   cudnnHandle_t handle = nullptr;
+  /// A stream of the handle's own, which it is set to when the stream it last ran on is
+  /// destroyed (releaseStream()).
+  cudaStream_t home = nullptr;
   // Held exclusively around cudnnSetStream + cudnnBackendExecute and descriptor building,
   // shared by threads finalizing execution plans (which cuDNN builds concurrently).
   std::shared_mutex mu;
   Status create();
   ~CudnnHandle();
 };
+
+/// Call before destroying a CUDA stream that cuDNN layers may have run on (a context's, the
+/// builder's): every shared cuDNN handle still set to `stream` is set to its own stream. The
+/// next cudnnSetStream records an event on the handle's previous stream, which must therefore
+/// still exist (a destroyed one crashed contexts used from several threads, each destroying its
+/// stream while another set the handle to its own).
+void releaseStream(cudaStream_t stream);
+
+/// Held by every cuDNN layer run (around cudnnSetStream + cudnnBackendExecute) and for the
+/// whole of each CUDA-graph capture of a context (recursive: the capture's layers take it
+/// again). cudnnSetStream ties a handle's previous stream to the new one, so a handle must never
+/// be set to a stream while another thread is capturing on the stream it was set to last: two
+/// contexts capturing at once on different threads crashed in cudaStreamEndCapture or
+/// cuEventRecord (a few times in a hundred runs of contexts starting together, H200). Replays
+/// of captured graphs take no lock.
+std::recursive_mutex& cudnnStreamMutex();
 
 /// The current CUDA device's shared handle of type H (created on first use in the process);
 /// null, with `why` set, when there is no device or the library cannot create one (its words).

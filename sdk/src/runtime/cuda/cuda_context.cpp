@@ -17,6 +17,7 @@
 
 #include "edgeinfer/logger.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/library_handles.h"
 #include "kernels/cuda/reformat.h"
 #include "kernels/ref/ref_kernels.h"
 #include "runtime/cuda/cuda_engine.h"
@@ -56,7 +57,10 @@ class CudaContext final : public ExecutionContext {
     if (exec_) cudaGraphExecDestroy(exec_);
     if (evStart_) cudaEventDestroy(evStart_);
     if (evStop_) cudaEventDestroy(evStop_);
-    if (stream_) cudaStreamDestroy(stream_);
+    if (stream_) {
+      edgeinfer::cuda::releaseStream(stream_);  // no cuDNN handle may be left on it
+      cudaStreamDestroy(stream_);
+    }
     if (arena_) cudaFree(arena_);
     if (workspace_) cudaFree(workspace_);
   }
@@ -196,9 +200,12 @@ class CudaContext final : public ExecutionContext {
  private:
   Status captureGraph(const std::vector<void*>& ptrs) {
     cudaGraph_t graph = nullptr;
+    // No cuDNN layer of another thread changes streams during the capture (library_handles.h).
+    std::unique_lock<std::recursive_mutex> one(edgeinfer::cuda::cudnnStreamMutex());
     EI_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     const Status s = enqueueSteps(ptrs);
     const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+    one.unlock();
     if (!s.ok()) {
       if (graph) cudaGraphDestroy(graph);
       return s.withContext("capturing the CUDA graph");
