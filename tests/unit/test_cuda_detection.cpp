@@ -179,6 +179,23 @@ TEST(CudaDetection, BoundedNmsMatchesTheReference) {
   for (const NmsCase& k : cases) checkNms(k, seed += 10);
 }
 
+TEST(CudaDetection, BoundedNmsNeverSelectsNaNScores) {
+  EI_SKIP_WITHOUT_GPU();
+  for (bool score : {false, true}) {
+    NmsCase k{2, 3, 150, 20, false, 0.4f, score, 0.2f, true};
+    Tensor s = nmsScores(k, 70);
+    for (int64_t i = 0; i < s.numel(); i += 7)
+      s.data<float>()[i] = i % 2 ? std::nanf("") : -std::nanf("");
+    LayerCase c = boundedCase("BoundedNonMaxSuppression");
+    c.input(nmsBoxes(k, 71));
+    c.input(s);
+    c.constant(test::intTensor(DataType::kInt64, {k.maxOut}));
+    c.constant(test::floatTensor({k.iou}));
+    if (score) c.constant(test::floatTensor({k.score}));
+    c.check({"cuda.nms.fp32.linear"}, 0, 0);
+  }
+}
+
 TEST(CudaDetection, BoundedNmsWithoutAScoreThresholdOrIouInput) {
   EI_SKIP_WITHOUT_GPU();
   NmsCase k{2, 2, 77, 7, false, 0.f, false, 0.f, true};

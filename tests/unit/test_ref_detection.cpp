@@ -192,6 +192,24 @@ TEST(RefNms, AbsentMaxOutputMeansNoOutput) {
   EXPECT_EQ(y.shape(), Shape({0, 3}));
 }
 
+TEST(RefNms, NaNScoresAreNeverSelected) {
+  // With and without a score threshold: the NaN boxes (0 and 3) are left out, the others
+  // come in score order.
+  const std::vector<float> scores = {std::nanf(""), 0.75f, 0.6f, -std::nanf(""), 0.5f, 0.3f};
+  for (bool threshold : {false, true}) {
+    graph::Node n = makeNode("NonMaxSuppression", threshold ? 5 : 4);
+    Tensor boxes = f32({1, 6, 4}, kCornerBoxes);
+    Tensor sc = f32({1, 1, 6}, scores);
+    Tensor maxOut = i64({1}, {6});
+    Tensor iou = f32({1}, {0.5f});
+    Tensor thr = f32({1}, {0.0f});
+    std::vector<const Tensor*> in = {&boxes, &sc, &maxOut, &iou};
+    if (threshold) in.push_back(&thr);
+    Tensor y = run1(n, in);
+    EXPECT_EQ(vals(y), V({0, 0, 1, 0, 0, 4, 0, 0, 5})) << (threshold ? "threshold" : "none");
+  }
+}
+
 /// Brute-force NMS: repeatedly takes the best remaining box (lowest index on ties), then
 /// removes every remaining box overlapping it by more than the threshold.
 std::vector<std::array<int64_t, 3>> bruteNms(const std::vector<float>& bx,

@@ -453,6 +453,63 @@ TEST(StaticHeadAndTail, NmsWithoutALimitHasNoBoundedForm) {
   EXPECT_EQ(opsOf(parts->tail), (std::vector<std::string>{"NonMaxSuppression"}));
 }
 
+TEST(StaticHeadAndTail, ADataDependentLayerReadingTheTailStaysInTheTail) {
+  // NonMaxSuppression's inputs have static shapes, but its scores are computed after a
+  // NonZero (Size -> Cast -> Mul): it cannot run in the head, bounded or not.
+  TestModel m(13);
+  m.input("x", {2, 6});
+  m.input("b", {1, 20, 4});
+  m.input("s", {1, 1, 20});
+  m.node("Relu", {"x"}, {"r"}, "relu");
+  m.node("NonZero", {"r"}, {"nz"}, "nonzero");
+  m.node("Size", {"nz"}, {"c"}, "size");
+  auto& cast = m.node("Cast", {"c"}, {"cf"}, "cast");
+  TestModel::attr(cast, "to", static_cast<int64_t>(onnx::TensorProto::FLOAT));
+  m.node("Mul", {"s", "cf"}, {"s2"}, "scale");
+  m.node("Abs", {"b"}, {"ab"}, "abs_b");
+  m.initializerI64("max_out", {1}, {5});
+  m.initializer("iou", {1}, {0.5f});
+  m.node("NonMaxSuppression", {"ab", "s2", "max_out", "iou"}, {"sel"}, "nms");
+  m.output("sel", onnx::TensorProto::INT64);
+  const graph::Graph g = optimized(m);
+  auto parts = graph::splitStaticHead(g, /*bound=*/true);
+  ASSERT_TRUE(parts.ok()) << parts.status().toString();
+  ASSERT_EQ(parts->bounded.size(), 1u);
+  EXPECT_EQ(parts->bounded[0].name, "nz");
+  const auto tailOps = opsOf(parts->tail);
+  EXPECT_NE(std::find(tailOps.begin(), tailOps.end(), "NonMaxSuppression"), tailOps.end());
+  for (const auto& n : parts->head.nodes) EXPECT_NE(n.opType, "BoundedNonMaxSuppression");
+  auto e = splitOnCpu(m, "0123456789abcdef", /*bound=*/true);
+  ASSERT_TRUE(e);
+  for (uint32_t seed : {1u, 2u}) {
+    auto in = nmsInputs(seed);
+    in["x"] = input(static_cast<int>(seed));
+    expectSameTensor(runAll(*e, in).at("sel"), wholeOnCpu(m, in).at("sel"));
+  }
+}
+
+TEST(StaticHeadAndTail, BoundedLayersAreFoundByPositionNotByName) {
+  // Node names need not be unique: a bounded NonZero and an Abs both named "dup".
+  TestModel m(13);
+  m.input("x", {2, 6});
+  m.node("Relu", {"x"}, {"r"}, "relu");
+  m.node("NonZero", {"r"}, {"nz"}, "dup");
+  m.node("Abs", {"x"}, {"y"}, "dup");
+  m.output("nz", onnx::TensorProto::INT64);
+  m.output("y");
+  auto e = splitOnCpu(m, "0123456789abcdef", /*bound=*/true);
+  ASSERT_TRUE(e);
+  for (int salt : {0, 3}) {
+    const Tensor x = input(salt);
+    const auto want = wholeOnCpu(m, x);
+    const auto got = runAll(*e, x);
+    for (const char* name : {"nz", "y"}) {
+      SCOPED_TRACE(name);
+      expectSameTensor(got.at(name), want.at(name));
+    }
+  }
+}
+
 TEST(SplitEngine, BoundedNonZeroRunsAsTheWholeModelDoes) {
   auto e = splitOnCpu(nonZeroModel(), "0123456789abcdef", /*bound=*/true);
   ASSERT_TRUE(e);

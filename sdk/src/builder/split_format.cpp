@@ -64,7 +64,9 @@ Expected<DecodedSplitContainer> decodeSplitContainer(const void* data, size_t si
       };
       const auto axis = v.is_object() ? v.find("axis") : v.end();
       graph::BoundedValue bv{text("name"), text("padded"), text("count"), -1};
-      if (axis != v.end() && axis->is_number_integer()) bv.axis = axis->get<int>();
+      if (axis != v.end() && axis->is_number_integer() &&
+          (axis->get<int64_t>() == 0 || axis->get<int64_t>() == 1))
+        bv.axis = static_cast<int>(axis->get<int64_t>());
       if (bv.name.empty() || bv.padded.empty() || bv.count.empty() ||
           (bv.axis != 0 && bv.axis != 1))
         return corrupt("a bounded value lacks its name, padded form, count or axis (0 or 1)");

@@ -96,13 +96,17 @@ Expected<StaticHeadAndTail> splitStaticHead(const Graph& g, bool bound) {
   std::unordered_set<std::string> tailValues, boundedValues;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    if (boundedRoots.count(i)) {
-      boundedValues.insert(n.outputs[0]);
-      continue;
-    }
-    bool tail = std::find(roots.begin(), roots.end(), i) != roots.end();
+    bool readsTail = false;
     for (const auto& in : n.inputs)
-      tail = tail || (!in.empty() && (tailValues.count(in) || boundedValues.count(in)));
+      readsTail = readsTail || (!in.empty() && (tailValues.count(in) || boundedValues.count(in)));
+    if (boundedRoots.count(i)) {
+      if (!readsTail) {  // its inputs come from the head: it stays there, bounded
+        boundedValues.insert(n.outputs[0]);
+        continue;
+      }
+      boundedRoots.erase(i);  // it reads what the tail computes: it runs in the tail
+    }
+    const bool tail = readsTail || std::find(roots.begin(), roots.end(), i) != roots.end();
     if (!tail) continue;
     inTail[i] = true;
     for (const auto& o : n.outputs)
@@ -159,10 +163,10 @@ Expected<StaticHeadAndTail> splitStaticHead(const Graph& g, bool bound) {
         headOutputs.push_back(in);
     }
   parts.head = subgraph(g, headNodes, g.inputs, headOutputs, "");
-  for (auto& n : parts.head.nodes) {  // the bounded nodes, and their outputs' static shapes
-    const auto it = std::find_if(boundedRoots.begin(), boundedRoots.end(),
-                                 [&](const auto& kv) { return kv.second.name == n.name; });
+  for (size_t j = 0; j < headNodes.size(); ++j) {     // the bounded nodes (head node j is g's
+    const auto it = boundedRoots.find(headNodes[j]);  // headNodes[j]), their outputs' shapes
     if (it == boundedRoots.end()) continue;
+    Node& n = parts.head.nodes[j];
     parts.head.eraseValue(n.outputs[0]);  // the head computes it padded only
     n = it->second;
     const Shape x = g.findValue(n.inputs[n.opType == "BoundedNonZero" ? 0 : 1])->shape;

@@ -132,6 +132,8 @@ Expected<double> timeLaunches(const std::function<Status()>& launch, const Timin
   {
     cudaGraph_t graph = nullptr;
     Status captured;
+    // As a context's capture: no cuDNN layer of another thread changes streams meanwhile.
+    std::lock_guard<std::recursive_mutex> streams(edgeinfer::cuda::cudnnStreamMutex());
     if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
       for (int i = 0; i < iters && captured.ok(); ++i) captured = launch();
       if (cudaStreamEndCapture(stream, &graph) != cudaSuccess)

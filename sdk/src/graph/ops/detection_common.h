@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <vector>
@@ -60,7 +61,8 @@ inline bool suppressByIou(const NmsBox& p, const NmsBox& q, float threshold) {
 
 /// Runs NonMaxSuppression on boxes [B, N, 4] and scores [B, C, N] (shapes already checked).
 /// Returns the selected (batch, class, box) triples in output order: batch-major, then class,
-/// then by decreasing score (ties: lower box index first).
+/// then by decreasing score (ties: lower box index first). A NaN score is never selected (ONNX
+/// leaves it undefined; without this rule the sort would have no order).
 inline std::vector<std::array<int64_t, 3>> nonMaxSuppression(const Tensor& boxes,
                                                              const Tensor& scores,
                                                              const NmsParams& p) {
@@ -76,10 +78,11 @@ inline std::vector<std::array<int64_t, 3>> nonMaxSuppression(const Tensor& boxes
     for (int64_t c = 0; c < nc; ++c) {
       const int64_t sBase = (b * nc + c) * n;
       order.clear();
-      for (int64_t i = 0; i < n; ++i)
-        if (!p.hasScoreThreshold ||
-            static_cast<float>(scores.getAsDouble(sBase + i)) > p.scoreThreshold)
+      for (int64_t i = 0; i < n; ++i) {
+        const double s = scores.getAsDouble(sBase + i);
+        if (!std::isnan(s) && (!p.hasScoreThreshold || static_cast<float>(s) > p.scoreThreshold))
           order.push_back(i);
+      }
       std::stable_sort(order.begin(), order.end(), [&](int64_t l, int64_t r) {
         return scores.getAsDouble(sBase + l) > scores.getAsDouble(sBase + r);
       });

@@ -140,7 +140,7 @@ struct NmsBuffers {
 };
 
 /// Decodes the boxes, and flags the candidates: scores above the threshold (every score
-/// without one), with their keys and box numbers.
+/// without one), never NaN (as the reference), with their keys and box numbers.
 __global__ void __launch_bounds__(kThreads)
     nmsPrepare(NmsPlan p, NmsParamsOnDevice params, const float* __restrict__ boxes,
                const float* __restrict__ scores, NmsBuffers w) {
@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(kThreads)
     const float s = scores[t];
     w.keysIn[t] = s == 0.f ? 0.f : s;  // -0 sorts as +0: equal scores keep box order
     w.valsIn[t] = static_cast<int>(t % p.boxes);
-    w.flags[t] = !p.hasScoreThreshold || s > threshold ? 1 : 0;
+    w.flags[t] = !isnan(s) && (!p.hasScoreThreshold || s > threshold) ? 1 : 0;  // NaN: never
   }
 }
 
@@ -190,10 +190,8 @@ __global__ void __launch_bounds__(kThreads)
   int count = 0;
   for (int64_t pos = 0; pos < candidates && count < limit; ++pos) {
     const float s = keys[pos];
-    if (p.hasScoreThreshold && !(s > scoreThreshold)) {
-      if (isnan(s)) continue;  // NaN sorts first; the reference filters it out
-      break;                   // sorted: every later score is at most this one
-    }
+    if (p.hasScoreThreshold && !(s > scoreThreshold))
+      break;  // (candidates all pass it) sorted: every later score is at most this one
     const int i = idx[pos];
     const float4 q = w.decoded[b * p.boxes + i];
     int suppressed = 0;

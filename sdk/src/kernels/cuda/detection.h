@@ -9,8 +9,9 @@
 //                             coordinates in row-major order.
 //   BoundedNonMaxSuppression  boxes decoded once ([y1, x1, y2, x2], min / max per corner
 //                             pair, or from the centre form) in float; the scores above the
-//                             score threshold (all without one) moved together by a scan, the
-//                             candidates of each (batch, class) sorted descending by a stable
+//                             score threshold (all without one; NaN never, as in the reference)
+//                             moved together by a scan, the candidates of each (batch, class)
+//                             sorted descending by a stable
 //                             segmented radix sort (CUB; -0 as +0, so equal scores keep box
 //                             order as in the reference's stable sort); a block per (batch,
 //                             class) runs the
