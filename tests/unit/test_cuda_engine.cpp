@@ -535,6 +535,30 @@ TEST(CudaEngine, LayerWithoutGpuKernelFallsBackToTheCpu) {
 /// What onnxruntime's quantize_dynamic makes of a Conv and a MatMul (qoperator_models.h): the
 /// activations quantized at run time (DynamicQuantizeLinear), the integer layers reading
 /// their run-time zero points, the int32 results cast to float and scaled. Exact in FP32.
+/// `m` built FP32 and FP16 with no CPU fallback runs every layer on the GPU in one CUDA graph
+/// (three runs, the last ones replays) with output y within rel. L2 1e-6 (FP32) or `tol16`
+/// (FP16) of `want`.
+void expectWholeOnTheGpu(const TestModel& m, const Tensor& x, const Tensor& want,
+                         const TempDir& dir, double tol16) {
+  ASSERT_FALSE(want.empty());
+  for (Precision p : {Precision::kFp32, Precision::kFp16}) {
+    SCOPED_TRACE(precisionName(p));
+    BuilderConfig cfg = gpuConfig(dir, p);
+    cfg.allowCpuFallback = false;
+    auto e = build(m, cfg);
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    auto ctx = (*e)->createExecutionContext();
+    ASSERT_TRUE(ctx.ok());
+    for (int i = 0; i < 3; ++i) {
+      auto out = (*ctx)->run({{"x", x}});
+      ASSERT_TRUE(out.ok()) << out.status().toString();
+      EXPECT_LT(relL2(out->at("y"), want), p == Precision::kFp32 ? 1e-6 : tol16);
+    }
+    EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, 0);
+    EXPECT_TRUE((*ctx)->stats().cudaGraphs);
+  }
+}
+
 TEST(CudaEngine, DynamicallyQuantizedConvAndMatMulRunWholeOnTheGpu) {
   EI_SKIP_WITHOUT_GPU();
   TempDir dir;
@@ -542,25 +566,10 @@ TEST(CudaEngine, DynamicallyQuantizedConvAndMatMulRunWholeOnTheGpu) {
   const Tensor x = randomInput(Shape{4, 3, 6, 6}, 73);
   const Tensor want = cpuReference(m, x);
   ASSERT_FALSE(want.empty());
-  for (Precision p : {Precision::kFp32, Precision::kFp16}) {
-    BuilderConfig cfg = gpuConfig(dir, p);
-    cfg.allowCpuFallback = false;
-    auto e = build(m, cfg);
-    ASSERT_TRUE(e.ok()) << e.status().toString();
-    auto ctx = (*e)->createExecutionContext();
-    ASSERT_TRUE(ctx.ok());
-    for (int i = 0; i < 3; ++i) {  // the last runs replay the CUDA graph
-      auto out = (*ctx)->run({{"x", x}});
-      ASSERT_TRUE(out.ok()) << out.status().toString();
-      // FP32: every step up to the scaling is exact. FP16: the casts of the int32
-      // accumulators and their readers keep float32 (in FP16 the accumulators, up to ~1e5
-      // here, overflowed to inf and the second quantization's scale became inf); later float
-      // tensors may be rounded to FP16.
-      EXPECT_LT(relL2(out->at("y"), want), p == Precision::kFp32 ? 1e-6 : 1e-2);
-    }
-    EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, 0);
-    EXPECT_TRUE((*ctx)->stats().cudaGraphs);
-  }
+  // FP32: every step up to the scaling is exact. FP16: the casts of the int32 accumulators
+  // and their readers keep float32 (in FP16 the accumulators, up to ~1e5 here, overflowed to
+  // inf and the second quantization's scale became inf); later float tensors may be rounded.
+  expectWholeOnTheGpu(m, x, want, dir, 1e-2);
 }
 
 TEST(CudaEngine, DataDependentOutputIsRefusedWithAClearError) {
@@ -678,22 +687,7 @@ TEST(CudaEngine, TypedAndDataMovementOpsRunWholeOnTheGpu) {
       if (std::fabs(std::sqrt(sq) - 1.5) < 0.02)
         for (int64_t c = 3; c < 8; ++c) px[(n * 8 + c) * 36 + hw] *= 0.9f;
     }
-  const Tensor want = cpuReference(m, x);
-  for (Precision p : {Precision::kFp32, Precision::kFp16}) {
-    BuilderConfig cfg = gpuConfig(dir, p);
-    cfg.allowCpuFallback = false;
-    auto e = build(m, cfg);
-    ASSERT_TRUE(e.ok()) << e.status().toString();
-    auto ctx = (*e)->createExecutionContext();
-    ASSERT_TRUE(ctx.ok());
-    for (int i = 0; i < 3; ++i) {  // the last runs replay the CUDA graph
-      auto out = (*ctx)->run({{"x", x}});
-      ASSERT_TRUE(out.ok()) << out.status().toString();
-      EXPECT_LT(relL2(out->at("y"), want), p == Precision::kFp32 ? 1e-6 : 3e-3);
-    }
-    EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, 0);
-    EXPECT_TRUE((*ctx)->stats().cudaGraphs);
-  }
+  expectWholeOnTheGpu(m, x, cpuReference(m, x), dir, 3e-3);
 }
 
 /// x -> Conv 3x3 (16 -> 24, bias) -> activation -> y, with the activation as ONNX writes it
