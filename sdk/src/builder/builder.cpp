@@ -11,6 +11,7 @@
 #include "builder/engine_format.h"
 #include "builder/optimize.h"
 #include "builder/range_format.h"
+#include "edgeinfer/calibration.h"
 #include "edgeinfer/logger.h"
 #include "graph/partition.h"
 #include "graph/passes/passes.h"
@@ -322,6 +323,59 @@ Expected<std::unique_ptr<Engine>> buildWithCpuTail(graph::Graph g, EngineInfo in
   return std::unique_ptr<Engine>(std::move(engine));
 }
 
+/// INT8 on the CPU backend: the layers in INT8 (the config's per-layer overrides, else the
+/// calibration cache's policy, else INT8) get their activation inputs quantized per tensor with
+/// the cache's ranges and their weights per channel (quant/qdq.h): the int8 values and the
+/// rounding of the GPU's INT8 kernels, computed in FP32. So a machine without a GPU gives the
+/// INT8 engine's results (within one quantization step of the GPU's: the integer sums are the
+/// same, the FP32 epilogue rounds in another order), for accuracy checks; it is not faster
+/// than FP32. A model with its own Q/DQ nodes runs them as ops (fake quantization) and needs
+/// no cache. Returns the precision the engine records: kInt8 when any layer is quantized.
+Expected<Precision> emulateInt8OnCpu(graph::Graph& g, const BuilderConfig& cfg) {
+  bool explicitQ = false;
+  for (const auto& n : g.nodes)
+    explicitQ = explicitQ || (n.domain.empty() &&
+                              (n.opType == "QuantizeLinear" || n.opType == "DequantizeLinear" ||
+                               n.opType == "QLinearConv" || n.opType == "QLinearMatMul"));
+  if (cfg.calibrationCachePath.empty()) {
+    if (explicitQ) {
+      log(Severity::kInfo,
+          "INT8 on the CPU: the model's own QuantizeLinear/DequantizeLinear "
+          "nodes run as ops (int8 values, FP32 arithmetic)");
+      return Precision::kInt8;
+    }
+    return Status(ErrorCode::kInvalidArgument,
+                  "INT8 needs a calibration cache: run `edgeinfer calibrate` on sample data and "
+                  "pass its cache (--calibration-cache, BuilderConfig::calibrationCachePath), "
+                  "or a model with its own QuantizeLinear/DequantizeLinear scales");
+  }
+  EI_ASSIGN_OR_RETURN(CalibrationCache cache, CalibrationCache::load(cfg.calibrationCachePath));
+  const std::vector<quant::QuantLayer> layers = quant::findQuantizableLayers(g);
+  std::set<size_t> which;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    Precision p = Precision::kInt8;
+    if (auto c = cache.layerPrecision.find(layers[l].name); c != cache.layerPrecision.end())
+      p = c->second;
+    if (auto o = cfg.layerPrecision.find(layers[l].name); o != cfg.layerPrecision.end())
+      p = o->second;
+    if (p == Precision::kInt8) which.insert(l);
+  }
+  if (which.empty()) {
+    log(Severity::kWarning, "INT8 on the CPU: the policy keeps all " +
+                                std::to_string(layers.size()) +
+                                " quantizable layers out of INT8; the engine is FP32 and "
+                                "recorded as fp32");
+    return explicitQ ? Precision::kInt8 : Precision::kFp32;
+  }
+  EI_ASSIGN_OR_RETURN(g, quant::quantizeGraph(g, layers, which, cache.tensorAmax));
+  EI_RETURN_IF_ERROR(g.topologicalSort());
+  log(Severity::kInfo, "INT8 on the CPU: " + std::to_string(which.size()) + " of " +
+                           std::to_string(layers.size()) +
+                           " quantizable layers in INT8 (emulated: int8 values, FP32 "
+                           "arithmetic; for accuracy, not speed)");
+  return Precision::kInt8;
+}
+
 /// Builds one engine (one input shape, or dynamic dims on the CPU) from the imported graph
 /// `g`: the profile's input shapes (when given), the passes, the backend's build. `pool`
 /// (optional) shares equal constants with earlier profiles (shareConstants). `cpuTail`: a GPU
@@ -353,6 +407,9 @@ Expected<std::unique_ptr<Engine>> buildOne(
   info.sdkVersion = sdkVersion();
   info.backend = backend;
   info.precision = backend == Backend::kCpu ? Precision::kFp32 : cfg.precision;
+  if (backend == Backend::kCpu && cfg.precision == Precision::kInt8) {
+    EI_ASSIGN_OR_RETURN(info.precision, emulateInt8OnCpu(g, cfg));
+  }
   info.modelName = g.name;
   info.modelHash = modelHash;
   if (backend == Backend::kCuda) {
@@ -459,9 +516,8 @@ Expected<std::unique_ptr<Engine>> buildRanged(graph::Graph g, const std::string&
 Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const BuilderConfig& cfg,
                                                  const std::string& defaultDir) {
   EI_ASSIGN_OR_RETURN(Backend backend, resolveBackend(cfg));
-  if (cfg.precision != Precision::kFp32 && backend == Backend::kCpu)
-    log(Severity::kWarning, std::string("the CPU backend computes in fp32; precision ") +
-                                precisionName(cfg.precision) + " is ignored");
+  if (cfg.precision == Precision::kFp16 && backend == Backend::kCpu)
+    log(Severity::kWarning, "the CPU backend computes in fp32; precision fp16 is ignored");
   const onnx_import::ImportOptions io = importOptions(cfg, defaultDir);
   EI_ASSIGN_OR_RETURN(graph::Graph g,
                       onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
