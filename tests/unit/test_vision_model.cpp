@@ -900,38 +900,33 @@ void nvdecThroughVisionModel(bool readerFirst) {
             << " detections, identical to software decoding\n";
   EXPECT_EQ(frames, 41);
 }
-// INT8 on the GPU (issue 6) against FP32 on real data: BlazeFace (back model) calibrated with
-// min-max on the photos and video frames of scripts/fetch_media.sh, then run on the GPU with
-// strict precision (every layer INT8 has a kernel for in INT8) under two policies: every
-// quantizable layer in INT8, and the policy of the sensitivity report keeping the layers whose
-// INT8 lowers the model-output cosine below 0.999 in FP16. Against FP32 on the CPU, per FP32
-// face, the best IoU of an INT8 one; printed (the issue's measure: the share with IoU >= 0.9).
-// The mixed policy must find 90 % of the FP32 faces (IoU >= 0.5) and beat all-INT8.
-TEST(VisionModel, BlazeFaceInt8OnTheGpuMatchesFp32Detections) {
-  SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
-  std::string why;
-  if (!test::gpuAvailable(&why)) GTEST_SKIP() << why;
-  const std::string movie = mediaDir() + "/kphotoalbum/movie.avi";
-  if (!exists(movie)) GTEST_SKIP() << movie << " is absent: run scripts/fetch_media.sh";
-  auto cfg = loadModelConfig(blazeFaceConfig("model_back.json"));
-  ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
-  // Frames: the photos, and every 4th frame of the video (software decoding, RGB).
+// ---- INT8 against FP32 on real data (issue 6) -------------------------------------------------
+
+// The photos and every 4th frame of kphotoalbum's webcam clip (software decoding, RGB): 20
+// real frames; empty (with the reason in `why`) when the video is absent.
+std::vector<Image> int8Frames(std::string* why) {
   std::vector<Image> frames;
+  const std::string movie = mediaDir() + "/kphotoalbum/movie.avi";
+  if (!exists(movie)) {
+    *why = movie + " is absent: run scripts/fetch_media.sh";
+    return frames;
+  }
   for (const char* f : {"faces/2008_002506", "faces/2009_004587", "kphotoalbum/grand_canyon_3"}) {
     Image img;
-    ASSERT_TRUE(readPpm(mediaDir() + "/" + f + ".ppm", img)) << f;
+    EXPECT_TRUE(readPpm(mediaDir() + "/" + f + ".ppm", img)) << f;
     frames.push_back(std::move(img));
   }
   VideoReaderOptions vo;
   vo.decode = VideoReaderOptions::Decode::kSoftware;
   vo.hostFormat = PixelFormat::kRGB;
   auto reader = VideoReader::open(movie, vo);
-  ASSERT_TRUE(reader.ok()) << reader.status().toString();
+  EXPECT_TRUE(reader.ok()) << reader.status().toString();
+  if (!reader.ok()) return {};
   VideoFrame vf;
   for (int i = 0; frames.size() < 40; ++i) {
     auto more = (*reader)->read(vf);
-    ASSERT_TRUE(more.ok()) << more.status().toString();
-    if (!*more) break;
+    EXPECT_TRUE(more.ok()) << more.status().toString();
+    if (!more.ok() || !*more) break;
     if (i % 4) continue;
     Image img;
     img.width = vf.view.width;
@@ -942,25 +937,89 @@ TEST(VisionModel, BlazeFaceInt8OnTheGpuMatchesFp32Detections) {
                   img.width * 3, img.rgb.data() + static_cast<size_t>(y) * img.width * 3);
     frames.push_back(std::move(img));
   }
-  // Calibration data: the frames as PPM files in a folder.
-  const std::string dir = tempDir("int8");
+  return frames;
+}
+
+// The frames as PPM files in a new folder `dir`/frames (calibration data); returns the folder.
+std::string writeFrames(const std::string& dir, const std::vector<Image>& frames) {
   const std::string data = dir + "/frames";
-  ASSERT_EQ(mkdir(data.c_str(), 0755), 0);
+  EXPECT_EQ(mkdir(data.c_str(), 0755), 0);
   for (size_t i = 0; i < frames.size(); ++i) {
     std::ofstream f(data + "/f" + std::to_string(100 + i) + ".ppm", std::ios::binary);
     f << "P6\n" << frames[i].width << " " << frames[i].height << "\n255\n";
     f.write(reinterpret_cast<const char*>(frames[i].rgb.data()),
             static_cast<std::streamsize>(frames[i].rgb.size()));
   }
+  return data;
+}
+
+struct Int8Score {
+  int boxes = 0, at09 = 0, at05 = 0;
+  float worst = 1.f;
+};
+
+// Per FP32 face, the best IoU of a face the INT8 model finds in the same frame (the issue's
+// measure: the share with IoU >= 0.9), printed with `what`.
+Int8Score scoreInt8(VisionModel& int8, const std::vector<Image>& frames,
+                    const std::vector<std::vector<Detection>>& want, const std::string& what) {
+  Int8Score s;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    auto b = int8.infer({frames[i].view()});
+    EXPECT_TRUE(b.ok()) << b.status().toString();
+    if (!b.ok()) return s;
+    for (const Detection& det : want[i]) {
+      const float best = bestIou(det.box, (*b)[0].detections);
+      ++s.boxes;
+      s.at09 += best >= 0.9f;
+      s.at05 += best >= 0.5f;
+      s.worst = std::min(s.worst, best);
+    }
+  }
+  std::cout << "BlazeFace INT8 (" << what << ") vs FP32 on " << frames.size()
+            << " real frames: " << s.boxes << " FP32 faces, " << s.at09 << " with IoU >= 0.9 ("
+            << (s.boxes ? 100.0 * s.at09 / s.boxes : 0.0) << " %), " << s.at05
+            << " with IoU >= 0.5, worst IoU " << s.worst << "\n";
+  return s;
+}
+
+std::vector<std::vector<Detection>> fp32Detections(const std::string& config,
+                                                   const std::vector<Image>& frames,
+                                                   const std::string& dir) {
+  std::vector<std::vector<Detection>> want;
+  auto fp32 = VisionModel::load(config, cpuOptions(dir + "/cpu"));
+  EXPECT_TRUE(fp32.ok()) << fp32.status().toString();
+  if (!fp32.ok()) return want;
+  for (const Image& f : frames) {
+    auto a = (*fp32)->infer({f.view()});
+    EXPECT_TRUE(a.ok()) << a.status().toString();
+    want.push_back(a.ok() ? (*a)[0].detections : std::vector<Detection>{});
+  }
+  return want;
+}
+
+// INT8 on the GPU against FP32 on real data: BlazeFace (back model) calibrated with min-max on
+// the frames of int8Frames(), then run on the GPU with strict precision (every layer INT8 has
+// a kernel for in INT8) under two policies: every quantizable layer in INT8, and the policy of
+// the sensitivity report keeping the layers whose INT8 lowers the model-output cosine below
+// 0.999 in FP16. Against FP32 on the CPU, per FP32 face, the best IoU of an INT8 one. The mixed
+// policy must find 90 % of the FP32 faces (IoU >= 0.5) and beat all-INT8.
+TEST(VisionModel, BlazeFaceInt8OnTheGpuMatchesFp32Detections) {
+  SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
+  std::string why;
+  if (!test::gpuAvailable(&why)) GTEST_SKIP() << why;
+  const std::vector<Image> frames = int8Frames(&why);
+  if (frames.empty()) GTEST_SKIP() << why;
+  const std::string config = blazeFaceConfig("model_back.json");
+  auto cfg = loadModelConfig(config);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
+  const std::string dir = tempDir("int8");
+  const std::string data = writeFrames(dir, frames);
   CalibrationDataOptions d;
   d.inputTensor = cfg->inputTensor;
   d.preprocess = cfg->preprocess;
   auto src = openCalibrationData(data, d);
   ASSERT_TRUE(src.ok()) << src.status().toString();
-  CalibrationOptions copt;
-  copt.calibrator.method = CalibrationMethod::kMinMax;
-  copt.excludeBelowCosine = 0.999;
-  copt.reportBatches = 4;
+  CalibrationOptions copt = VisionModelOptions::defaultCalibration();
   auto calib = calibrate(cfg->modelPath, **src, copt);
   ASSERT_TRUE(calib.ok()) << calib.status().toString();
   ASSERT_TRUE(calib->cache.save(dir + "/mixed.calib").ok());
@@ -970,55 +1029,158 @@ TEST(VisionModel, BlazeFaceInt8OnTheGpuMatchesFp32Detections) {
   std::cout << "report: all INT8 cosine " << calib->report.allInt8.cosine << ", with policy "
             << calib->report.withPolicy.cosine << ", " << calib->cache.excludedLayers().size()
             << " of " << all.layerPrecision.size() << " layers kept in FP16\n";
-
-  auto fp32 = VisionModel::load(blazeFaceConfig("model_back.json"), cpuOptions(dir + "/cpu"));
-  ASSERT_TRUE(fp32.ok()) << fp32.status().toString();
-  std::vector<std::vector<Detection>> want;
-  for (const Image& f : frames) {
-    auto a = (*fp32)->infer({f.view()});
-    ASSERT_TRUE(a.ok()) << a.status().toString();
-    want.push_back((*a)[0].detections);
-  }
-  struct Score {
-    int boxes = 0, at09 = 0, at05 = 0;
-    float worst = 1.f;
-  };
+  const auto want = fp32Detections(config, frames, dir);
   const auto score = [&](const std::string& cache) {
     VisionModelOptions o;
     o.backend = Backend::kCuda;
     o.precision = Precision::kInt8;
-    o.engineCacheDir = dir + "/gpu_" + std::to_string(cache.size());
-    o.builder.calibrationCachePath = cache;
+    o.engineCacheDir = dir + "/gpu";  // one folder: the engine cache tells the caches apart
+    o.builder.calibrationCachePath = dir + "/" + cache;
     o.builder.strictPrecision = true;
-    Score s;
-    auto int8 = VisionModel::load(blazeFaceConfig("model_back.json"), o);
+    auto int8 = VisionModel::load(config, o);
     EXPECT_TRUE(int8.ok()) << int8.status().toString();
-    if (!int8.ok()) return s;
-    for (size_t i = 0; i < frames.size(); ++i) {
-      auto b = (*int8)->infer({frames[i].view()});
-      EXPECT_TRUE(b.ok());
-      if (!b.ok()) return s;
-      for (const Detection& det : want[i]) {
-        const float best = bestIou(det.box, (*b)[0].detections);
-        ++s.boxes;
-        s.at09 += best >= 0.9f;
-        s.at05 += best >= 0.5f;
-        s.worst = std::min(s.worst, best);
-      }
-    }
-    std::cout << "BlazeFace INT8 (GPU, " << cache.substr(cache.rfind('/') + 1) << ") vs FP32 on "
-              << frames.size() << " real frames: " << s.boxes << " FP32 faces, " << s.at09
-              << " with IoU >= 0.9 (" << (s.boxes ? 100.0 * s.at09 / s.boxes : 0.0) << " %), "
-              << s.at05 << " with IoU >= 0.5, worst IoU " << s.worst << "\n";
-    return s;
+    return int8.ok() ? scoreInt8(**int8, frames, want, "GPU, " + cache) : Int8Score{};
   };
-  const Score allInt8 = score(dir + "/all.calib");
-  const Score mixed = score(dir + "/mixed.calib");
-  // Measured on an H100 (docs/performance.md): all INT8 1 of 25 faces at IoU >= 0.9, mixed
-  // 23 of 25 (92 %; the issue's goal, 98 %, is not met), one face lost by both.
+  const Int8Score allInt8 = score("all.calib");
+  const Int8Score mixed = score("mixed.calib");
+  // Measured on an H100 and an H200 (docs/performance.md): all INT8 1 of 25 faces at
+  // IoU >= 0.9, mixed 23 of 25 (92 %; the issue's goal, 98 %, is not met).
   EXPECT_GT(mixed.boxes, 0);
   EXPECT_GE(mixed.at05, mixed.boxes * 9 / 10) << "FP32 faces the mixed-precision engine lost";
   EXPECT_GT(mixed.at09, allInt8.at09) << "the sensitivity policy must help";
+}
+
+// The same on the CPU backend (INT8 emulated: the INT8 engine's values in FP32 arithmetic),
+// calibrated by VisionModel itself from the frames folder (VisionModelOptions::calibrationData,
+// the default min-max + sensitivity policy), against every layer in INT8 with the same ranges.
+TEST(VisionModel, BlazeFaceInt8OnTheCpuMatchesFp32Detections) {
+  SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
+  std::string why;
+  const std::vector<Image> frames = int8Frames(&why);
+  if (frames.empty()) GTEST_SKIP() << why;
+  const std::string config = blazeFaceConfig("model_back.json");
+  const std::string dir = tempDir("cpuint8");
+  const std::string data = writeFrames(dir, frames);
+  const auto want = fp32Detections(config, frames, dir);
+  VisionModelOptions o = cpuOptions(dir + "/engines");
+  o.precision = Precision::kInt8;
+  o.calibrationData = data;
+  auto mixed = VisionModel::load(config, o);
+  ASSERT_TRUE(mixed.ok()) << mixed.status().toString();
+  EXPECT_EQ((*mixed)->engine().info().precision, Precision::kInt8);
+  const Int8Score m = scoreInt8(**mixed, frames, want, "CPU, sensitivity policy");
+  // Every layer in INT8: the cache VisionModel wrote, with its policy set to INT8 throughout.
+  std::string calibPath;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/engines"))
+    if (e.path().extension() == ".calib") calibPath = e.path().string();
+  ASSERT_FALSE(calibPath.empty()) << "no calibration cache in the engine cache folder";
+  auto cache = CalibrationCache::load(calibPath);
+  ASSERT_TRUE(cache.ok()) << cache.status().toString();
+  EXPECT_FALSE(cache->excludedLayers().empty()) << "the policy kept no layer out of INT8";
+  for (auto& [layer, p] : cache->layerPrecision) p = Precision::kInt8;
+  ASSERT_TRUE(cache->save(dir + "/all.calib").ok());
+  VisionModelOptions a = cpuOptions(dir + "/engines");
+  a.precision = Precision::kInt8;
+  a.builder.calibrationCachePath = dir + "/all.calib";
+  auto all = VisionModel::load(config, a);
+  ASSERT_TRUE(all.ok()) << all.status().toString();
+  const Int8Score allInt8 = scoreInt8(**all, frames, want, "CPU, every layer");
+  EXPECT_GT(m.boxes, 0);
+  EXPECT_GE(m.at05, m.boxes * 9 / 10) << "FP32 faces the mixed-precision engine lost";
+  EXPECT_GT(m.at09, allInt8.at09) << "the sensitivity policy must help";
+}
+
+// Three of dlib's photos in a new folder `dir`/photos: calibration data.
+std::string photoFolder(const std::string& dir) {
+  const std::string data = dir + "/photos";
+  EXPECT_EQ(mkdir(data.c_str(), 0755), 0);
+  for (const char* p : {"2008_002506", "2009_004587", "2008_001009"})
+    std::filesystem::copy_file(mediaDir() + "/faces/" + p + ".ppm", data + "/" + p + ".ppm");
+  return data;
+}
+
+std::vector<std::string> filesEndingIn(const std::string& dir, const std::string& ext) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ext) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// INT8 from calibration data: calibrated once, the cache kept beside the engines and reused
+// (with the engine) by the next load; other data, or a calibration cache given instead, make
+// another engine, never the one built with other ranges.
+TEST(VisionModel, Int8CalibrationDataIsCalibratedOnceAndKeyed) {
+  SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
+  const std::string dir = tempDir("calibdata");
+  const std::string data = photoFolder(dir);
+  VisionModelOptions o = cpuOptions(dir + "/engines");
+  o.precision = Precision::kInt8;
+  o.calibrationData = data;
+  o.calibration.reportBatches = 1;
+  auto first = VisionModel::load(blazeFaceConfig("model.json"), o);
+  ASSERT_TRUE(first.ok()) << first.status().toString();
+  EXPECT_EQ((*first)->engine().info().precision, Precision::kInt8);
+  EXPECT_NE((*first)->engineSource().find("built"), std::string::npos);
+  const auto calibs = filesEndingIn(dir + "/engines", ".calib");
+  ASSERT_EQ(calibs.size(), 1u);
+  const auto stamp = std::filesystem::last_write_time(calibs[0]);
+  auto second = VisionModel::load(blazeFaceConfig("model.json"), o);
+  ASSERT_TRUE(second.ok()) << second.status().toString();
+  EXPECT_NE((*second)->engineSource().find("loaded from"), std::string::npos)
+      << (*second)->engineSource();
+  EXPECT_EQ(std::filesystem::last_write_time(calibs[0]), stamp) << "calibrated again";
+  // Another photo in the folder: other data, so other ranges and another engine.
+  std::filesystem::copy_file(mediaDir() + "/faces/2008_002079.ppm", data + "/2008_002079.ppm");
+  auto third = VisionModel::load(blazeFaceConfig("model.json"), o);
+  ASSERT_TRUE(third.ok()) << third.status().toString();
+  EXPECT_NE((*third)->engineSource().find("built"), std::string::npos) << (*third)->engineSource();
+  EXPECT_EQ(filesEndingIn(dir + "/engines", ".calib").size(), 2u);
+  // A calibration cache given instead (its policy edited): yet another engine.
+  auto cache = CalibrationCache::load(calibs[0]);
+  ASSERT_TRUE(cache.ok());
+  for (auto& [layer, p] : cache->layerPrecision) p = Precision::kInt8;
+  ASSERT_TRUE(cache->save(dir + "/all.calib").ok());
+  VisionModelOptions c = cpuOptions(dir + "/engines");
+  c.precision = Precision::kInt8;
+  c.builder.calibrationCachePath = dir + "/all.calib";
+  auto fourth = VisionModel::load(blazeFaceConfig("model.json"), c);
+  ASSERT_TRUE(fourth.ok()) << fourth.status().toString();
+  EXPECT_NE((*fourth)->engineSource().find("built"), std::string::npos)
+      << "an engine built with other INT8 ranges was reused: " << (*fourth)->engineSource();
+  EXPECT_EQ(filesEndingIn(dir + "/engines", ".engine").size(), 3u);
+}
+
+TEST(VisionModel, Int8WithoutRangesOrWithBadData_n) {
+  SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
+  const std::string dir = tempDir("calibbad");
+  VisionModelOptions o = cpuOptions(dir + "/engines");
+  o.precision = Precision::kInt8;
+  auto none = VisionModel::load(blazeFaceConfig("model.json"), o);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("calibration cache"), std::string::npos)
+      << none.status().toString();
+  // An empty folder, a missing one, a folder without images.
+  ASSERT_EQ(mkdir((dir + "/empty").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((dir + "/text").c_str(), 0755), 0);
+  std::ofstream(dir + "/text/readme.txt") << "no images here";
+  for (const std::string& bad : {dir + "/empty", dir + "/missing", dir + "/text"}) {
+    o.calibrationData = bad;
+    auto m = VisionModel::load(blazeFaceConfig("model.json"), o);
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_NE(m.status().message().find("calibration data"), std::string::npos)
+        << m.status().toString();
+    EXPECT_TRUE(filesEndingIn(dir + "/engines", ".calib").empty()) << bad;
+  }
+  // Every image unreadable (damaged PPMs): no sample, no cache, a clear error.
+  ASSERT_EQ(mkdir((dir + "/damaged").c_str(), 0755), 0);
+  std::ofstream(dir + "/damaged/a.ppm") << "P6\n640 480\n255\nshort";
+  o.calibrationData = dir + "/damaged";
+  auto damaged = VisionModel::load(blazeFaceConfig("model.json"), o);
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_NE(damaged.status().message().find("calibration"), std::string::npos)
+      << damaged.status().toString();
+  EXPECT_TRUE(filesEndingIn(dir + "/engines", ".engine").empty());
 }
 
 TEST(VisionModel, NvdecFramesGiveTheSameResultsAsSoftwareFrames) {

@@ -1,7 +1,9 @@
 // VisionModel: config -> engine (cached) -> preprocess -> run -> decode (vision_model.h).
 #include "edgeinfer/vision/vision_model.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -56,6 +58,93 @@ std::string fileSafe(std::string s) {
   for (char& c : s)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
   return s.empty() ? "model" : s;
+}
+
+/// What identifies calibration data without reading it: for a folder, its entries' names,
+/// sizes and modification times (in name order); for a file, its size and time.
+std::string calibrationDataKey(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return "missing:" + path;
+  const auto stamp = [](const struct stat& s) {
+    return std::to_string(static_cast<long long>(s.st_size)) + ":" +
+           std::to_string(static_cast<long long>(s.st_mtime)) + ";";
+  };
+  if (!S_ISDIR(st.st_mode)) return "file:" + stamp(st);
+  std::vector<std::string> names;
+  if (DIR* d = opendir(path.c_str())) {
+    while (const dirent* e = readdir(d))
+      if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  std::string key = "dir:";
+  for (const std::string& n : names) {
+    struct stat f {};
+    key += n + "=" + (stat((path + "/" + n).c_str(), &f) == 0 ? stamp(f) : std::string("?;"));
+  }
+  return key;
+}
+
+/// VisionModelOptions::calibrationData: the calibration cache for it, reused from `dir` when
+/// one with the same key is there, else calibrated now (through the config's preprocessing)
+/// and saved to `dir` (to `tempPath`, removed by the caller after the build, when the engine
+/// cache is off: `dir` empty).
+Expected<std::string> calibrationCacheFor(const ModelConfig& config,
+                                          const VisionModelOptions& options,
+                                          const BuilderConfig& bc, const std::string& hash,
+                                          const std::string& dir, std::string* tempPath) {
+  const CalibrationOptions& c = options.calibration;
+  const std::string key =
+      hash + ";" + preprocessHash(config.preprocess) + ";" + describeCalibrator(c.calibrator) +
+      ";" + std::to_string(c.histogramBins) + ";" + std::to_string(c.batchSize) + ";" +
+      std::to_string(c.excludeWorst) + ";" + std::to_string(c.excludeBelowCosine) + ";" +
+      std::to_string(c.reportBatches) + ";" + calibrationDataKey(options.calibrationData);
+  std::string path;
+  if (!dir.empty()) {
+    path = dir + "/" + fileSafe(config.name) + "-" + hash + "-" +
+           builder::fnv1aHex(key.data(), key.size()) + ".calib";
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0) {
+      auto cached = CalibrationCache::load(path);
+      if (cached.ok() && cached->checkModel(hash).ok()) {
+        log(Severity::kInfo, config.name + ": INT8 ranges from " + path +
+                                 " (calibrated earlier on " + options.calibrationData + ")");
+        return path;
+      }
+      log(Severity::kWarning,
+          config.name + ": calibrating again, '" + path + "' cannot be used" +
+              (cached.ok() ? std::string() : ": " + cached.status().toString()));
+    }
+  } else {
+    char tmpl[] = "/tmp/edgeinfer-calib-XXXXXX";
+    const int fd = mkstemp(tmpl);
+    if (fd < 0) return Status(ErrorCode::kIoError, "cannot create a temporary calibration cache");
+    close(fd);
+    path = *tempPath = tmpl;
+  }
+  CalibrationDataOptions d;
+  d.inputTensor = config.inputTensor;
+  d.preprocess = config.preprocess;
+  auto src = openCalibrationData(options.calibrationData, d);
+  if (!src.ok())
+    return Status(src.status().code(),
+                  config.name + ": INT8 calibration data: " + src.status().message());
+  CalibrationOptions opt = c;
+  opt.builder = bc;
+  log(Severity::kInfo, config.name + ": calibrating INT8 (" + describeCalibrator(c.calibrator) +
+                           ") on " + (*src)->describe() + " ...");
+  auto r = calibrate(config.modelPath, **src, opt);
+  if (!r.ok())
+    return Status(r.status().code(), config.name + ": INT8 calibration on " +
+                                         options.calibrationData +
+                                         " failed: " + r.status().message());
+  EI_RETURN_IF_ERROR(r->cache.save(path));
+  log(Severity::kInfo, config.name + ": calibrated on " + std::to_string(r->samples) +
+                           " sample(s) in " + std::to_string(r->seconds).substr(0, 4) + " s, " +
+                           std::to_string(r->cache.excludedLayers().size()) + " of " +
+                           std::to_string(r->cache.layerPrecision.size()) +
+                           " layers kept out of INT8; cache " + path);
+  return path;
 }
 
 class VisionModelImpl final : public VisionModel {
@@ -426,7 +515,10 @@ std::unique_ptr<Engine> loadCached(const std::string& path, const std::string& h
                              "' was built (hash " + info.modelHash + ", now " + hash + ")");
     return nullptr;
   }
-  if (info.backend == Backend::kCuda && info.precision != precision) {
+  // An INT8 build may record fp16 or fp32 (no layer was faster, or the policy kept every layer
+  // out of INT8): the cache file's name already says what was asked for.
+  if (info.precision != precision && precision != Precision::kInt8 &&
+      (info.backend == Backend::kCuda || info.precision == Precision::kInt8)) {
     log(Severity::kInfo, "engine cache: rebuilding, '" + path + "' is " +
                              precisionName(info.precision) + ", " + precisionName(precision) +
                              " was asked for");
@@ -495,7 +587,8 @@ Expected<std::unique_ptr<VisionModel>> VisionModel::create(const ModelConfig& co
     std::string why;
     backend = runtime::cudaBackendUsable(bc.deviceId, &why) ? Backend::kCuda : Backend::kCpu;
   }
-  if (backend == Backend::kCpu) bc.precision = Precision::kFp32;  // what the CPU computes in
+  // What the CPU computes in: FP32, or INT8 emulated in FP32 (the builder's INT8 on the CPU).
+  if (backend == Backend::kCpu && bc.precision == Precision::kFp16) bc.precision = Precision::kFp32;
   if (bc.externalDataDir.empty()) {
     const size_t slash = config.modelPath.rfind('/');
     bc.externalDataDir = slash == std::string::npos ? "." : config.modelPath.substr(0, slash);
@@ -503,20 +596,56 @@ Expected<std::unique_ptr<VisionModel>> VisionModel::create(const ModelConfig& co
   std::string cachePath;
   std::unique_ptr<Engine> engine;
   std::string source;
+  std::string dir;
   if (!options.noEngineCache) {
-    const std::string dir =
-        options.engineCacheDir.empty() ? defaultCacheDir() : options.engineCacheDir;
+    dir = options.engineCacheDir.empty() ? defaultCacheDir() : options.engineCacheDir;
     EI_RETURN_IF_ERROR(makeDirs(dir));
+  }
+  // INT8 ranges from calibration data (kept in the engine cache folder).
+  std::string tempCalib;
+  struct RemoveTemp {
+    std::string& path;
+    ~RemoveTemp() {
+      if (!path.empty()) unlink(path.c_str());
+    }
+  } removeTemp{tempCalib};
+  if (!options.calibrationData.empty()) {
+    if (bc.precision != Precision::kInt8) {
+      log(Severity::kWarning, config.name + ": calibration data is for INT8; precision " +
+                                  precisionName(bc.precision) + " does not use it");
+    } else if (!bc.calibrationCachePath.empty()) {
+      log(Severity::kInfo, config.name + ": the calibration cache " + bc.calibrationCachePath +
+                               " is used, not the calibration data");
+    } else {
+      EI_ASSIGN_OR_RETURN(bc.calibrationCachePath,
+                          calibrationCacheFor(config, options, bc, hash, dir, &tempCalib));
+    }
+  }
+  if (!options.noEngineCache) {
     // A dynamic dimension's value (e.g. the batch) is planned into the engine, so it is part
     // of the key when it is not the default 1; so are input shapes and shape profiles.
     std::string shapes;
     if (!bc.inputShapes.empty()) shapes += formatShapeProfile(bc.inputShapes) + ";";
     for (const auto& p : bc.shapeProfiles) shapes += formatShapeProfile(p) + "|";
-    cachePath = dir + "/" + fileSafe(config.name) + "-" + hash + "-" + backendName(backend) +
-                (backend == Backend::kCuda ? std::string("-") + precisionName(bc.precision) : "") +
-                (bc.dynamicDimDefault != 1 ? "-d" + std::to_string(bc.dynamicDimDefault) : "") +
-                (shapes.empty() ? "" : "-s" + builder::fnv1aHex(shapes.data(), shapes.size())) +
-                ".engine";
+    // INT8: the calibration cache's bytes and the INT8 options decide the engine too, so an
+    // engine built with another cache (or policy) is not taken for this one.
+    std::string int8;
+    if (bc.precision == Precision::kInt8) {
+      std::string key = bc.strictPrecision ? "strict;" : "timed;";
+      for (const auto& [layer, p] : bc.layerPrecision) key += layer + "=" + precisionName(p) + ";";
+      if (!bc.calibrationCachePath.empty()) {
+        auto calib = readFile(bc.calibrationCachePath);
+        if (calib.ok()) key.append(calib->begin(), calib->end());
+      }
+      int8 = "-c" + builder::fnv1aHex(key.data(), key.size());
+    }
+    cachePath =
+        dir + "/" + fileSafe(config.name) + "-" + hash + "-" + backendName(backend) +
+        (backend == Backend::kCuda || bc.precision == Precision::kInt8
+             ? std::string("-") + precisionName(bc.precision)
+             : "") +
+        int8 + (bc.dynamicDimDefault != 1 ? "-d" + std::to_string(bc.dynamicDimDefault) : "") +
+        (shapes.empty() ? "" : "-s" + builder::fnv1aHex(shapes.data(), shapes.size())) + ".engine";
     engine = loadCached(cachePath, hash, bc.precision);
     if (engine) source = "loaded from " + cachePath;
   }

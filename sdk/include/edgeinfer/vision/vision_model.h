@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "edgeinfer/builder.h"
+#include "edgeinfer/calibration.h"
 #include "edgeinfer/engine.h"
 #include "edgeinfer/status.h"
 #include "edgeinfer/vision/model_config.h"
@@ -26,7 +27,10 @@ namespace edgeinfer::vision {
 struct VisionModelOptions {
   /// kAuto: the GPU when one is usable, else the CPU.
   Backend backend = Backend::kAuto;
-  /// Kernel precision on the GPU (the CPU computes in FP32 whatever this says).
+  /// Kernel precision on the GPU. The CPU computes in FP32 for kFp32 and kFp16, and emulates
+  /// INT8 for kInt8 (the INT8 engine's values, in FP32 arithmetic: for accuracy checks).
+  /// kInt8 needs ranges: builder.calibrationCachePath, calibrationData, or a model with its
+  /// own Q/DQ scales.
   Precision precision = Precision::kFp16;
   int deviceId = 0;
   /// Where engines are kept between runs ("" = $XDG_CACHE_HOME/edgeinfer/engines, or
@@ -44,6 +48,24 @@ struct VisionModelOptions {
   std::string enginePath;
   /// Builder settings besides backend/precision/deviceId (timing cache, passes ...).
   BuilderConfig builder;
+  /// INT8 without builder.calibrationCachePath: calibration data (a folder of images, a video
+  /// file, or a folder of .npy tensors: openCalibrationData), calibrated once through the
+  /// config's own preprocessing with `calibration` into a calibration cache kept in the engine
+  /// cache folder, named by the model, the preprocessing, the calibration options and the
+  /// data (file names, sizes and times); later loads reuse it without reading the data.
+  std::string calibrationData;
+  /// How calibrationData is calibrated (its `builder` is set from `builder`). By default
+  /// min-max ranges (entropy loses accuracy on detectors: TensorRT #3922, #1834) and the
+  /// sensitivity report's policy: layers whose INT8 alone lowers the model-output cosine
+  /// below 0.999 stay in FP16, measured on 4 batches of the data.
+  CalibrationOptions calibration = defaultCalibration();
+  static CalibrationOptions defaultCalibration() {
+    CalibrationOptions c;
+    c.calibrator.method = CalibrationMethod::kMinMax;
+    c.excludeBelowCosine = 0.999;
+    c.reportBatches = 4;
+    return c;
+  }
   /// How many infer() calls may run at the same time, from different threads (1 to 64). Each
   /// runs on an execution context of its own (on the GPU: its own CUDA stream, activation
   /// memory, CUDA graph and preprocessor) sharing the engine's weights, so one call's engine
