@@ -11,8 +11,8 @@
  *     edgeinfer config=models/blazeface/model.json backend=cpu post-messages=true ! fakesink
  *
  * Properties mirror VisionModelOptions / BuilderConfig (vision/vision_model.h, builder.h):
- * config, model, engine-cache-dir, no-engine-cache, engine, precision, batch-size, device-id,
- * backend;
+ * config, model, engine-cache-dir, no-engine-cache, engine, precision, calibration-cache,
+ * calibration-data, batch-size, device-id, backend;
  * plus interval, unique-id, infer-on-id, infer-on-class, in-flight and post-messages. They take
  * effect when the element starts (READY -> PAUSED); post-messages also while playing.
  *
@@ -142,18 +142,23 @@ enum {
   PROP_INFER_ON_CLASS,
   PROP_POST_MESSAGES,
   PROP_IN_FLIGHT,
+  PROP_CALIBRATION_CACHE,
+  PROP_CALIBRATION_DATA,
 };
 
 // The enum values of the precision and backend properties.
-enum { PRECISION_FP32 = 0, PRECISION_FP16 = 1 };
+enum { PRECISION_FP32 = 0, PRECISION_FP16 = 1, PRECISION_INT8 = 2 };
 enum { BACKEND_AUTO = 0, BACKEND_GPU = 1, BACKEND_CPU = 2 };
 
 GType precisionGetType() {
   static GType type = 0;
   static const GEnumValue values[] = {
       {PRECISION_FP32, "FP32 kernels", "fp32"},
-      {PRECISION_FP16, "FP16 kernels on the GPU (the CPU computes in FP32 whatever this says)",
-       "fp16"},
+      {PRECISION_FP16, "FP16 kernels on the GPU (the CPU computes in FP32)", "fp16"},
+      {PRECISION_INT8,
+       "INT8 kernels on the GPU where they are faster (the CPU emulates INT8 in FP32); needs "
+       "calibration-cache or calibration-data, unless the model has its own Q/DQ scales",
+       "int8"},
       {0, nullptr, nullptr},
   };
   if (g_once_init_enter(&type)) {
@@ -195,6 +200,8 @@ struct Settings {
   int inferOnId = -1;
   std::string inferOnClass;
   guint inFlight = 0;  // 0: 2 on the GPU, 1 on the CPU
+  std::string calibrationCache;
+  std::string calibrationData;
 };
 
 // What the element keeps per stream: the only one, or one per stream of edgemux's batches.
@@ -385,8 +392,11 @@ gboolean edgeInferStart(GstBaseTransform* trans) {
 
   vision::VisionModelOptions o;
   o.backend = toBackend(cfg.backend);
-  o.precision =
-      cfg.precision == PRECISION_FP32 ? edgeinfer::Precision::kFp32 : edgeinfer::Precision::kFp16;
+  o.precision = cfg.precision == PRECISION_FP32   ? edgeinfer::Precision::kFp32
+                : cfg.precision == PRECISION_INT8 ? edgeinfer::Precision::kInt8
+                                                  : edgeinfer::Precision::kFp16;
+  o.builder.calibrationCachePath = cfg.calibrationCache;
+  o.calibrationData = cfg.calibrationData;
   o.deviceId = cfg.deviceId;
   o.engineCacheDir = cfg.engineCacheDir;
   o.enginePath = cfg.engine;
@@ -405,7 +415,7 @@ gboolean edgeInferStart(GstBaseTransform* trans) {
                   "%s: building the engine of %s (backend %s, precision %s, device %d), or "
                   "loading it from the engine cache %s ...",
                   mc->name.c_str(), mc->modelPath.c_str(), backendLabel(cfg.backend),
-                  cfg.precision == PRECISION_FP32 ? "fp32" : "fp16", cfg.deviceId,
+                  edgeinfer::precisionName(o.precision), cfg.deviceId,
                   cfg.noEngineCache            ? "(disabled)"
                   : cfg.engineCacheDir.empty() ? "(default directory)"
                                                : cfg.engineCacheDir.c_str());
@@ -1007,6 +1017,12 @@ void edgeInferSetProperty(GObject* object, guint id, const GValue* value, GParam
     case PROP_PRECISION:
       p.precision = g_value_get_enum(value);
       break;
+    case PROP_CALIBRATION_CACHE:
+      p.calibrationCache = str();
+      break;
+    case PROP_CALIBRATION_DATA:
+      p.calibrationData = str();
+      break;
     case PROP_BATCH_SIZE:
       p.batchSize = g_value_get_int(value);
       break;
@@ -1064,6 +1080,12 @@ void edgeInferGetProperty(GObject* object, guint id, GValue* value, GParamSpec* 
       break;
     case PROP_PRECISION:
       g_value_set_enum(value, p.precision);
+      break;
+    case PROP_CALIBRATION_CACHE:
+      g_value_set_string(value, p.calibrationCache.c_str());
+      break;
+    case PROP_CALIBRATION_DATA:
+      g_value_set_string(value, p.calibrationData.c_str());
       break;
     case PROP_BATCH_SIZE:
       g_value_set_int(value, p.batchSize);
@@ -1180,10 +1202,27 @@ static void gst_edge_infer_class_init(GstEdgeInferClass* klass) {
   g_object_class_install_property(
       gobject, PROP_PRECISION,
       g_param_spec_enum("precision", "Precision",
-                        "Kernel precision of a GPU engine (the CPU computes in FP32). INT8 is "
-                        "not offered: the SDK calibrates INT8 (edgeinfer calibrate) but has no "
-                        "INT8 kernels yet",
+                        "Kernel precision of a GPU engine (the CPU computes in FP32, and "
+                        "emulates INT8 in FP32 for int8). int8 takes its ranges from "
+                        "calibration-cache, else calibration-data, else the model's own Q/DQ "
+                        "scales",
                         precisionGetType(), PRECISION_FP16, kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_CALIBRATION_CACHE,
+      g_param_spec_string("calibration-cache", "INT8 calibration cache",
+                          "precision=int8: a calibration cache (edgeinfer calibrate) with the "
+                          "INT8 ranges and per-layer policy; one made for another model is an "
+                          "error (empty: none)",
+                          nullptr, kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_CALIBRATION_DATA,
+      g_param_spec_string("calibration-data", "INT8 calibration data",
+                          "precision=int8 without calibration-cache: a folder of images, a video "
+                          "file or a folder of .npy tensors, calibrated once at the first start "
+                          "through the config's preprocessing (min-max ranges, layers INT8 hurts "
+                          "kept in FP16); the cache is kept with the engines and reused while "
+                          "the data and the model stay the same (empty: none)",
+                          nullptr, kReadyFlags));
   g_object_class_install_property(
       gobject, PROP_BATCH_SIZE,
       g_param_spec_int("batch-size", "Batch size",

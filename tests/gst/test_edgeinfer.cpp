@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "builder/engine_format.h"
+#include "edgeinfer/calibration.h"
 #include "edgeinfer/engine.h"
 #include "edgeinfer/vision/vision_model.h"
 #include "gst_test_util.h"
@@ -559,6 +560,57 @@ TEST(EdgeInfer, EngineIsCachedReusedAndRebuiltWhenDamaged) {
   }
 }
 
+// precision=int8 with calibration-data on the CPU (INT8 emulated): the element calibrates at
+// its first start into engine-cache-dir, and its metas equal VisionModel's with the same options
+// (which then finds that calibration cache and engine there). The INT8 faces are not the FP32
+// ones bit for bit, so the meta must follow the INT8 engine, not an FP32 one.
+TEST(EdgeInfer, Int8FromCalibrationDataOnTheCpuEqualsTheSdk) {
+  EI_SKIP_WITHOUT_MODEL_AND_MEDIA();
+  edgeinfer::test::TempDir cache, data;
+  for (const char* p : {"2008_002506", "2009_004587", "2008_001009"}) {
+    std::ifstream in(mediaDir() + "/faces/" + p + ".ppm", std::ios::binary);
+    std::ofstream out(data.file(std::string(p) + ".ppm"), std::ios::binary);
+    out << in.rdbuf();
+  }
+  const Frame frame = makeFrame(photo("faces/2008_002506.ppm"), GST_VIDEO_FORMAT_RGBA, false);
+  GstHarness* h =
+      harnessFor("edgeinfer", "config=" + blazeFace("model.json") +
+                                  " backend=cpu precision=int8 calibration-data=" + data.path() +
+                                  " engine-cache-dir=" + cache.path());
+  ASSERT_NE(h, nullptr);
+  gst_harness_set_src_caps(h, frame.caps());
+  GstBuffer* out = pushPull(h, frame);
+  ASSERT_NE(out, nullptr);
+  gst_harness_teardown(h);
+  size_t calibs = 0;
+  if (GDir* d = g_dir_open(cache.path().c_str(), 0, nullptr)) {
+    while (const char* n = g_dir_read_name(d)) calibs += g_str_has_suffix(n, ".calib");
+    g_dir_close(d);
+  }
+  EXPECT_EQ(calibs, 1u) << "the calibration cache is kept with the engines";
+  vision::VisionModelOptions o;
+  o.backend = edgeinfer::Backend::kCpu;
+  o.engineCacheDir = cache.path();
+  o.precision = edgeinfer::Precision::kInt8;
+  o.calibrationData = data.path();
+  auto int8 = vision::VisionModel::load(blazeFace("model.json"), o);
+  ASSERT_TRUE(int8.ok()) << int8.status().toString();
+  EXPECT_NE((*int8)->engineSource().find("loaded from"), std::string::npos)
+      << (*int8)->engineSource();
+  EXPECT_EQ((*int8)->engine().info().precision, edgeinfer::Precision::kInt8);
+  auto want = (*int8)->infer({frame.view()});
+  ASSERT_TRUE(want.ok());
+  ASSERT_FALSE((*want)[0].detections.empty());
+  expectSameDetections(eg::findMeta(out, 1)->results->objects, (*want)[0].detections, "int8");
+  auto fp32 = sdkModel(blazeFace("model.json")).infer({frame.view()});
+  ASSERT_TRUE(fp32.ok());
+  bool differs = (*fp32)[0].detections.size() != (*want)[0].detections.size();
+  for (size_t i = 0; !differs && i < (*want)[0].detections.size(); ++i)
+    differs = (*fp32)[0].detections[i].score != (*want)[0].detections[i].score;
+  EXPECT_TRUE(differs) << "the INT8 engine gave the FP32 scores";
+  gst_buffer_unref(out);
+}
+
 // ---- Failures: each posts an error naming the problem, the pipeline stops -------------------
 
 // Expects `description` to fail with an error from `source` whose message contains every
@@ -651,6 +703,27 @@ TEST(EdgeInferErrors, ConfigDoesNotFitTheModel_n) {
   const std::string config = dir.write("wrong-input.json", text);
   expectFails(pipe("config=" + config + " backend=cpu engine-cache-dir=" + dir.path()), "ei",
               {"cannot load the model", "'image' is not an input of the model", "input:0"});
+}
+
+// precision=int8 without ranges, with calibration data that is not there, or with the
+// calibration cache of another model: the start fails naming the problem.
+TEST(EdgeInferErrors, Int8WithoutUsableRanges_n) {
+  TinyDetector model;
+  const std::string base =
+      "config=" + model.config + " backend=cpu precision=int8 engine-cache-dir=" + model.dir.path();
+  expectFails(pipe(base), "ei", {"cannot load the model", "INT8 needs a calibration cache"});
+  expectFails(pipe(base + " calibration-data=/nonexistent/frames"), "ei",
+              {"cannot load the model", "calibration data", "/nonexistent/frames"});
+  edgeinfer::CalibrationCache other;
+  other.sdkVersion = "0";
+  other.modelHash = "00000000deadbeef";
+  other.preprocessHash = "raw";
+  other.images = 1;
+  other.tensorAmax["images"] = 1.f;
+  const std::string cachePath = model.dir.file("other.calib");
+  ASSERT_TRUE(other.save(cachePath).ok());
+  expectFails(pipe(base + " calibration-cache=" + cachePath), "ei",
+              {"cannot load the model", "00000000deadbeef"});
 }
 
 TEST(EdgeInferErrors, GpuBackendWithoutAGpu_n) {
