@@ -108,6 +108,25 @@ check "other cache version_n" expect_exit 1 "format version 99" "$cli" build "$w
 sed 's/^model .*/model 0000000000000000/' "$work/m.calib" >"$work/other.calib"
 check "cache of another model_n" expect_exit 2 "another model" "$cli" build "$work/m.onnx" -o "$work/t.engine" --calibration-cache "$work/other.calib"
 
+# ---- INT8 builds from a cache or from data (the CPU emulates INT8: its outputs are not FP32's)
+check "cpu int8 build from the cache" bash -c "'$cli' build '$work/m.onnx' --backend cpu --int8 --calibration-cache '$work/m.calib' -o '$work/i8.engine' >'$work/i8.out' 2>&1"
+check "the int8 engine says int8" bash -c "'$cli' inspect '$work/i8.engine' | grep -q 'precision int8'"
+check "cpu int8 build from data writes ENGINE.calib" bash -c "'$cli' build '$work/m.onnx' --backend cpu --int8 --calibration-data '$work/npy' -o '$work/d.engine' >/dev/null 2>&1 && [[ -s '$work/d.engine.calib' ]] && grep -q '^tensor ' '$work/d.engine.calib'"
+check "a build with that cache gives the same engine outputs" bash -c "
+  '$cli' run '$work/d.engine' --input x='$work/npy/s0.npy' --outputs '$work/o1' >/dev/null 2>&1 &&
+  '$cli' run '$work/m.onnx' --backend cpu --int8 --calibration-cache '$work/d.engine.calib' --input x='$work/npy/s0.npy' --outputs '$work/o2' >/dev/null 2>&1 &&
+  '$cli' run '$work/m.onnx' --backend cpu --input x='$work/npy/s0.npy' --outputs '$work/o3' >/dev/null 2>&1 &&
+  '$py' -c \"
+import numpy as np, sys
+a, b, c = (np.load('$work/o%d/y.npy' % i) for i in (1, 2, 3))
+sys.exit(0 if np.array_equal(a, b) and not np.array_equal(a, c) else 1)\""
+check "run with --calibration-data calibrates for that run" bash -c "'$cli' run '$work/m.onnx' --backend cpu --int8 --calibration-data '$work/npy' --input x='$work/npy/s0.npy' --outputs '$work/o4' >/dev/null 2>&1 && '$py' -c \"import numpy as np, sys; sys.exit(0 if np.array_equal(np.load('$work/o4/y.npy'), np.load('$work/o1/y.npy')) else 1)\""
+check "int8 without ranges_n" expect_exit 2 "INT8 needs a calibration cache" "$cli" build "$work/m.onnx" --backend cpu --int8 -o "$work/n.engine"
+check "calibration data without --int8_n" expect_exit 2 "add --int8" "$cli" build "$work/m.onnx" --backend cpu --calibration-data "$work/npy" -o "$work/n.engine"
+check "cache and data both_n" expect_exit 2 "not both" "$cli" build "$work/m.onnx" --backend cpu --int8 --calibration-data "$work/npy" --calibration-cache "$work/m.calib" -o "$work/n.engine"
+check "missing calibration data_n" expect_exit 3 "calibration data" "$cli" build "$work/m.onnx" --backend cpu --int8 --calibration-data "$work/nothere" -o "$work/n.engine"
+check "no engine after failed calibration_n" test ! -e "$work/n.engine"
+
 # ---- BlazeFace on real photos (JPEGs through FFmpeg)
 if [[ -f $models/blazeface/blazeface_front_128.onnx && -f $media/faces/2008_002506.jpg ]]; then
   mkdir -p "$work/photos"

@@ -40,6 +40,13 @@ Expected<ShapeProfile> parseShapes(const std::string& text);
 Expected<BuilderConfig> builderConfigFrom(const Args& a);
 extern const char* kBuilderOptionsHelp;
 
+/// --calibration-data PATH (with --int8, without --calibration-cache): calibrates the model at
+/// `modelPath` on that data (images and video through --config's preprocessing, else .npy
+/// tensors; min-max ranges and the sensitivity policy, as VisionModel does) into `cachePath`
+/// and points cfg.calibrationCachePath at it. Nothing to do without the option.
+Status calibrateFromData(const Args& a, const std::string& modelPath, const std::string& cachePath,
+                         BuilderConfig& cfg);
+
 /// Is `path` a saved engine (of one shape or several shape profiles)?
 bool isEngineFile(const std::string& path);
 /// Builds the model (ONNX, with the builder options in `a`) or loads the engine file at `path`.

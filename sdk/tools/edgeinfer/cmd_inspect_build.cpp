@@ -95,6 +95,8 @@ int cmdBuild(const Args& a) {
   }
   auto cfg = builderConfigFrom(a);
   if (!cfg.ok()) return fail(cfg.status());
+  if (Status s = calibrateFromData(a, a.positional[0], a.get("output") + ".calib", *cfg); !s.ok())
+    return fail(s);
   const auto t0 = std::chrono::steady_clock::now();
   auto engine = Builder::buildFromFile(a.positional[0], *cfg);
   if (!engine.ok()) return fail(engine.status());

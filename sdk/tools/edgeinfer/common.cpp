@@ -3,6 +3,9 @@
 #include <iostream>
 
 #include "cli.h"
+#include "edgeinfer/calibration.h"
+#include "edgeinfer/vision/model_config.h"
+#include "edgeinfer/vision/vision_model.h"
 
 namespace edgeinfer::cli {
 
@@ -47,9 +50,10 @@ Expected<Args> parseArgs(int argc, char** argv, int first, const std::vector<std
 const char* kBuilderOptionsHelp = R"(builder options:
   --backend auto|cpu|cuda       where the engine runs (default auto)
   --fp16                        allow FP16 kernels (GPU backends)
-  --int8                        allow INT8 kernels (GPU; needs --calibration-cache, unless the
-                                model has its own Q/DQ scales): each INT8 layer takes the
-                                fastest of its INT8, FP16 and FP32 tactics
+  --int8                        allow INT8 kernels (needs --calibration-cache or
+                                --calibration-data, unless the model has its own Q/DQ scales):
+                                on the GPU each INT8 layer takes the fastest of its INT8, FP16
+                                and FP32 tactics; the CPU emulates INT8 in FP32 (accuracy checks)
   --strict-precision            INT8 layers use an INT8 tactic wherever one exists, even slower
   --no-fusion                   switch off every fusion pass
   --no-constant-folding         switch off constant folding
@@ -69,6 +73,11 @@ const char* kBuilderOptionsHelp = R"(builder options:
   --allow-non-finite-weights    accept NaN/Inf in weights
   --calibration-cache FILE      INT8 calibration cache (edgeinfer calibrate): the int8 scales and
                                 the per-layer policy (checked against the model)
+  --calibration-data PATH       INT8 without a cache: calibrate first on a folder of images, a
+                                video (through --config's preprocessing) or .npy tensors, with
+                                min-max ranges and the sensitivity policy (layers whose INT8
+                                lowers the output cosine below 0.999 stay in FP16); build writes
+                                the cache to ENGINE.calib for later builds
   --verbose                     log every pass and decision (GPU: each layer's timing table)
 GPU builder options:
   --device N                    CUDA device to build for (default 0)
@@ -119,6 +128,35 @@ Expected<ShapeProfile> parseShapes(const std::string& text) {
     start = comma + 1;
   }
   return p;
+}
+
+Status calibrateFromData(const Args& a, const std::string& modelPath, const std::string& cachePath,
+                         BuilderConfig& cfg) {
+  if (!a.has("calibration-data")) return Status::Ok();
+  if (cfg.precision != Precision::kInt8)
+    return Status(ErrorCode::kInvalidArgument, "--calibration-data is for INT8: add --int8");
+  if (!cfg.calibrationCachePath.empty())
+    return Status(ErrorCode::kInvalidArgument,
+                  "give --calibration-cache or --calibration-data, not both");
+  CalibrationDataOptions data;
+  if (a.has("config")) {
+    EI_ASSIGN_OR_RETURN(vision::ModelConfig mc, vision::loadModelConfig(a.get("config")));
+    data.inputTensor = mc.inputTensor;
+    data.preprocess = mc.preprocess;
+  }
+  EI_ASSIGN_OR_RETURN(auto src, openCalibrationData(a.get("calibration-data"), data));
+  CalibrationOptions opt = vision::VisionModelOptions::defaultCalibration();
+  opt.builder = cfg;
+  std::cerr << "calibrating INT8 on " << src->describe() << " (min-max, sensitivity policy) ...\n";
+  auto r = calibrate(modelPath, *src, opt);
+  if (!r.ok()) return r.status().withContext("--calibration-data " + a.get("calibration-data"));
+  EI_RETURN_IF_ERROR(r->cache.save(cachePath));
+  std::cerr << "calibrated on " << r->samples
+            << " sample(s): " << r->cache.layerPrecision.size() - r->cache.excludedLayers().size()
+            << " of " << r->cache.layerPrecision.size() << " layers INT8; calibration cache "
+            << cachePath << "\n";
+  cfg.calibrationCachePath = cachePath;
+  return Status::Ok();
 }
 
 Expected<BuilderConfig> builderConfigFrom(const Args& a) {

@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
                                            "report-images",
                                            "exclude-worst",
                                            "exclude-threshold",
-                                           "calibration-cache"};
+                                           "calibration-cache",
+                                           "calibration-data"};
   auto args = parseArgs(argc, argv, 2, flags, valued);
   if (!args.ok()) return fail(args.status());
   if (args->has("verbose")) edgeinfer::setLogLevel(edgeinfer::Severity::kVerbose);

@@ -1,4 +1,5 @@
 // Loading a model or engine and binding its inputs: shared by `run` and `bench`.
+#include <unistd.h>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -115,6 +116,17 @@ Expected<std::unique_ptr<Engine>> loadEngine(const std::string& path, const Args
     return Engine::load(path);
   }
   EI_ASSIGN_OR_RETURN(BuilderConfig cfg, builderConfigFrom(a));
+  if (a.has("calibration-data")) {  // a cache for this build only
+    char tmpl[] = "/tmp/edgeinfer-calib-XXXXXX";
+    const int fd = mkstemp(tmpl);
+    if (fd < 0) return Status(ErrorCode::kIoError, "cannot create a temporary calibration cache");
+    close(fd);
+    const std::string cache = tmpl;
+    Status s = calibrateFromData(a, path, cache, cfg);
+    auto e = s.ok() ? Builder::buildFromFile(path, cfg) : Expected<std::unique_ptr<Engine>>(s);
+    unlink(cache.c_str());
+    return e;
+  }
   return Builder::buildFromFile(path, cfg);
 }
 
