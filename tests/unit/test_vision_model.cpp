@@ -1112,6 +1112,9 @@ std::vector<std::string> filesEndingIn(const std::string& dir, const std::string
 // another engine, never the one built with other ranges.
 TEST(VisionModel, Int8CalibrationDataIsCalibratedOnceAndKeyed) {
   SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
+  for (const char* p : {"2008_002506", "2009_004587", "2008_001009", "2008_002079"})
+    if (!exists(mediaDir() + "/faces/" + p + ".ppm"))
+      GTEST_SKIP() << mediaDir() << "/faces/" << p << ".ppm is absent: run scripts/fetch_media.sh";
   const std::string dir = tempDir("calibdata");
   const std::string data = photoFolder(dir);
   VisionModelOptions o = cpuOptions(dir + "/engines");
