@@ -107,6 +107,10 @@ if run_stage configure cmake -S . -B "$BUILD_DIR" "${cmake_args[@]}" \
   -DEDGEINFER_SANITIZE=address,undefined -DEDGEINFER_WITH_CUDA=AUTO \
   -DCMAKE_CXX_FLAGS="$asan_cxx_flags" -DCMAKE_CXX_FLAGS_RELEASE=-O1; then
   if run_stage build cmake --build "$BUILD_DIR" -j "$jobs"; then
+    # ctest runs $jobs tests at once and the CPU backend's OpenMP uses every core in each: with
+    # OpenMP's default spin-waiting, the waiting threads of one test burn the cores the other
+    # needs (a BlazeFace calibration went from 16 s to 145 s beside a busy neighbour).
+    export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
     run_stage ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$jobs"
   else
     skip_stage ctest "build failed"
