@@ -42,6 +42,7 @@ struct I8Case {
   std::vector<int64_t> strides{1, 1}, dilations{1, 1}, pads{1, 1, 1, 1};
   bool bias = true, residual = false;
   std::string act;
+  float actAlpha = 0.f, actBeta = 0.f;       // Clip: min, max (activation_alpha / _beta)
   float sx = 0.02f, sy = 0.05f, sz = 0.03f;  // input, output, residual scales (0: none)
 
   graph::Graph g;
@@ -64,7 +65,13 @@ struct I8Case {
     node.attrs.set("strides", graph::Attribute::Ints(strides));
     node.attrs.set("dilations", graph::Attribute::Ints(dilations));
     node.attrs.set("pads", graph::Attribute::Ints(pads));
-    if (op == "FusedConv") node.attrs.set("activation", graph::Attribute::String(act));
+    if (op == "FusedConv") {
+      node.attrs.set("activation", graph::Attribute::String(act));
+      if (act == "Clip") {
+        node.attrs.set("activation_alpha", graph::Attribute::Float(actAlpha));
+        node.attrs.set("activation_beta", graph::Attribute::Float(actBeta));
+      }
+    }
     g.value("W").constant = w;
     if (bias) g.value("B").constant = b;
     layer = builder::LayerContext{};
@@ -101,7 +108,10 @@ struct I8Case {
     const int64_t P = ys[2], Q = ys[3], cpg = C / group, kpg = K / group;
     ref::Activation a = ref::Activation::kNone;
     ref::parseActivation(act, &a);
-    const float al = a == ref::Activation::kLeakyRelu ? 0.01f : 0.f;
+    const float al = a == ref::Activation::kLeakyRelu ? 0.01f
+                     : a == ref::Activation::kClip    ? actAlpha
+                                                      : 0.f;
+    const float be = a == ref::Activation::kClip ? actBeta : 0.f;
     Tensor y = Tensor::zeros(DataType::kFloat32, ys);
     for (int64_t n = 0; n < N; ++n)
       for (int64_t k = 0; k < K; ++k)
@@ -129,7 +139,7 @@ struct I8Case {
               v = v + (zInt8 ? static_cast<float>(quantizeHost(zv, sz)) * sz
                              : halfToFloat(floatToHalf(zv)));
             }
-            v = ref::applyActivation(v, a, al, 0.f);
+            v = ref::applyActivation(v, a, al, be);
             y.data<float>()[idx] =
                 yInt8 ? static_cast<float>(quantizeHost(v, sy)) * sy : halfToFloat(floatToHalf(v));
           }

@@ -211,6 +211,40 @@ TEST(CudaInt8Conv, DepthwiseMatchesTheIntegerReference) {
   }
 }
 
+// MobileNetV2's ReLU6 (Clip(0, 6) fused into the convolution) on a 1x1 expansion and a
+// depthwise 3x3: int8 outputs saturate at 6 (127 steps of 6/127).
+TEST(CudaInt8Conv, Relu6OnDenseAndDepthwiseMatchesTheIntegerReference) {
+  EI_SKIP_WITHOUT_GPU();
+  {
+    SCOPED_TRACE("1x1 expansion");
+    I8Case c;
+    c.C = 16;
+    c.K = 96;
+    c.R = c.S = 1;
+    c.pads = {0, 0, 0, 0};
+    c.H = c.W = 14;
+    c.op = "FusedConv";
+    c.act = "Clip";
+    c.actAlpha = 0.f;
+    c.actBeta = 6.f;
+    c.sy = 6.f / 127.f;
+    checkAllCandidates(c, true, 6);
+  }
+  {
+    SCOPED_TRACE("depthwise");
+    I8Case c;
+    c.C = c.K = c.group = 96;
+    c.H = c.W = 14;
+    c.op = "FusedConv";
+    c.act = "Clip";
+    c.actAlpha = 0.f;
+    c.actBeta = 6.f;
+    c.sx = 6.f / 127.f;
+    c.sy = 6.f / 127.f;
+    checkAllCandidates(c, true, 2);
+  }
+}
+
 TEST(CudaInt8Conv, TacticErrors_n) {
   EI_SKIP_WITHOUT_GPU();
   I8Case c;
@@ -342,6 +376,78 @@ TEST(CudaInt8Engine, StrictInt8EngineRunsInt8LayersCloseToFp32AndReloads) {
   const Tensor again = runOnce(**loaded, f.sample);
   ASSERT_EQ(again.numel(), got.numel());
   EXPECT_EQ(std::memcmp(again.raw(), got.raw(), got.bytes()), 0);
+}
+
+/// Two MobileNetV2 inverted residual blocks (1x1 expansion + ReLU6, depthwise 3x3 + ReLU6,
+/// linear 1x1 projection + the block's input) and its head (1x1 + ReLU6, global average pool,
+/// Flatten, Gemm), ReLU6 written as Clip with min/max inputs as PyTorch exports it.
+test::TestModel invertedResiduals() {
+  test::TestModel m(13);
+  m.input("x", {2, 16, 14, 14});
+  m.initializer("zero", {}, {0.f});
+  m.initializer("six", {}, {6.f});
+  std::string in = "x";
+  uint32_t seed = 20;
+  for (int b = 0; b < 2; ++b) {
+    const std::string p = "b" + std::to_string(b) + "_";
+    m.randomInitializer(p + "we", {64, 16, 1, 1}, seed++, -0.4f, 0.4f);
+    m.randomInitializer(p + "be", {64}, seed++, -0.2f, 0.4f);
+    m.randomInitializer(p + "wd", {64, 1, 3, 3}, seed++, -0.5f, 0.5f);
+    m.randomInitializer(p + "bd", {64}, seed++, -0.2f, 0.4f);
+    m.randomInitializer(p + "wp", {16, 64, 1, 1}, seed++, -0.2f, 0.2f);
+    m.randomInitializer(p + "bp", {16}, seed++, -0.1f, 0.1f);
+    m.node("Conv", {in, p + "we", p + "be"}, {p + "e"}, p + "expand");
+    m.node("Clip", {p + "e", "zero", "six"}, {p + "er"}, p + "relu6a");
+    auto& dw = m.node("Conv", {p + "er", p + "wd", p + "bd"}, {p + "d"}, p + "depthwise");
+    test::TestModel::attr(dw, "group", 64);
+    test::TestModel::attrInts(dw, "pads", {1, 1, 1, 1});
+    m.node("Clip", {p + "d", "zero", "six"}, {p + "dr"}, p + "relu6b");
+    m.node("Conv", {p + "dr", p + "wp", p + "bp"}, {p + "p"}, p + "project");
+    m.node("Add", {p + "p", in}, {p + "out"}, p + "add");
+    in = p + "out";
+  }
+  m.randomInitializer("wh", {64, 16, 1, 1}, seed++, -0.4f, 0.4f);
+  m.randomInitializer("wc", {10, 64}, seed++, -0.3f, 0.3f);
+  m.randomInitializer("bc", {10}, seed++, -0.1f, 0.1f);
+  m.node("Conv", {in, "wh"}, {"h"}, "head");
+  m.node("Clip", {"h", "zero", "six"}, {"hr"}, "relu6h");
+  m.node("GlobalAveragePool", {"hr"}, {"gap"}, "pool");
+  m.node("Flatten", {"gap"}, {"flat"}, "flatten");
+  auto& fc = m.node("Gemm", {"flat", "wc", "bc"}, {"y"}, "classifier");
+  test::TestModel::attr(fc, "transB", 1);
+  m.output("y");
+  return m;
+}
+
+// The GPU's strict INT8 engine of MobileNetV2-style blocks against the CPU's INT8 (the same
+// int8 values in FP32 arithmetic) with the same calibration cache, and against FP32.
+TEST(CudaInt8Engine, InvertedResidualBlocksMatchTheCpuInt8) {
+  EI_SKIP_WITHOUT_GPU();
+  Int8Fixture f;
+  f.inputShape = Shape{2, 16, 14, 14};
+  ASSERT_TRUE(f.prepare(invertedResiduals()).ok());
+  BuilderConfig cpu;
+  cpu.backend = Backend::kCpu;
+  auto fp32 = Builder::buildFromFile(f.model, cpu);
+  ASSERT_TRUE(fp32.ok()) << fp32.status().toString();
+  cpu.precision = Precision::kInt8;
+  cpu.calibrationCachePath = f.cache;
+  auto cpuInt8 = Builder::buildFromFile(f.model, cpu);
+  ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
+  auto gpu = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
+  ASSERT_TRUE(gpu.ok()) << gpu.status().toString();
+  EXPECT_EQ((*gpu)->info().precision, Precision::kInt8);
+  const Tensor want = runOnce(**fp32, f.sample), emulated = runOnce(**cpuInt8, f.sample),
+               got = runOnce(**gpu, f.sample);
+  ASSERT_EQ(got.numel(), want.numel());
+  double norm = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) norm += std::fabs(got.getAsDouble(i));
+  EXPECT_GT(norm, 0.0) << "the GPU's INT8 output is all zeros";
+  const double vsCpu = cosine(got, emulated), vsFp32 = cosine(got, want);
+  std::printf("[          ] GPU INT8 vs CPU INT8: cosine %.6f, rel L2 %.4f; vs FP32: cosine %.5f\n",
+              vsCpu, test::relL2(got, emulated), vsFp32);
+  EXPECT_GT(vsCpu, 0.999);
+  EXPECT_GT(vsFp32, 0.99);
 }
 
 TEST(CudaInt8Engine, TimedInt8EngineIsAccurate) {
