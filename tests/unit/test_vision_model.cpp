@@ -955,14 +955,23 @@ std::string writeFrames(const std::string& dir, const std::vector<Image>& frames
 
 struct Int8Score {
   int boxes = 0, at09 = 0, at05 = 0;
+  int clear = 0, clearAt09 = 0;  // FP32 faces scored at least 0.05 above the decoder's threshold
   float worst = 1.f;
 };
+
+// The BlazeFace decoder's score threshold (0.5), for "clear of the threshold" above.
+float blazeFaceThreshold(const std::string& config) {
+  auto cfg = loadModelConfig(config);
+  EXPECT_TRUE(cfg.ok()) << cfg.status().toString();
+  return cfg.ok() ? cfg->ssd.nms.scoreThreshold : 0.5f;
+}
 
 // Per FP32 face, the best IoU of a face the INT8 model finds in the same frame (the issue's
 // measure: the share with IoU >= 0.9), printed with `what`.
 Int8Score scoreInt8(VisionModel& int8, const std::vector<Image>& frames,
                     const std::vector<std::vector<Detection>>& want, const std::string& what) {
   Int8Score s;
+  const float clearOf = blazeFaceThreshold(int8.config().sourcePath) + 0.05f;
   for (size_t i = 0; i < frames.size(); ++i) {
     auto b = int8.infer({frames[i].view()});
     EXPECT_TRUE(b.ok()) << b.status().toString();
@@ -973,12 +982,17 @@ Int8Score scoreInt8(VisionModel& int8, const std::vector<Image>& frames,
       s.at09 += best >= 0.9f;
       s.at05 += best >= 0.5f;
       s.worst = std::min(s.worst, best);
+      if (det.score >= clearOf) {
+        ++s.clear;
+        s.clearAt09 += best >= 0.9f;
+      }
     }
   }
   std::cout << "BlazeFace INT8 (" << what << ") vs FP32 on " << frames.size()
             << " real frames: " << s.boxes << " FP32 faces, " << s.at09 << " with IoU >= 0.9 ("
             << (s.boxes ? 100.0 * s.at09 / s.boxes : 0.0) << " %), " << s.at05
-            << " with IoU >= 0.5, worst IoU " << s.worst << "\n";
+            << " with IoU >= 0.5, worst IoU " << s.worst << "; of the " << s.clear
+            << " FP32 faces scored >= " << clearOf << ", " << s.clearAt09 << " with IoU >= 0.9\n";
   return s;
 }
 
@@ -1088,6 +1102,12 @@ TEST(VisionModel, BlazeFaceInt8OnTheCpuMatchesFp32Detections) {
   EXPECT_GT(m.boxes, 0);
   EXPECT_GE(m.at05, m.boxes * 9 / 10) << "FP32 faces the mixed-precision engine lost";
   EXPECT_GT(m.at09, allInt8.at09) << "the sensitivity policy must help";
+  // Measured (this machine and the H200 host): 23 of 25 at IoU >= 0.9; both misses are FP32
+  // faces scored 0.508 and 0.526 against the threshold of 0.5, and every face clear of it
+  // matches.
+  EXPECT_GT(m.clear, 0);
+  EXPECT_GE(m.clearAt09 * 100, m.clear * 95)
+      << "faces clear of the threshold the INT8 engine missed";
 }
 
 // Three of dlib's photos in a new folder `dir`/photos: calibration data.
