@@ -4,6 +4,7 @@
 #   gpu_cli_bundle  unpacks .devcarry/bundle.tar.xz (bundle-runtime.sh of the CLI and the unit
 #                   tests) into /tmp/ei, swaps in newer programs from .devcarry/fresh/<name>.xz,
 #                   sources its env.sh and gpu_cuda_libs
+#   gpu_bundle_from DIR  the same from DIR instead of .devcarry
 #   gpu_gst_bundle  unpacks .devcarry-gst/bundle.tar.xz (the GStreamer plugin, gst-launch-1.0 and
 #                   Debian's plugins) into /tmp/eg, sources its env.sh and gpu_cuda_libs
 #   gpu_export_resnet50 DIR  torchvision's ResNet-50 (random weights, seed 0) as DIR/model.onnx,
@@ -16,9 +17,14 @@ gpu_cuda_libs() {
 }
 
 gpu_cli_bundle() {
-  mkdir -p /tmp/ei && tar -xJf .devcarry/bundle.tar.xz -C /tmp/ei || return 1
+  gpu_bundle_from .devcarry
+}
+
+# gpu_bundle_from DIR: as gpu_cli_bundle, from DIR/bundle.tar.xz (DIR/fresh/<name>.xz).
+gpu_bundle_from() {
+  mkdir -p /tmp/ei && tar -xJf "$1/bundle.tar.xz" -C /tmp/ei || return 1
   local f name
-  for f in .devcarry/fresh/*.xz; do
+  for f in "$1"/fresh/*.xz; do
     [ -f "$f" ] || continue
     name=$(basename "$f" .xz)
     xz -dc "$f" >"/tmp/ei/.bundle/bin/$name" && chmod +x "/tmp/ei/.bundle/bin/$name"

@@ -8,9 +8,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 carry=${CARRY:-.devcarry2}
-mkdir -p /tmp/ei && tar -xJf "$carry/bundle.tar.xz" -C /tmp/ei || exit 1
-source /tmp/ei/.bundle/env.sh
-gpu_cuda_libs
+gpu_bundle_from "$carry" || exit 1
 export XDG_CACHE_HOME=/tmp/ei/cache
 out=${OUT:-/tmp/out}
 w=/tmp/ei/bis

@@ -215,33 +215,25 @@ TEST(CudaInt8Conv, DepthwiseMatchesTheIntegerReference) {
 // depthwise 3x3: int8 outputs saturate at 6 (127 steps of 6/127).
 TEST(CudaInt8Conv, Relu6OnDenseAndDepthwiseMatchesTheIntegerReference) {
   EI_SKIP_WITHOUT_GPU();
-  {
-    SCOPED_TRACE("1x1 expansion");
+  for (const bool depthwise : {false, true}) {
+    SCOPED_TRACE(depthwise ? "depthwise" : "1x1 expansion");
     I8Case c;
-    c.C = 16;
+    c.C = depthwise ? 96 : 16;
     c.K = 96;
-    c.R = c.S = 1;
-    c.pads = {0, 0, 0, 0};
+    if (depthwise) {
+      c.group = 96;
+      c.sx = 6.f / 127.f;  // the input is a ReLU6 output too
+    } else {
+      c.R = c.S = 1;
+      c.pads = {0, 0, 0, 0};
+    }
     c.H = c.W = 14;
     c.op = "FusedConv";
     c.act = "Clip";
     c.actAlpha = 0.f;
     c.actBeta = 6.f;
     c.sy = 6.f / 127.f;
-    checkAllCandidates(c, true, 6);
-  }
-  {
-    SCOPED_TRACE("depthwise");
-    I8Case c;
-    c.C = c.K = c.group = 96;
-    c.H = c.W = 14;
-    c.op = "FusedConv";
-    c.act = "Clip";
-    c.actAlpha = 0.f;
-    c.actBeta = 6.f;
-    c.sx = 6.f / 127.f;
-    c.sy = 6.f / 127.f;
-    checkAllCandidates(c, true, 2);
+    checkAllCandidates(c, true, depthwise ? 2 : 6);
   }
 }
 
