@@ -395,8 +395,15 @@ gboolean edgeInferStart(GstBaseTransform* trans) {
   o.precision = cfg.precision == PRECISION_FP32   ? edgeinfer::Precision::kFp32
                 : cfg.precision == PRECISION_INT8 ? edgeinfer::Precision::kInt8
                                                   : edgeinfer::Precision::kFp16;
-  o.builder.calibrationCachePath = cfg.calibrationCache;
-  o.calibrationData = cfg.calibrationData;
+  if (o.precision == edgeinfer::Precision::kInt8) {
+    o.builder.calibrationCachePath = cfg.calibrationCache;
+    o.calibrationData = cfg.calibrationData;
+  } else if (!cfg.calibrationCache.empty() || !cfg.calibrationData.empty()) {
+    GST_WARNING_OBJECT(self,
+                       "calibration-cache / calibration-data are for precision=int8; "
+                       "precision %s does not use them",
+                       edgeinfer::precisionName(o.precision));
+  }
   o.deviceId = cfg.deviceId;
   o.engineCacheDir = cfg.engineCacheDir;
   o.enginePath = cfg.engine;

@@ -264,6 +264,71 @@ TEST(CpuInt8Explicit, ModelScalesNeedNoCache) {
   EXPECT_FLOAT_EQ(y->template data<float>()[0], 0.1f * w.data<float>()[0]);
 }
 
+TEST_F(CpuInt8, OverrideForAnUnknownLayer_n) {
+  BuilderConfig cfg = unfused();
+  cfg.precision = Precision::kInt8;
+  cfg.calibrationCachePath = dir_.file("m.calib");
+  cfg.layerPrecision["nowhere"] = Precision::kFp32;
+  auto e = Builder::buildFromFile(model_, cfg);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("'nowhere'"), std::string::npos) << e.status().toString();
+}
+
+// A model that quantizes its first layer's input itself (QuantizeLinear/DequantizeLinear, uint8,
+// scale 0.05) and a calibration cache for the rest: the CPU runs the model's pair as ops, leaves
+// that layer as it is (no second quantization with the cache's range) and quantizes the second
+// layer with the cache.
+TEST(CpuInt8Explicit, ModelScalesAndACacheForTheRest) {
+  TempDir dir;
+  TestModel m;
+  m.input("x", {1, 3, 8, 8}).output("y");
+  m.initializer("s", {}, {0.05f});
+  m.randomInitializer("wa", {4, 3, 3, 3}, kSeedA, -0.5f, 0.5f);
+  m.randomInitializer("wb", {4, 4, 3, 3}, kSeedB, -0.5f, 0.5f);
+  m.node("QuantizeLinear", {"x", "s"}, {"q"}, "quantize");
+  m.node("DequantizeLinear", {"q", "s"}, {"dq"}, "dequantize");
+  auto& ca = m.node("Conv", {"dq", "wa"}, {"a"}, "convA");
+  TestModel::attrInts(ca, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"a"}, {"r"}, "relu");
+  auto& cb = m.node("Conv", {"r", "wb"}, {"y"}, "convB");
+  TestModel::attrInts(cb, "pads", {1, 1, 1, 1});
+  const std::string path = dir.write("qdq2.onnx", m.bytes());
+  mkdir(dir.file("d").c_str(), 0755);
+  for (uint32_t i = 0; i < 3; ++i)
+    ASSERT_TRUE(writeNpy(dir.file("d/s" + std::to_string(i) + ".npy"),
+                         uniformTensor(Shape{1, 3, 8, 8}, 200 + i, 0.f, 2.f))
+                    .ok());
+  auto src = openCalibrationData(dir.file("d"), CalibrationDataOptions{});
+  ASSERT_TRUE(src.ok());
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kMinMax;
+  opt.builder = unfused();
+  auto r = calibrate(path, **src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  ASSERT_TRUE(r->cache.save(dir.file("c.calib")).ok());
+  BuilderConfig cfg = unfused();
+  cfg.precision = Precision::kInt8;
+  cfg.calibrationCachePath = dir.file("c.calib");
+  auto e = Builder::buildFromFile(path, cfg);
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  EXPECT_EQ((*e)->info().precision, Precision::kInt8);
+  const Tensor x = uniformTensor(Shape{1, 3, 8, 8}, 7, 0.f, 2.f);
+  auto ctx = (*e)->createExecutionContext();
+  ASSERT_TRUE(ctx.ok());
+  ASSERT_TRUE((*ctx)->setInput("x", x).ok());
+  ASSERT_TRUE((*ctx)->execute().ok());
+  auto y = (*ctx)->getOutput("y");
+  ASSERT_TRUE(y.ok());
+  // By hand: the model's pair (0.05 steps), convA in float, convB quantized with the cache.
+  Tensor a = runConv(fakeQuantized(x, 0.05f * 127.f),
+                     uniformTensor(Shape{4, 3, 3, 3}, kSeedA, -0.5f, 0.5f));
+  for (int64_t k = 0; k < a.numel(); ++k) a.data<float>()[k] = std::max(a.data<float>()[k], 0.f);
+  auto wqb = quant::fakeQuantizeWeights(uniformTensor(Shape{4, 4, 3, 3}, kSeedB, -0.5f, 0.5f), 0);
+  ASSERT_TRUE(wqb.ok());
+  const Tensor want = runConv(fakeQuantized(a, r->cache.tensorAmax.at("r")), *wqb);
+  EXPECT_LE(maxAbsDiff(*y, want), 1e-5);
+}
+
 // A model with nothing to quantize: INT8 is refused on the CPU as on the GPU, not built as FP32
 // under the INT8 label.
 TEST(CpuInt8Explicit, NothingToQuantize_n) {

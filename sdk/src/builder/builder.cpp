@@ -323,36 +323,73 @@ Expected<std::unique_ptr<Engine>> buildWithCpuTail(graph::Graph g, EngineInfo in
   return std::unique_ptr<Engine>(std::move(engine));
 }
 
+/// The activation tensors a model quantizes itself (outputs of its DequantizeLinear nodes, on
+/// the CPU, where its Q/DQ nodes run as ops): they need no calibrated range and are not
+/// quantized again.
+std::map<std::string, float> modelQuantizedTensors(const graph::Graph& g) {
+  std::map<std::string, float> out;
+  for (const auto& n : g.nodes)
+    if (n.domain.empty() && n.opType == "DequantizeLinear" && !n.outputs.empty())
+      out[n.outputs[0]] = 0.f;
+  return out;
+}
+
 /// INT8 on the CPU backend: the layers in INT8 (the config's per-layer overrides, else the
 /// calibration cache's policy, else INT8) get their activation inputs quantized per tensor with
 /// the cache's ranges and their weights per channel (quant/qdq.h): the int8 values and the
-/// rounding of the GPU's INT8 kernels, computed in FP32. So a machine without a GPU gives the
-/// INT8 engine's results (within one quantization step of the GPU's: the integer sums are the
-/// same, the FP32 epilogue rounds in another order), for accuracy checks; it is not faster
-/// than FP32. A model with its own Q/DQ nodes runs them as ops (fake quantization) and needs
-/// no cache. Returns the precision the engine records: kInt8 when any layer is quantized.
+/// rounding of the GPU's INT8 kernels, computed in FP32, for accuracy checks on a machine
+/// without a GPU; it is not faster than FP32. It is the GPU's strict INT8 engine where every
+/// such layer gets an INT8 kernel (within a step: the integer sums are the same, the FP32
+/// epilogue rounds in another order); the GPU keeps in FP16 the layers no INT8 kernel takes
+/// (input channels not a multiple of 4, as an RGB model's first convolution; grouped, not
+/// depthwise, convolutions; a MatMul of two computed tensors) and, in a timed build, those
+/// FP16 is faster for, so there the CPU is the more pessimistic. A model with its own Q/DQ
+/// nodes runs them as ops; its layers whose inputs it quantizes are left as they are, the
+/// cache (optional then) serves the others. Returns the precision the engine records: kInt8
+/// when any layer is quantized (by the cache or by the model).
 Expected<Precision> emulateInt8OnCpu(graph::Graph& g, const BuilderConfig& cfg) {
-  bool explicitQ = false;
+  const std::map<std::string, float> own = modelQuantizedTensors(g);
+  bool explicitQ = !own.empty();
   for (const auto& n : g.nodes)
-    explicitQ = explicitQ || (n.domain.empty() &&
-                              (n.opType == "QuantizeLinear" || n.opType == "DequantizeLinear" ||
-                               n.opType == "QLinearConv" || n.opType == "QLinearMatMul"));
+    explicitQ = explicitQ ||
+                (n.domain.empty() && (n.opType == "QLinearConv" || n.opType == "QLinearMatMul"));
+  for (const auto& [layer, p] : cfg.layerPrecision) {
+    (void)p;
+    bool found = false;
+    for (const auto& n : g.nodes) found = found || n.name == layer;
+    if (!found)
+      return Status(ErrorCode::kInvalidArgument,
+                    "a precision is set for layer '" + layer +
+                        "', which the optimised graph does not have (see `edgeinfer inspect` for "
+                        "the layer names)");
+  }
   if (cfg.calibrationCachePath.empty()) {
     if (explicitQ) {
       log(Severity::kInfo,
-          "INT8 on the CPU: the model's own QuantizeLinear/DequantizeLinear "
-          "nodes run as ops (int8 values, FP32 arithmetic)");
+          "INT8 on the CPU: the model's own QuantizeLinear/DequantizeLinear nodes run as ops "
+          "(int8 values, FP32 arithmetic)");
       return Precision::kInt8;
     }
     return Status(ErrorCode::kInvalidArgument,
                   "INT8 needs a calibration cache: run `edgeinfer calibrate` on sample data and "
                   "pass its cache (--calibration-cache, BuilderConfig::calibrationCachePath), "
-                  "or a model with its own QuantizeLinear/DequantizeLinear scales");
+                  "or give calibration data (--calibration-data, the element's calibration-data, "
+                  "VisionModelOptions::calibrationData), or use a model with its own "
+                  "QuantizeLinear/DequantizeLinear scales");
   }
   EI_ASSIGN_OR_RETURN(CalibrationCache cache, CalibrationCache::load(cfg.calibrationCachePath));
   const std::vector<quant::QuantLayer> layers = quant::findQuantizableLayers(g);
   std::set<size_t> which;
+  size_t modelOwn = 0;
   for (size_t l = 0; l < layers.size(); ++l) {
+    const graph::Node& n = g.nodes[layers[l].node];
+    bool quantizedByModel = false;
+    for (size_t slot : layers[l].activationSlots)
+      quantizedByModel = quantizedByModel || own.count(n.inputs[slot]);
+    if (quantizedByModel) {
+      ++modelOwn;
+      continue;
+    }
     Precision p = Precision::kInt8;
     if (auto c = cache.layerPrecision.find(layers[l].name); c != cache.layerPrecision.end())
       p = c->second;
@@ -361,18 +398,26 @@ Expected<Precision> emulateInt8OnCpu(graph::Graph& g, const BuilderConfig& cfg) 
     if (p == Precision::kInt8) which.insert(l);
   }
   if (which.empty()) {
+    if (explicitQ) {
+      log(Severity::kInfo, "INT8 on the CPU: the model quantizes " + std::to_string(modelOwn) +
+                               " layer(s) itself; the cache's policy keeps the other " +
+                               std::to_string(layers.size() - modelOwn) + " out of INT8");
+      return Precision::kInt8;
+    }
     log(Severity::kWarning, "INT8 on the CPU: the policy keeps all " +
                                 std::to_string(layers.size()) +
                                 " quantizable layers out of INT8; the engine is FP32 and "
                                 "recorded as fp32");
-    return explicitQ ? Precision::kInt8 : Precision::kFp32;
+    return Precision::kFp32;
   }
   EI_ASSIGN_OR_RETURN(g, quant::quantizeGraph(g, layers, which, cache.tensorAmax));
   EI_RETURN_IF_ERROR(g.topologicalSort());
   log(Severity::kInfo, "INT8 on the CPU: " + std::to_string(which.size()) + " of " +
                            std::to_string(layers.size()) +
-                           " quantizable layers in INT8 (emulated: int8 values, FP32 "
-                           "arithmetic; for accuracy, not speed)");
+                           " quantizable layers in INT8 with the cache's ranges" +
+                           (modelOwn ? ", " + std::to_string(modelOwn) + " by the model's own Q/DQ"
+                                     : std::string()) +
+                           " (emulated: int8 values, FP32 arithmetic; for accuracy, not speed)");
   return Precision::kInt8;
 }
 
@@ -399,10 +444,17 @@ Expected<std::unique_ptr<Engine>> buildOne(
   // builder takes its int8 scales from it; the CPU computes in FP32): a cache from another
   // model, or one that misses layers of this graph, is an error now, not later. Tensors the
   // model quantizes itself need no range in it.
+  // (On the CPU, an INT8 build leaves the tensors the model's own DequantizeLinear nodes
+  // give as they are.)
+  const std::map<std::string, float> cpuOwn =
+      backend == Backend::kCpu && cfg.precision == Precision::kInt8
+          ? modelQuantizedTensors(g)
+          : std::map<std::string, float>{};
   if (!cfg.calibrationCachePath.empty())
-    EI_RETURN_IF_ERROR(
-        quant::checkCalibrationCache(cfg.calibrationCachePath, modelHash, g,
-                                     explicitInt8.empty() ? nullptr : &explicitInt8.scales));
+    EI_RETURN_IF_ERROR(quant::checkCalibrationCache(cfg.calibrationCachePath, modelHash, g,
+                                                    !explicitInt8.empty() ? &explicitInt8.scales
+                                                    : cpuOwn.empty()      ? nullptr
+                                                                          : &cpuOwn));
   EngineInfo info;
   info.sdkVersion = sdkVersion();
   info.backend = backend;

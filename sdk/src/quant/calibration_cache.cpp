@@ -1,5 +1,8 @@
 // The calibration cache file (format in calibration.h and docs/design/int8-calibration.md):
 // written atomically, read with every line checked.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -248,10 +251,21 @@ Expected<CalibrationCache> CalibrationCache::parse(const std::string& text,
 
 Status CalibrationCache::save(const std::string& path) const {
   const std::string text = toText();
-  const std::string tmp = path + ".tmp";
+  // A temporary name of its own (two processes may write the same cache at once: each renames
+  // a whole file over the path, the last one wins).
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = mkstemp(tmp.data());
+  if (fd < 0)
+    return Status(ErrorCode::kIoError,
+                  "cannot open '" + path + ".tmp.*' for writing: " + std::strerror(errno));
+  fchmod(fd, 0644);  // mkstemp's 0600 would make the cache private to its writer
+  close(fd);
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return Status(ErrorCode::kIoError, "cannot open '" + tmp + "' for writing");
+    if (!f) {
+      std::remove(tmp.c_str());
+      return Status(ErrorCode::kIoError, "cannot open '" + tmp + "' for writing");
+    }
     f << text;
     f.flush();
     if (!f) {

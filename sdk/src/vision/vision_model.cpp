@@ -67,7 +67,9 @@ std::string calibrationDataKey(const std::string& path) {
   if (stat(path.c_str(), &st) != 0) return "missing:" + path;
   const auto stamp = [](const struct stat& s) {
     return std::to_string(static_cast<long long>(s.st_size)) + ":" +
-           std::to_string(static_cast<long long>(s.st_mtime)) + ";";
+           std::to_string(static_cast<long long>(s.st_mtim.tv_sec)) + "." +
+           std::to_string(static_cast<long long>(s.st_mtim.tv_nsec)) + ":" +
+           std::to_string(static_cast<unsigned long long>(s.st_ino)) + ";";
   };
   if (!S_ISDIR(st.st_mode)) return "file:" + stamp(st);
   std::vector<std::string> names;
@@ -85,6 +87,29 @@ std::string calibrationDataKey(const std::string& path) {
   return key;
 }
 
+/// What decides the optimised graph a calibration cache names: the passes (options and their
+/// environment switches), the input shapes and the dynamic default.
+std::string graphKey(const BuilderConfig& bc) {
+  const PassOptions& p = bc.passes;
+  std::string key;
+  for (bool b : {p.constantFolding, p.eliminateIdentity, p.eliminateDeadNodes, p.foldBatchNorm,
+                 p.fuseConvActivation, p.fuseGemmActivation, p.fuseElementwise,
+                 p.explicitQuantization, p.lowerQOperators})
+    key += b ? '1' : '0';
+  for (const char* env :
+       {"EDGEINFER_DISABLE_CONSTANT_FOLDING", "EDGEINFER_DISABLE_ELIMINATE_IDENTITY",
+        "EDGEINFER_DISABLE_DEAD_NODE_ELIMINATION", "EDGEINFER_DISABLE_FOLD_BATCHNORM",
+        "EDGEINFER_DISABLE_FUSE_CONV", "EDGEINFER_DISABLE_FUSE_GEMM",
+        "EDGEINFER_DISABLE_FUSE_ELEMENTWISE", "EDGEINFER_DISABLE_EXPLICIT_QUANTIZATION",
+        "EDGEINFER_DISABLE_LOWER_QOPERATORS", "EDGEINFER_DISABLE_FUSION"}) {
+    const char* v = std::getenv(env);
+    key += std::string(";") + (v ? v : "");
+  }
+  key += ";" + std::to_string(bc.dynamicDimDefault) + ";" + formatShapeProfile(bc.inputShapes) +
+         ";" + std::to_string(bc.maxTensorBytes);
+  return key;
+}
+
 /// VisionModelOptions::calibrationData: the calibration cache for it, reused from `dir` when
 /// one with the same key is there, else calibrated now (through the config's preprocessing)
 /// and saved to `dir` (to `tempPath`, removed by the caller after the build, when the engine
@@ -94,11 +119,12 @@ Expected<std::string> calibrationCacheFor(const ModelConfig& config,
                                           const BuilderConfig& bc, const std::string& hash,
                                           const std::string& dir, std::string* tempPath) {
   const CalibrationOptions& c = options.calibration;
-  const std::string key =
-      hash + ";" + preprocessHash(config.preprocess) + ";" + describeCalibrator(c.calibrator) +
-      ";" + std::to_string(c.histogramBins) + ";" + std::to_string(c.batchSize) + ";" +
-      std::to_string(c.excludeWorst) + ";" + std::to_string(c.excludeBelowCosine) + ";" +
-      std::to_string(c.reportBatches) + ";" + calibrationDataKey(options.calibrationData);
+  const std::string key = hash + ";" + preprocessHash(config.preprocess) + ";" +
+                          describeCalibrator(c.calibrator) + ";" + std::to_string(c.histogramBins) +
+                          ";" + std::to_string(c.batchSize) + ";" + std::to_string(c.excludeWorst) +
+                          ";" + std::to_string(c.excludeBelowCosine) + ";" +
+                          std::to_string(c.reportBatches) + ";" + graphKey(bc) + ";" +
+                          calibrationDataKey(options.calibrationData);
   std::string path;
   if (!dir.empty()) {
     path = dir + "/" + fileSafe(config.name) + "-" + hash + "-" +
@@ -589,6 +615,12 @@ Expected<std::unique_ptr<VisionModel>> VisionModel::create(const ModelConfig& co
   }
   // What the CPU computes in: FP32, or INT8 emulated in FP32 (the builder's INT8 on the CPU).
   if (backend == Backend::kCpu && bc.precision == Precision::kFp16) bc.precision = Precision::kFp32;
+  if (backend == Backend::kCpu && bc.precision == Precision::kInt8 &&
+      options.backend == Backend::kAuto)
+    log(Severity::kWarning, config.name +
+                                ": no usable GPU, so INT8 runs on the CPU, emulated in FP32 (the "
+                                "INT8 engine's results, not its speed); precision fp32 is faster "
+                                "there");
   if (bc.externalDataDir.empty()) {
     const size_t slash = config.modelPath.rfind('/');
     bc.externalDataDir = slash == std::string::npos ? "." : config.modelPath.substr(0, slash);
@@ -635,7 +667,10 @@ Expected<std::unique_ptr<VisionModel>> VisionModel::create(const ModelConfig& co
       for (const auto& [layer, p] : bc.layerPrecision) key += layer + "=" + precisionName(p) + ";";
       if (!bc.calibrationCachePath.empty()) {
         auto calib = readFile(bc.calibrationCachePath);
-        if (calib.ok()) key.append(calib->begin(), calib->end());
+        if (calib.ok())
+          key.append(calib->begin(), calib->end());
+        else  // no engine has this key: the build says what is wrong with the file
+          key += "unreadable:" + bc.calibrationCachePath;
       }
       int8 = "-c" + builder::fnv1aHex(key.data(), key.size());
     }
