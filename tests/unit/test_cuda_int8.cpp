@@ -43,9 +43,19 @@ using test::Int8Fixture;
 using test::randomTensor;
 using test::runOnce;
 
+/// How many dense kernels the provider offers for `c`: the 3 mma.sync tile shapes, and on a
+/// compute 9.0 device of a build with sm_90a code the wgmma ones (C % 16 == 0; 128x256 only
+/// for more than 128 output channels; the two with 128-byte K steps for R*S*C > 64).
+size_t denseKernels(const I8Case& c) {
+  if (!cuda::int8ConvWgmmaAvailable() || c.C % 16 != 0) return 3;
+  return 6 + (c.K > 128 ? 1 : 0) + (c.R * c.S * c.C > 64 ? 2 : 0);
+}
+
 /// Runs every candidate and compares it with the reference: int8 outputs within one step
-/// (`exact`: identical), fp16 outputs identical or within 1e-3 relative.
-void checkAllCandidates(I8Case& c, bool exact, size_t expectCandidates) {
+/// (`exact`: identical), fp16 outputs identical or within 1e-3 relative. `formats`: output
+/// (and residual) format combinations per dense kernel, or the candidates of a depthwise layer.
+void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
+  const size_t expectCandidates = c.group > 1 ? formats : formats * denseKernels(c);
   c.build();
   Int8ConvProvider prov;
   auto cands = prov.candidates(c.layer, Precision::kInt8);
@@ -140,7 +150,7 @@ TEST(CudaInt8Conv, Dense3x3MatchesTheIntegerReference) {
   c.K = 40;
   c.op = "FusedConv";
   c.act = "Relu";
-  checkAllCandidates(c, /*exact=*/true, 6);  // 3 kernels x (i8, f16) outputs
+  checkAllCandidates(c, /*exact=*/true, 2);  // every kernel x (i8, f16) outputs
 }
 
 TEST(CudaInt8Conv, Dense1x1Vec4WithoutBias) {
@@ -153,7 +163,7 @@ TEST(CudaInt8Conv, Dense1x1Vec4WithoutBias) {
   c.H = 13;
   c.W = 11;
   c.bias = false;
-  checkAllCandidates(c, true, 6);
+  checkAllCandidates(c, true, 2);
 }
 
 TEST(CudaInt8Conv, Dense5x5StridedDilatedWithResidualAndLeakyRelu) {
@@ -171,7 +181,7 @@ TEST(CudaInt8Conv, Dense5x5StridedDilatedWithResidualAndLeakyRelu) {
   c.dilations = {2, 2};
   c.pads = {3, 1, 2, 4};
   c.residual = true;
-  checkAllCandidates(c, true, 12);  // 3 kernels x (y i8, f16) x (z i8, f16)
+  checkAllCandidates(c, true, 4);  // every kernel x (y i8, f16) x (z i8, f16)
 }
 
 TEST(CudaInt8Conv, DenseDeepKAcrossManyTiles) {
@@ -182,7 +192,29 @@ TEST(CudaInt8Conv, DenseDeepKAcrossManyTiles) {
   c.K = 130;
   c.H = c.W = 14;
   c.sx = 0.01f;
-  checkAllCandidates(c, true, 6);
+  checkAllCandidates(c, true, 2);
+}
+
+// The wgmma kernels' cases (C % 16 == 0): K steps that cross window positions (C = 16, 48),
+// a last step past R*S*C, strides and padding, a residual, 300 output channels (128x256 tiles
+// and a partial one), and rows past the output in the last tile.
+TEST(CudaInt8Conv, DenseStridedWithResidualAcrossWindowPositions) {
+  EI_SKIP_WITHOUT_GPU();
+  for (const int64_t C : {16, 48}) {
+    SCOPED_TRACE("C = " + std::to_string(C));
+    I8Case c;
+    c.op = "FusedConv";
+    c.act = "Relu";
+    c.N = 2;
+    c.C = C;
+    c.K = C == 16 ? 300 : 72;
+    c.H = 23;
+    c.W = 21;
+    c.strides = {2, 2};
+    c.pads = {1, 0, 1, 1};
+    c.residual = true;
+    checkAllCandidates(c, true, 4);
+  }
 }
 
 TEST(CudaInt8Conv, SigmoidWithinOneStep) {
@@ -191,7 +223,7 @@ TEST(CudaInt8Conv, SigmoidWithinOneStep) {
   c.op = "FusedConv";
   c.act = "Sigmoid";
   c.sy = 1.f / 127.f;
-  checkAllCandidates(c, false, 6);
+  checkAllCandidates(c, false, 2);
 }
 
 TEST(CudaInt8Conv, DepthwiseMatchesTheIntegerReference) {
@@ -233,7 +265,7 @@ TEST(CudaInt8Conv, Relu6OnDenseAndDepthwiseMatchesTheIntegerReference) {
     c.actAlpha = 0.f;
     c.actBeta = 6.f;
     c.sy = 6.f / 127.f;
-    checkAllCandidates(c, true, depthwise ? 2 : 6);
+    checkAllCandidates(c, true, 2);
   }
 }
 

@@ -69,6 +69,18 @@ const char* kernelName(const Int8ConvPlan& p) {
       return p.vec == 16 ? "mma64x128v16" : "mma64x128v4";
     case Int8ConvKernel::kDepthwise:
       return p.vec == 4 ? "dw4" : "dw1";
+    case Int8ConvKernel::kWgmma128x128:
+      return "wg128x128";
+    case Int8ConvKernel::kWgmma128x256:
+      return "wg128x256";
+    case Int8ConvKernel::kWgmma128x64:
+      return "wg128x64";
+    case Int8ConvKernel::kWgmma64x128:
+      return "wg64x128";
+    case Int8ConvKernel::kWgmma128x128k128:
+      return "wg128x128k128";
+    case Int8ConvKernel::kWgmma128x64k128:
+      return "wg128x64k128";
   }
   return "?";
 }
@@ -180,6 +192,14 @@ class Int8ConvTactic final : public builder::Tactic {
 
 }  // namespace
 
+bool int8ConvWgmmaAvailable() {
+#ifdef EDGEINFER_HAVE_SM90A
+  return detail::deviceCapability() == 90;
+#else
+  return false;
+#endif
+}
+
 std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
     const builder::LayerContext& layer, Precision precision) {
   std::vector<std::unique_ptr<builder::Tactic>> out;
@@ -208,6 +228,16 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
     kernels.emplace_back(Int8ConvKernel::kMma128x128, vec);
     kernels.emplace_back(Int8ConvKernel::kMma128x64, vec);
     kernels.emplace_back(Int8ConvKernel::kMma64x128, vec);
+    if (vec == 16 && int8ConvWgmmaAvailable()) {
+      kernels.emplace_back(Int8ConvKernel::kWgmma128x128, 16);
+      if (plan.K > 128) kernels.emplace_back(Int8ConvKernel::kWgmma128x256, 16);
+      kernels.emplace_back(Int8ConvKernel::kWgmma128x64, 16);
+      kernels.emplace_back(Int8ConvKernel::kWgmma64x128, 16);
+      if (plan.gemmK > 64) {  // one step of 128 bytes would be half zeros
+        kernels.emplace_back(Int8ConvKernel::kWgmma128x128k128, 16);
+        kernels.emplace_back(Int8ConvKernel::kWgmma128x64k128, 16);
+      }
+    }
   }
   std::vector<float> yScales{0.f};
   if (positiveScale(layer.outputScale(0))) yScales.push_back(layer.outputScale(0));

@@ -24,8 +24,8 @@
 #include <string>
 
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/fused_activation.cuh"
 #include "kernels/cuda/int8_conv.h"
+#include "kernels/cuda/int8_conv_epilogue.cuh"
 
 namespace edgeinfer::cuda {
 namespace {
@@ -34,39 +34,9 @@ constexpr int kThreads = 256;   // dense kernels: 8 warps
 constexpr int kBK = 64;         // K bytes per pipeline step: two mma k-steps
 constexpr int kLds = kBK + 16;  // shared row stride in bytes (80)
 
-__device__ __forceinline__ int8_t quantizeOut(float v, float scale) {
-  const float q = rintf(__fdiv_rn(v, scale));
-  if (q != q) return 0;
-  return static_cast<int8_t>(fminf(fmaxf(q, -128.f), 127.f));
-}
-
-/// int8_conv.h's epilogue for one output element at NHWC index `idx`, channel `k`: the value
-/// before it is stored (quantized or rounded to half).
-__device__ __forceinline__ float epilogue(const Int8ConvPlan& p, int32_t acc, int k, int64_t idx,
-                                          const float* __restrict__ alpha,
-                                          const float* __restrict__ bias, const void* z) {
-  float v = __fmul_rn(static_cast<float>(acc), alpha[k]);
-  v = __fadd_rn(v, bias[k]);
-  if (p.hasZ) {
-    const float zv =
-        p.zScale > 0.f ? __fmul_rn(static_cast<float>(static_cast<const int8_t*>(z)[idx]), p.zScale)
-                       : __half2float(static_cast<const __half*>(z)[idx]);
-    v = __fadd_rn(v, zv);
-  }
-  return dev::activate(v, p.act, p.alpha, p.beta);
-}
-
-/// The epilogue written to y[idx] (int8 or fp16, as the plan says).
-__device__ __forceinline__ void storeOutput(const Int8ConvPlan& p, int32_t acc, int k, int64_t idx,
-                                            const float* __restrict__ alpha,
-                                            const float* __restrict__ bias, const void* z,
-                                            void* y) {
-  const float v = epilogue(p, acc, k, idx, alpha, bias, z);
-  if (p.yScale > 0.f)
-    static_cast<int8_t*>(y)[idx] = quantizeOut(v, p.yScale);
-  else
-    static_cast<__half*>(y)[idx] = __float2half_rn(v);
-}
+using dev::i8StageOutput;
+using dev::i8StoreOutput;
+using dev::i8StoreTile;
 
 __device__ __forceinline__ uint32_t smemAddr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -225,41 +195,18 @@ __global__ void __launch_bounds__(kThreads, 2)
   // Epilogue: each value into the shared output tile (rows of BN elements, 16 bytes of padding),
   // then whole 16-byte pieces of output rows to memory, coalesced. (The stages are free: the
   // loop ended with a barrier.)
-  const int es = p.yScale > 0.f ? 1 : 2;
-  const int ldo = BN * es + 16;
+  const int ldo = BN * (p.yScale > 0.f ? 1 : 2) + 16;
   static_assert(BM * (BN * 2 + 16) <= 2 * (BM + BN) * kLds, "the output tile fits the stages");
 #pragma unroll
   for (int a = 0; a < kMT; ++a)
 #pragma unroll
     for (int b = 0; b < kNT; ++b)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = wm * 32 + a * 16 + g + (e >= 2 ? 8 : 0);
-        const int cl = wn * kWN + b * 8 + 2 * t4 + (e & 1);
-        const int m = m0 + r, k = n0 + cl;
-        if (m >= rows || k >= p.K) continue;
-        const float v =
-            epilogue(p, acc[a][b][e], k, static_cast<int64_t>(m) * p.K + k, alpha, bias, z);
-        if (es == 1)
-          smem[r * ldo + cl] = quantizeOut(v, p.yScale);
-        else
-          *reinterpret_cast<__half*>(&smem[r * ldo + 2 * cl]) = __float2half_rn(v);
-      }
+      for (int e = 0; e < 4; ++e)
+        i8StageOutput(p, acc[a][b][e], wm * 32 + a * 16 + g + (e >= 2 ? 8 : 0),
+                      wn * kWN + b * 8 + 2 * t4 + (e & 1), m0, n0, rows, ldo, alpha, bias, z, smem);
   __syncthreads();
-  const int rowBytes = min(BN, p.K - n0) * es;  // this block's part of an output row
-  const bool vec = (static_cast<int64_t>(p.K) * es) % 16 == 0;
-  auto* out = static_cast<int8_t*>(y);
-  for (int i = tid; i < BM * (BN * 2 / 16); i += kThreads) {
-    const int r = i / (BN * 2 / 16), off = (i % (BN * 2 / 16)) * 16;
-    if (m0 + r >= rows || off >= rowBytes) continue;
-    int8_t* dst = out + (static_cast<int64_t>(m0 + r) * p.K + n0) * es + off;
-    const int8_t* src = &smem[r * ldo + off];
-    if (vec && off + 16 <= rowBytes) {
-      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-    } else {
-      for (int j = 0; j < 16 && off + j < rowBytes; ++j) dst[j] = src[j];
-    }
-  }
+  i8StoreTile<BM, BN>(p, smem, ldo, m0, n0, rows, y, tid, kThreads);
 #else
   __trap();  // the provider offers these tactics on sm_80 and newer only
 #endif
@@ -307,7 +254,7 @@ __global__ void __launch_bounds__(256)
     }
 #pragma unroll
     for (int v = 0; v < V; ++v)
-      storeOutput(p, acc[v], c0 + v, pix * p.C + c0 + v, alpha, bias, z, y);
+      i8StoreOutput(p, acc[v], c0 + v, pix * p.C + c0 + v, alpha, bias, z, y);
   }
 }
 
@@ -347,6 +294,9 @@ Status launchInt8Conv(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream
       i8Depthwise<1><<<static_cast<unsigned>(blocks), threads, 0, st>>>(
           p, static_cast<const int8_t*>(a.x), static_cast<const int8_t*>(a.w), a.alpha, a.bias, a.z,
           a.y, total);
+  } else if (p.kernel != Int8ConvKernel::kMma128x128 && p.kernel != Int8ConvKernel::kMma128x64 &&
+             p.kernel != Int8ConvKernel::kMma64x128) {
+    return launchInt8ConvWgmma(p, a, stream);
   } else {
     const int rows = p.N * p.P * p.Q;
     const int bm = p.kernel == Int8ConvKernel::kMma64x128 ? 64 : 128;
@@ -368,5 +318,11 @@ Status launchInt8Conv(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream
   EI_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }
+
+#ifndef EDGEINFER_HAVE_SM90A
+Status launchInt8ConvWgmma(const Int8ConvPlan&, const Int8ConvArgs&, void*) {
+  return Status(ErrorCode::kUnsupported, "int8 conv: this build has no sm_90a (wgmma) code");
+}
+#endif
 
 }  // namespace edgeinfer::cuda

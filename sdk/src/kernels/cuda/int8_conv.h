@@ -18,7 +18,12 @@
 //           cores, mma.sync m16n8k32 s8 (sm_80 and newer: Orin, Hopper, Thor), a block tile of
 //           BM output pixels by BN output channels, a two-stage cp.async pipeline, ldmatrix
 //           fragments; v16 copies the input in 16-byte pieces (C % 16 == 0), v4 in 4-byte ones
-//           (C % 4 == 0). (Hopper's wgmma is not used yet.)
+//           (C % 4 == 0).
+//           "wg<BM>x<BN>[k128]" (group 1, C % 16 == 0, compute 9.0 devices, builds with sm_90a
+//           code: 128x128, 128x256, 128x64, 64x128 with K steps of 64 bytes; 128x128k128 and
+//           128x64k128 with steps of 128): the same implicit GEMM with Hopper's warpgroup MMA,
+//           wgmma.mma_async m64nNk32 s8, operands straight from swizzled shared memory, a
+//           four-stage cp.async pipeline (int8_conv_sm90a.cu).
 //           "dw<4|1>" (group == C_in == C_out): depthwise, one output pixel and 4 (C % 4 == 0)
 //           or 1 channels per thread.
 //   y       "i8" (when the output has a scale) or "f16"
@@ -58,11 +63,21 @@ class Int8ConvProvider : public builder::TacticProvider {
 // ---- Kernel launch interface (plain C++; the kernels are in int8_conv.cu) -------------------
 
 enum class Int8ConvKernel : int32_t {
-  kMma128x128,  ///< dense, tensor cores, 128 pixels x 128 channels per block
-  kMma128x64,   ///< dense, 128 x 64 (few output channels)
-  kMma64x128,   ///< dense, 64 x 128 (few output pixels: more blocks)
-  kDepthwise,   ///< depthwise, CUDA cores
+  kMma128x128,        ///< dense, tensor cores, 128 pixels x 128 channels per block
+  kMma128x64,         ///< dense, 128 x 64 (few output channels)
+  kMma64x128,         ///< dense, 64 x 128 (few output pixels: more blocks)
+  kDepthwise,         ///< depthwise, CUDA cores
+  kWgmma128x128,      ///< dense, Hopper wgmma (int8_conv_sm90a.cu), 128 x 128
+  kWgmma128x256,      ///< dense, wgmma, 128 x 256 (many output channels)
+  kWgmma128x64,       ///< dense, wgmma, 128 x 64
+  kWgmma64x128,       ///< dense, wgmma, 64 x 128 (few output pixels)
+  kWgmma128x128k128,  ///< dense, wgmma, 128 x 128, K steps of 128 bytes (128-byte swizzle)
+  kWgmma128x64k128,   ///< dense, wgmma, 128 x 64, K steps of 128 bytes
 };
+
+/// Whether the wgmma kernels run here: this build carries sm_90a code and the current device is
+/// compute 9.0 (H100, H200, GH200).
+bool int8ConvWgmmaAvailable();
 
 /// One INT8 convolution, logical sizes (every index fits in int32).
 struct Int8ConvPlan {
@@ -96,5 +111,9 @@ struct Int8ConvArgs {
 /// Enqueues the convolution on `stream` (cudaStream_t); never synchronises. kInvalidArgument
 /// for pointers not aligned to the plan's vector width.
 Status launchInt8Conv(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
+
+/// The wgmma kernels' launch (int8_conv_sm90a.cu; launchInt8Conv calls it for them): in builds
+/// without sm_90a code, kUnsupported.
+Status launchInt8ConvWgmma(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
 
 }  // namespace edgeinfer::cuda

@@ -1,0 +1,390 @@
+// Hopper (sm_90a) INT8 convolution kernels of the `cuda-i8` tactic provider (int8_conv.h):
+// the implicit GEMM of int8_conv.cu with warpgroup MMA, wgmma.mma_async m64nNk32 s8, instead of
+// mma.sync. Compiled for sm_90a only (sdk/CMakeLists.txt builds this file on its own when 90 is
+// among the SASS architectures); the provider offers its tactics only on a compute 9.0 device.
+//
+// A block has BM / 64 warpgroups (128 threads each); warpgroup w computes output rows
+// [64w, 64w + 64) of the block's BM x BN tile with one wgmma m64nBNk32 per 32 bytes of K, both
+// operands read by the tensor cores straight from shared memory (no ldmatrix, no fragments in
+// registers but the int32 accumulators). Every thread also copies: per K step of BK bytes
+// (64, or 128 for the "k128" kernels) its part of the next A (input pixels gathered through the
+// convolution window, zero-filled outside the image) and B (weights) tiles, with cp.async, two
+// steps ahead of the MMAs, over four shared stages: one may still be read by the wgmmas of the
+// step before, one is read, two are being filled.
+//
+// Shared layout of a stage (wgmma's K-major canonical layout with the BK-byte swizzle, Swizzled
+// below): a row's BK bytes of a step are contiguous, 8 rows make an atom, and the 16-byte chunks
+// of a row are permuted by its row number, so the tensor cores read 8 rows of one chunk from 8
+// different bank groups. Copies: two neighbouring threads fetch one 32-byte sector of a row per
+// instruction (whole sectors from L2), and each row takes its sectors in an order of its own,
+// so the 8 threads of a shared-memory phase write 8 different bank groups too.
+//
+// Measured (docs/performance.md, "wgmma INT8 convolutions"): a first version without swizzle
+// was slower than the mma.sync kernels (Nsight Compute: 69 % of shared wavefronts excessive);
+// the swizzle made it faster than them; more than four stages did not help.
+//
+// The epilogue (int8_conv_epilogue.cuh) is int8_conv.cu's: the same expressions in the same
+// order, so these kernels equal the host computation bit for bit as the others do.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <mutex>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/int8_conv.h"
+#include "kernels/cuda/int8_conv_epilogue.cuh"
+
+namespace edgeinfer::cuda {
+namespace {
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define EDGEINFER_WGMMA 1
+#endif
+
+constexpr int kStages = 4;  // shared stages: read by steps t - 1, t; filled for t + 1, t + 2
+constexpr int kAhead = kStages - 2;
+
+__device__ __forceinline__ uint32_t smemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/// A K step of BK bytes (64 or 128) a row, laid out with wgmma's K-major BK-byte swizzle: 8 rows
+/// of BK bytes make an atom of 8 * BK bytes; chunk c (16 bytes) of row r sits at chunk position
+/// c ^ ((r / 2) % 4) (64-byte swizzle) or c ^ (r % 8) (128-byte swizzle) of its row.
+template <int BK>
+struct Swizzled {
+  static_assert(BK == 64 || BK == 128, "64- or 128-byte swizzle");
+
+  /// Byte offset of (row, chunk `kc`) in a stage's A or B tile.
+  __device__ static __forceinline__ int offset(int row, int kc) {
+    const int sw = BK == 64 ? (row >> 1) & 3 : row & 7;
+    return (row >> 3) * (8 * BK) + (row & 7) * BK + ((kc ^ sw) << 4);
+  }
+
+  /// The chunk a thread copies with its `i`-th instruction (0 .. BK / 32 - 1) of a step. Two
+  /// neighbouring threads share a row and fetch one 32-byte sector of it per instruction; the
+  /// rows a shared-memory phase writes (4 rows x 2 chunks) land on 8 different bank groups
+  /// because each row takes its sectors in an order of its own.
+  __device__ static __forceinline__ int copyChunk(int row, int lane2, int i) {
+    if (BK == 64) return 2 * (i ^ ((row >> 1) & 1)) + lane2;
+    const int slot = (i + row) & 3;  // the 32-byte slot of the row written: 4 rows, 4 slots
+    return 2 * (slot ^ ((row & 7) >> 1)) + lane2;
+  }
+
+  /// wgmma's shared-memory matrix descriptor: start address, stride byte offset 8 * BK (the
+  /// next 8 rows), leading byte offset unused (1), layout 2 (64-byte) or 1 (128-byte swizzle).
+  /// The atoms start on 1024-byte boundaries (base offset 0); a start inside an atom (the next
+  /// 32 bytes of K) is allowed, the swizzle being a function of the address.
+  __device__ static __forceinline__ uint64_t desc(const void* p) {
+    const uint64_t addr = (smemAddr(p) & 0x3FFFF) >> 4;
+    return addr | (uint64_t{1} << 16) | (uint64_t{(8 * BK) >> 4} << 32) |
+           (uint64_t{BK == 64 ? 2u : 1u} << 62);
+  }
+};
+
+__device__ __forceinline__ void cpAsync16(void* dst, const void* src, bool valid) {
+#ifdef EDGEINFER_WGMMA
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddr(dst)), "l"(src),
+               "r"(valid ? 16 : 0));
+#endif
+}
+
+#ifdef EDGEINFER_WGMMA
+/// D[64 x 64] += A[64 x 32] * B[64 x 32]^T (s8, both K-major in shared memory).
+__device__ __forceinline__ void wgmmaN64(int32_t (&d)[32], uint64_t descA, uint64_t descB) {
+  asm volatile(
+      "{\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, 1;\n"
+      "}\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]),
+        "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]),
+        "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]),
+        "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]),
+        "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
+      : "l"(descA), "l"(descB));
+}
+
+/// D[64 x 128] += A[64 x 32] * B[128 x 32]^T (s8, both K-major in shared memory).
+__device__ __forceinline__ void wgmmaN128(int32_t (&d)[64], uint64_t descA, uint64_t descB) {
+  asm volatile(
+      "{\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, 1;\n"
+      "}\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]),
+        "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]),
+        "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]),
+        "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]),
+        "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]),
+        "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]),
+        "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]),
+        "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
+        "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]),
+        "+r"(d[63])
+      : "l"(descA), "l"(descB));
+}
+
+/// D[64 x 256] += A[64 x 32] * B[256 x 32]^T (s8, both K-major in shared memory).
+__device__ __forceinline__ void wgmmaN256(int32_t (&d)[128], uint64_t descA, uint64_t descB) {
+  asm volatile(
+      "{\n"
+      "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, "
+      "%127"
+      "}, %128, %129, 1;\n"
+      "}\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]),
+        "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]),
+        "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]),
+        "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]),
+        "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]), "+r"(d[33]), "+r"(d[34]),
+        "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]),
+        "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]),
+        "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
+        "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]),
+        "+r"(d[63]), "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]),
+        "+r"(d[70]), "+r"(d[71]), "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]),
+        "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]),
+        "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]), "+r"(d[89]), "+r"(d[90]),
+        "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]), "+r"(d[96]), "+r"(d[97]),
+        "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]),
+        "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]),
+        "+r"(d[110]), "+r"(d[111]), "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]),
+        "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]), "+r"(d[120]), "+r"(d[121]),
+        "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
+      : "l"(descA), "l"(descB));
+}
+
+/// Keeps the compiler from moving register accesses of the accumulators across this point (into
+/// a wgmma pipeline stage, which ptxas would then serialise).
+template <int N>
+__device__ __forceinline__ void fenceOperands(int32_t (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
+
+template <int BN>
+__device__ __forceinline__ void wgmma(int32_t (&d)[BN / 2], uint64_t descA, uint64_t descB) {
+  if constexpr (BN == 64)
+    wgmmaN64(d, descA, descB);
+  else if constexpr (BN == 128)
+    wgmmaN128(d, descA, descB);
+  else
+    wgmmaN256(d, descA, descB);
+}
+#endif  // EDGEINFER_WGMMA
+
+/// Where one thread's 16-byte chunk of the A tile comes from: its output pixel (fixed for the
+/// whole K loop) and its position (r, s, c) in the convolution window, advanced a step (BK).
+struct AChunk {
+  int base = 0, h0 = 0, w0 = 0;  // n * H, first input row and column of the window
+  int r = 0, s = 0, c = 0;
+
+  __device__ __forceinline__ void advance(const Int8ConvPlan& p, int bk) {
+    c += bk;
+    while (c >= p.C) {  // C % 16 == 0; C < BK crosses several window positions
+      c -= p.C;
+      if (++s == p.S) {
+        s = 0;
+        ++r;
+      }
+    }
+  }
+};
+
+template <int BM, int BN, int BK>
+__global__ void __launch_bounds__(BM * 2, 1)
+    i8ConvWgmma(const Int8ConvPlan p, const int8_t* __restrict__ x, const int8_t* __restrict__ w,
+                const float* __restrict__ alpha, const float* __restrict__ bias,
+                const void* __restrict__ z, void* __restrict__ y) {
+#ifdef EDGEINFER_WGMMA
+  using Sw = Swizzled<BK>;
+  constexpr int kThreads = BM * 2;  // BM / 64 warpgroups
+  constexpr int kStageA = BM * BK, kStageB = BN * BK;
+  constexpr int kALoads = BK / 32;            // a row of a step: 2 threads x BK / 32 chunks
+  constexpr int kBRows = (BN + BM - 1) / BM;  // B rows per thread pair: 1 or 2
+  extern __shared__ __align__(128) int8_t smemRaw[];
+  // Atoms on 1024-byte boundaries (the launch asks for 1 KiB more than the stages).
+  int8_t* smem = smemRaw + ((1024 - (smemAddr(smemRaw) & 1023)) & 1023);
+  int8_t* As = smem;                      // kStages x kStageA
+  int8_t* Bs = smem + kStages * kStageA;  // kStages x kStageB
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int rows = p.N * p.P * p.Q;
+  const int m0 = static_cast<int>(blockIdx.x) * BM, n0 = static_cast<int>(blockIdx.y) * BN;
+
+  // This thread's A row (one output pixel, shared with its neighbour thread) and its two
+  // chunks of each step (copyChunk).
+  const int aRow = tid >> 1, lane2 = tid & 1;
+  AChunk a[kALoads];
+  {
+    const int m = m0 + aRow;
+    int base = 0, h0 = -(1 << 29), w0 = 0;  // a row past the output: never inside the image
+    if (m < rows) {
+      const int q = m % p.Q, t = m / p.Q;
+      base = (t / p.P) * p.H;
+      h0 = (t % p.P) * p.strideH - p.padTop;
+      w0 = q * p.strideW - p.padLeft;
+    }
+#pragma unroll
+    for (int i = 0; i < kALoads; ++i) {
+      const int k = Sw::copyChunk(aRow, lane2, i) * 16;
+      a[i].base = base;
+      a[i].h0 = h0;
+      a[i].w0 = w0;
+      a[i].c = k % p.C;
+      const int rs = k / p.C;
+      a[i].r = rs / p.S;
+      a[i].s = rs % p.S;
+    }
+  }
+
+  const auto loadStage = [&](int kt, int st) {
+#pragma unroll
+    for (int i = 0; i < kALoads; ++i) {
+      const int ih = a[i].h0 + a[i].r * p.dilH, iw = a[i].w0 + a[i].s * p.dilW;
+      const bool valid = a[i].r < p.R && ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
+      const int8_t* src =
+          valid ? x + (static_cast<int64_t>(a[i].base + ih) * p.W + iw) * p.C + a[i].c : x;
+      cpAsync16(As + st * kStageA + Sw::offset(aRow, Sw::copyChunk(aRow, lane2, i)), src, valid);
+      a[i].advance(p, BK);
+    }
+#pragma unroll
+    for (int j = 0; j < kBRows; ++j) {
+      const int row = aRow + j * BM;
+      if (row >= BN) break;
+      const int n = n0 + row;
+#pragma unroll
+      for (int i = 0; i < BK / 32; ++i) {
+        const int kc = Sw::copyChunk(row, lane2, i);
+        const int k = kt * BK + kc * 16;  // past gemmKPad (BK = 128): zeros
+        const bool valid = n < p.K && k < p.gemmKPad;
+        const int8_t* src = valid ? w + static_cast<int64_t>(n) * p.gemmKPad + k : w;
+        cpAsync16(Bs + st * kStageB + Sw::offset(row, kc), src, valid);
+      }
+    }
+  };
+
+  int32_t acc[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) acc[i] = 0;
+  fenceOperands(acc);
+
+  const int steps = (p.gemmKPad + BK - 1) / BK;
+#pragma unroll
+  for (int s = 0; s < kAhead; ++s) {
+    if (s < steps) loadStage(s, s);
+    asm volatile("cp.async.commit_group;\n" ::);
+  }
+  const int wg = tid / 128;
+  for (int kt = 0; kt < steps; ++kt) {
+    const int st = kt % kStages;
+    // Step kt's copies (this thread's) have landed; made visible to the tensor cores (the
+    // async proxy), then to every thread. After the barrier every warpgroup has also waited
+    // for its wgmmas of step kt - 2, whose stage the copies below refill.
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kAhead - 1));
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    if (kt + kAhead < steps) loadStage(kt + kAhead, (kt + kAhead) % kStages);
+    asm volatile("cp.async.commit_group;\n" ::);
+
+    fenceOperands(acc);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int ks = 0; ks < BK / 32; ++ks)
+      wgmma<BN>(acc, Sw::desc(As + st * kStageA + wg * 64 * BK + ks * 32),
+                Sw::desc(Bs + st * kStageB + ks * 32));
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(1) : "memory");
+    fenceOperands(acc);
+  }
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(0) : "memory");
+  fenceOperands(acc);
+  asm volatile("cp.async.wait_group 0;\n" ::);
+  __syncthreads();  // every warpgroup is done with the stages: they hold the output tile now
+
+  // Accumulator layout (m64nN s32): warp v of the warpgroup holds rows 16v + g and 16v + g + 8
+  // (g = lane / 4); register 4j + e is column 8j + 2 (lane % 4) + (e & 1), row + 8 for e >= 2.
+  const int lane = tid & 31, v = (tid % 128) / 32;
+  const int ldo = BN * (p.yScale > 0.f ? 1 : 2) + 16;
+  static_assert(BM * (BN * 2 + 16) <= kStages * (kStageA + kStageB), "the output tile fits");
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      dev::i8StageOutput(p, acc[4 * j + e], wg * 64 + v * 16 + (lane >> 2) + (e >= 2 ? 8 : 0),
+                         8 * j + 2 * (lane & 3) + (e & 1), m0, n0, rows, ldo, alpha, bias, z, smem);
+  __syncthreads();
+  dev::i8StoreTile<BM, BN>(p, smem, ldo, m0, n0, rows, y, tid, kThreads);
+#else
+  __trap();  // the provider offers these tactics on compute 9.0 devices only
+#endif
+}
+
+template <int BM, int BN, int BK>
+Status launch(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
+  constexpr int kSmem = kStages * (BM + BN) * BK + 1024;  // + alignment of the atoms
+  static std::once_flag once;
+  static cudaError_t attr = cudaSuccess;
+  std::call_once(once, [] {
+    attr = cudaFuncSetAttribute(i8ConvWgmma<BM, BN, BK>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  });
+  EI_CUDA_CHECK(attr);
+  const int rows = p.N * p.P * p.Q;
+  const dim3 grid(static_cast<unsigned>((rows + BM - 1) / BM),
+                  static_cast<unsigned>((p.K + BN - 1) / BN));
+  i8ConvWgmma<BM, BN, BK><<<grid, BM * 2, kSmem, st>>>(p, static_cast<const int8_t*>(a.x),
+                                                       static_cast<const int8_t*>(a.w), a.alpha,
+                                                       a.bias, a.z, a.y);
+  EI_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status launchInt8ConvWgmma(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream) {
+  auto st = static_cast<cudaStream_t>(stream);
+  if (p.vec != 16 || p.C % 16 != 0 || p.gemmKPad % 64 != 0)
+    return Status(ErrorCode::kInvalidArgument, "int8 wgmma conv: needs C % 16 == 0");
+  const int bm = p.kernel == Int8ConvKernel::kWgmma64x128 ? 64 : 128;
+  const int bn =
+      p.kernel == Int8ConvKernel::kWgmma128x64 || p.kernel == Int8ConvKernel::kWgmma128x64k128 ? 64
+      : p.kernel == Int8ConvKernel::kWgmma128x256                                              ? 256
+                                                  : 128;
+  const int64_t rows = int64_t{p.N} * p.P * p.Q;
+  if ((rows + bm - 1) / bm > 0x7fffffff || (p.K + bn - 1) / bn > 65535)
+    return Status(ErrorCode::kUnsupported, "int8 conv: too large for one launch");
+  switch (p.kernel) {
+    case Int8ConvKernel::kWgmma128x128:
+      return launch<128, 128, 64>(p, a, st);
+    case Int8ConvKernel::kWgmma128x256:
+      return launch<128, 256, 64>(p, a, st);
+    case Int8ConvKernel::kWgmma128x64:
+      return launch<128, 64, 64>(p, a, st);
+    case Int8ConvKernel::kWgmma64x128:
+      return launch<64, 128, 64>(p, a, st);
+    case Int8ConvKernel::kWgmma128x128k128:
+      return launch<128, 128, 128>(p, a, st);
+    case Int8ConvKernel::kWgmma128x64k128:
+      return launch<128, 64, 128>(p, a, st);
+    default:
+      return Status(ErrorCode::kInvalidArgument, "int8 wgmma conv: not a wgmma kernel");
+  }
+}
+
+}  // namespace edgeinfer::cuda
