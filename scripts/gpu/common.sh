@@ -4,7 +4,7 @@
 #   gpu_cli_bundle  unpacks .devcarry/bundle.tar.xz (bundle-runtime.sh of the CLI and the unit
 #                   tests) into /tmp/ei, swaps in newer programs from .devcarry/fresh/<name>.xz,
 #                   sources its env.sh and gpu_cuda_libs
-#   gpu_bundle_from DIR  the same from DIR instead of .devcarry
+#   gpu_bundle_from DIR  the same from DIR instead of .devcarry (and DIR/media.tar.xz unpacked)
 #   gpu_gst_bundle  unpacks .devcarry-gst/bundle.tar.xz (the GStreamer plugin, gst-launch-1.0 and
 #                   Debian's plugins) into /tmp/eg, sources its env.sh and gpu_cuda_libs
 #   gpu_export_resnet50 DIR  torchvision's ResNet-50 (random weights, seed 0) as DIR/model.onnx,
@@ -23,6 +23,8 @@ gpu_cli_bundle() {
 # gpu_bundle_from DIR: as gpu_cli_bundle, from DIR/bundle.tar.xz (DIR/fresh/<name>.xz).
 gpu_bundle_from() {
   mkdir -p /tmp/ei && tar -xJf "$1/bundle.tar.xz" -C /tmp/ei || return 1
+  # Test media may come compressed (the carry limit): DIR/media.tar.xz holds DIR/media.
+  if [ -f "$1/media.tar.xz" ] && [ ! -d "$1/media" ]; then tar -xJf "$1/media.tar.xz" -C "$1" || return 1; fi
   local f name
   for f in "$1"/fresh/*.xz; do
     [ -f "$f" ] || continue

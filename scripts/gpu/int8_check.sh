@@ -6,11 +6,14 @@
 #              INT8 (timed against FP16) and INT8 strict; `edgeinfer bench` of each
 #   resnet     ResNet-50 (torchvision, random weights, dynamic batch) calibrated (min-max) on
 #              2 random tensors, then R50_MODES (fp16 int8 int8_strict) at R50_BATCHES (1 64)
-# Fresh binaries come as .devcarry/fresh/<program>.xz and replace the bundle's. Logs to $OUT.
+#   tactics    every timing cache's tables to $OUT/timing_*.txt, and how many layers chose each
+#              tactic family (e.g. cuda-i8.wg128x128, cublaslt-i8, cudnn)
+# Fresh binaries come as .devcarry/fresh/<program>.xz and replace the bundle's (CARRY_DIR: another
+# folder than .devcarry). Logs to $OUT.
 set -uo pipefail
 # shellcheck source=scripts/gpu/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-gpu_cli_bundle
+gpu_bundle_from "${CARRY_DIR:-.devcarry}"
 export EDGEINFER_MEDIA_DIR=$PWD/.devcarry/media EDGEINFER_MODELS_DIR=$PWD/.devcarry/models
 export XDG_CACHE_HOME=/tmp/ei/cache
 out=${OUT:-/tmp/out}
@@ -80,4 +83,16 @@ PY
       grep -E "INT8:" "$out/bench_r50_b${b}_$mode.log" | head -1
     done
   done
+fi
+
+if [[ " $steps " == *" tactics "* ]]; then
+  echo "== chosen tactics (timing caches under $XDG_CACHE_HOME/edgeinfer)"
+  i=0
+  while IFS= read -r f; do
+    i=$((i + 1))
+    edgeinfer cache list "$f" --verbose >"$out/timing_$i.txt" 2>&1
+    grep -E "^  chosen " "$out/timing_$i.txt" | awk '{print $2}' | sed -E 's/^(cuda-i8\.[a-z]+[0-9x]*|[a-z0-9-]+).*/\1/' |
+      sort | uniq -c | sort -rn | head -n 20
+  done < <(find "$XDG_CACHE_HOME/edgeinfer" -type f -name 'timing.cache' 2>/dev/null)
+  [ "$i" -gt 0 ] || echo "no timing cache found"
 fi

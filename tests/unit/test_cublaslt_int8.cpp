@@ -659,7 +659,7 @@ TEST(CublasLtInt8Engine, StrictInt8GemmsRunOnCublasLt) {
   EXPECT_EQ(text.find("cublaslt.fp"), std::string::npos) << "no FP16/FP32 cuBLASLt Gemm";
 }
 
-// ---- Performance mode (EDGEINFER_PERF_TESTS=1): ResNet-50's 1x1 convolutions at batch 64 ------
+// ---- Performance mode (EDGEINFER_PERF_TESTS=1): ResNet-50's convolutions at batch 64 ----------
 
 /// Time (ms) of one launch as the builder measures it: 10 launches captured into a CUDA graph,
 /// 3 warm-up replays, the median of 7 timed replays divided by 10. Inputs are zeroed.
@@ -794,6 +794,53 @@ TEST(CublasLtInt8Perf, ResNet50OneByOneConvsAtBatch64) {
                 f16.id.c_str());
     std::fflush(stdout);
     EXPECT_GT(i32.n, 0) << lt.lastReason();
+  }
+}
+
+// ResNet-50's 3x3 convolutions at batch 64: every cuda-i8 kernel (int8 in and out) against
+// cuDNN's best FP16 engine. EDGEINFER_PERF_LAYERS=TEXT keeps the layers whose name contains it
+// (e.g. for a profiler run on one layer).
+TEST(CudaInt8Perf, ResNet50ThreeByThreeConvsAtBatch64) {
+  EI_SKIP_WITHOUT_GPU();
+  if (!std::getenv("EDGEINFER_PERF_TESTS"))
+    GTEST_SKIP() << "performance mode: set EDGEINFER_PERF_TESTS=1";
+  const char* only = std::getenv("EDGEINFER_PERF_LAYERS");
+  struct L {
+    const char* name;
+    int64_t hw, c, stride;
+  };
+  const L layers[] = {
+      {"layer3.x.conv2 14x14 256", 14, 256, 1},     {"layer1.x.conv2 56x56 64", 56, 64, 1},
+      {"layer2.x.conv2 28x28 128", 28, 128, 1},     {"layer4.x.conv2 7x7 512", 7, 512, 1},
+      {"layer2.0.conv2 56->28 128 /2", 56, 128, 2},
+  };
+  std::printf("[          ] ms per layer, batch 64, int8 in and out (CUDA-graph replays):\n");
+  for (const L& l : layers) {
+    if (only && !std::strstr(l.name, only)) continue;
+    I8Case c;
+    c.N = 64;
+    c.H = c.W = l.hw;
+    c.C = c.K = l.c;
+    c.strides = {l.stride, l.stride};
+    c.op = "FusedConv";
+    c.act = "Relu";
+    c.build();
+    cuda::Int8ConvProvider i8;
+    cuda::CudnnConvProvider dnn;
+    auto i8c = i8.candidates(c.layer, Precision::kInt8);
+    auto dnc = dnn.candidates(c.layer, Precision::kFp16);
+    const double gops = 2.0 * c.N * (l.hw / l.stride) * (l.hw / l.stride) * 9 * l.c * l.c * 1e-9;
+    for (auto& t : i8c) {
+      if (t->outputFormat(0).dtype != DataType::kInt8 || !t->initialize(c.layer).ok()) continue;
+      const double ms = graphTimeMs(*t, c.layer);
+      std::printf("[          ] %-30s %-28s %.4f ms (%.0f TOP/s)\n", l.name, t->id().c_str(), ms,
+                  gops / ms);
+    }
+    const Best f16 = fastest(dnc, c.layer, "cudnn", DataType::kFloat16);
+    std::printf("[          ] %-30s cudnn fp16 best of %d       %.4f ms (%.0f TFLOP/s) %s\n",
+                l.name, f16.n, f16.ms, gops / f16.ms, f16.id.c_str());
+    std::fflush(stdout);
+    EXPECT_FALSE(i8c.empty()) << i8.lastReason();
   }
 }
 
