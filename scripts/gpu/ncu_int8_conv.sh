@@ -2,8 +2,8 @@
 # Runs on the GPU machine (device tool, carry [".devcarry2"]: the bundle of edgeinfer_unit_tests):
 # the INT8 convolution kernels' correctness tests, their per-layer timings on ResNet-50's 3x3
 # layers (CudaInt8Perf, EDGEINFER_PERF_TESTS=1), and Nsight Compute's view of the kernels in
-# KERNELS (regular expressions on demangled names) on the layer EDGEINFER_PERF_LAYERS names
-# (default 14x14). Full reports to $OUT/ncu_*.txt.
+# KERNELS (regular expressions on demangled names, separated by ";"; empty: none) on the layer
+# EDGEINFER_PERF_LAYERS names (default 14x14). Full reports to $OUT/ncu_*.txt.
 set -uo pipefail
 # shellcheck source=scripts/gpu/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -17,7 +17,8 @@ grep -E '^\[  FAILED  \]|differ, worst' "$out/unit.log" | grep -v " 0 of " | hea
 export EDGEINFER_PERF_TESTS=1
 timeout 200 edgeinfer_unit_tests --gtest_filter='CudaInt8Perf.*' 2>&1 | grep -E '^\[          \]|FAILED'
 export EDGEINFER_PERF_LAYERS=${EDGEINFER_PERF_LAYERS:-14x14}
-for k in ${KERNELS:-'i8ConvWgmma<.int.128, .int.128>'}; do
+IFS=';' read -r -a kernels <<<"${KERNELS-i8ConvWgmma<.int.128, .int.128, .int.64>}"
+for k in "${kernels[@]}"; do
   f="$out/ncu_${k//[^a-zA-Z0-9]/_}.txt"
   timeout 150 /usr/local/cuda/bin/ncu --kernel-name-base demangled --kernel-name regex:"$k" \
     --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
