@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool, carry [".devcarry"]): INT8 on the GPU (issue 6).
-#   STEPS="unit blazeface resnet" (default all):
+#   STEPS="unit blazeface resnet" (the default; "tactics" on request):
 #   unit       the GPU unit tests of INT8 and of the kernels added with it (UNIT_FILTER)
 #   blazeface  BlazeFace (back, 256x256) calibrated (min-max) on the real photos, built FP16,
 #              INT8 (timed against FP16) and INT8 strict; `edgeinfer bench` of each
@@ -13,8 +13,9 @@
 set -uo pipefail
 # shellcheck source=scripts/gpu/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-gpu_bundle_from "${CARRY_DIR:-.devcarry}"
-export EDGEINFER_MEDIA_DIR=$PWD/.devcarry/media EDGEINFER_MODELS_DIR=$PWD/.devcarry/models
+carry=${CARRY_DIR:-.devcarry}
+gpu_bundle_from "$carry"
+export EDGEINFER_MEDIA_DIR=$PWD/$carry/media EDGEINFER_MODELS_DIR=$PWD/$carry/models
 export XDG_CACHE_HOME=/tmp/ei/cache
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
@@ -41,9 +42,9 @@ fi
 
 if [[ " $steps " == *" blazeface "* ]]; then
   echo "== BlazeFace back 256: calibrate (min-max, photos), FP16 / INT8 / INT8 strict"
-  m=.devcarry/models/blazeface/blazeface_back_256.onnx
-  mkdir -p /tmp/ei/photos && cp .devcarry/media/faces/*.ppm .devcarry/media/kphotoalbum/*.ppm /tmp/ei/photos/
-  edgeinfer calibrate --config .devcarry/models/blazeface/model_back.json --data /tmp/ei/photos \
+  m=$carry/models/blazeface/blazeface_back_256.onnx
+  mkdir -p /tmp/ei/photos && cp "$carry"/media/faces/*.ppm "$carry"/media/kphotoalbum/*.ppm /tmp/ei/photos/
+  edgeinfer calibrate --config "$carry/models/blazeface/model_back.json" --data /tmp/ei/photos \
     --method minmax -o /tmp/ei/bf.calib >"$out/bf_calibrate.log" 2>&1
   echo "calibrate rc=$? $(tail -n 1 "$out/bf_calibrate.log")"
   bench bf_fp16 "$m" --backend cuda --fp16
@@ -91,7 +92,7 @@ if [[ " $steps " == *" tactics "* ]]; then
   while IFS= read -r f; do
     i=$((i + 1))
     edgeinfer cache list "$f" --verbose >"$out/timing_$i.txt" 2>&1
-    grep -E "^  chosen " "$out/timing_$i.txt" | awk '{print $2}' | sed -E 's/^(cuda-i8\.[a-z]+[0-9x]*|[a-z0-9-]+).*/\1/' |
+    grep -E "^  chosen " "$out/timing_$i.txt" | awk '{print $2}' | sed -E 's/^(cuda-i8\.[a-z0-9]+|[a-z0-9-]+).*/\1/' |
       sort | uniq -c | sort -rn | head -n 20
   done < <(find "$XDG_CACHE_HOME/edgeinfer" -type f -name 'timing.cache' 2>/dev/null)
   [ "$i" -gt 0 ] || echo "no timing cache found"

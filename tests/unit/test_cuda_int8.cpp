@@ -56,10 +56,22 @@ size_t denseKernels(const I8Case& c) {
 /// (and residual) format combinations per dense kernel, or the candidates of a depthwise layer.
 void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
   const size_t expectCandidates = c.group > 1 ? formats : formats * denseKernels(c);
+  // The wgmma kernels must be among them exactly where this build has them and the device is
+  // compute 9.0 (asked of the device here, not of the provider's own check).
+  int dev = 0, major = 0, minor = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  const bool wantWgmma =
+      c.group == 1 && c.C % 16 == 0 && cuda::int8ConvBuildHasWgmma() && major == 9 && minor == 0;
   c.build();
   Int8ConvProvider prov;
   auto cands = prov.candidates(c.layer, Precision::kInt8);
   ASSERT_EQ(cands.size(), expectCandidates) << prov.lastReason();
+  size_t wgmma = 0;
+  for (const auto& t : cands) wgmma += t->id().rfind("cuda-i8.wg", 0) == 0 ? 1 : 0;
+  EXPECT_EQ(wgmma > 0, wantWgmma) << "wgmma candidates on compute " << major << "." << minor
+                                  << (cuda::int8ConvBuildHasWgmma() ? "" : " (no sm_90a code)");
   for (auto& t : cands) {
     SCOPED_TRACE(t->id());
     ASSERT_TRUE(t->initialize(c.layer).ok());
@@ -196,8 +208,8 @@ TEST(CudaInt8Conv, DenseDeepKAcrossManyTiles) {
 }
 
 // The wgmma kernels' cases (C % 16 == 0): K steps that cross window positions (C = 16, 48),
-// a last step past R*S*C, strides and padding, a residual, 300 output channels (128x256 tiles
-// and a partial one), and rows past the output in the last tile.
+// a last step past R*S*C, strides, dilation and padding, a residual, 300 output channels
+// (128x256 tiles and a partial one), and rows past the output in the last tile.
 TEST(CudaInt8Conv, DenseStridedWithResidualAcrossWindowPositions) {
   EI_SKIP_WITHOUT_GPU();
   for (const int64_t C : {16, 48}) {
@@ -211,6 +223,7 @@ TEST(CudaInt8Conv, DenseStridedWithResidualAcrossWindowPositions) {
     c.H = 23;
     c.W = 21;
     c.strides = {2, 2};
+    c.dilations = {2, 1};
     c.pads = {1, 0, 1, 1};
     c.residual = true;
     checkAllCandidates(c, true, 4);
@@ -338,6 +351,47 @@ TEST(CudaInt8Reformat, QuantizeAndDequantizeLikeQuantizeLinear) {
   cudaFree(dx);
   cudaFree(dq);
   cudaFree(dy);
+}
+
+// The quantize every INT8 kernel ends with (kernels/cuda/quantize.cuh) skips the division
+// where it cannot change the result: values a few ulps around every half step, the saturation
+// edges, infinities and NaN, for ordinary, subnormal and huge scales, against the host's
+// rint(v / scale) on the quantize reformat (which uses the same function).
+TEST(CudaInt8Reformat, QuantizeAroundHalfStepsEqualsTheDivision) {
+  EI_SKIP_WITHOUT_GPU();
+  for (const float scale : {0.025f, 1.f / 127.f, 6.f / 127.f, 3.7e-3f, 1e-39f, 3e-39f, 1.7e38f}) {
+    SCOPED_TRACE("scale " + std::to_string(scale));
+    std::vector<float> v;
+    for (int n = -131; n <= 131; ++n) {
+      float h = (static_cast<float>(n) + 0.5f) * scale;  // about a half step
+      for (int k = 0; k < 4; ++k) h = std::nextafter(h, -INFINITY);
+      for (int k = 0; k < 9; ++k, h = std::nextafter(h, INFINITY)) v.push_back(h);
+      v.push_back(static_cast<float>(n) * scale);  // whole steps
+    }
+    for (const float e : {INFINITY, -INFINITY, NAN, 0.f, -0.f, 3e38f, -3e38f, 1e-45f})
+      v.push_back(e);
+    const int64_t n = static_cast<int64_t>(v.size());
+    void *dx = nullptr, *dq = nullptr;
+    ASSERT_EQ(cudaMalloc(&dx, n * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dq, n), cudaSuccess);
+    cudaMemcpy(dx, v.data(), n * 4, cudaMemcpyHostToDevice);
+    ASSERT_TRUE(cuda::launchReformat(dx, DataType::kFloat32, false, dq, DataType::kInt8, false, 1,
+                                     1, n, nullptr, scale)
+                    .ok());
+    std::vector<int8_t> q(static_cast<size_t>(n));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    cudaMemcpy(q.data(), dq, n, cudaMemcpyDeviceToHost);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const int8_t want = test::quantizeHost(v[static_cast<size_t>(i)], scale);
+      if (q[static_cast<size_t>(i)] != want && bad++ < 5)
+        ADD_FAILURE() << "v = " << v[static_cast<size_t>(i)] << ": "
+                      << int{q[static_cast<size_t>(i)]} << ", want " << int{want};
+    }
+    EXPECT_EQ(bad, 0) << "of " << n;
+    cudaFree(dx);
+    cudaFree(dq);
+  }
 }
 
 // ---- INT8 engines --------------------------------------------------------------------------

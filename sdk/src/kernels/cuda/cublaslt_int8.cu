@@ -1,8 +1,8 @@
 // The epilogue of the cublaslt-i8 provider's "i32" mode (cublaslt_int8.h): the int32 products
 // cuBLASLt wrote, through cuda-i8's epilogue (int8_conv.h) expression by expression with
-// __fmul_rn / __fadd_rn / __fdiv_rn (no FMA contraction), so the results equal cuda-i8's and the
-// host reference's bit for bit. Each thread takes 4 consecutive channels: 16-byte loads of the
-// products, 4- or 8-byte stores.
+// __fmul_rn / __fadd_rn (no FMA contraction) and quantize.cuh's quantize, so the results equal
+// cuda-i8's and the host reference's bit for bit. Each thread takes 4 consecutive channels: 16-byte
+// loads of the products, 4- or 8-byte stores.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -12,15 +12,12 @@
 #include "kernels/cuda/cublaslt_int8.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fused_activation.cuh"
+#include "kernels/cuda/quantize.cuh"
 
 namespace edgeinfer::cuda {
 namespace {
 
-__device__ __forceinline__ int8_t quantizeOut(float v, float scale) {
-  const float q = rintf(__fdiv_rn(v, scale));
-  if (q != q) return 0;
-  return static_cast<int8_t>(fminf(fmaxf(q, -128.f), 127.f));
-}
+using dev::quantizeToInt8;
 
 __global__ void __launch_bounds__(256)
     i8GemmEpilogue(const Int8GemmEpilogue e, const int4* __restrict__ acc,
@@ -60,10 +57,10 @@ __global__ void __launch_bounds__(256)
     for (int i = 0; i < 4; ++i) v[i] = dev::activate(v[i], e.act, e.actAlpha, e.actBeta);
     if (e.yScale > 0.f) {
       char4 q;
-      q.x = quantizeOut(v[0], e.yScale);
-      q.y = quantizeOut(v[1], e.yScale);
-      q.z = quantizeOut(v[2], e.yScale);
-      q.w = quantizeOut(v[3], e.yScale);
+      q.x = quantizeToInt8(v[0], e.yScale);
+      q.y = quantizeToInt8(v[1], e.yScale);
+      q.z = quantizeToInt8(v[2], e.yScale);
+      q.w = quantizeToInt8(v[3], e.yScale);
       static_cast<char4*>(y)[g] = q;
     } else {
       const __half2 h0 = __floats2half2_rn(v[0], v[1]), h1 = __floats2half2_rn(v[2], v[3]);

@@ -192,12 +192,16 @@ class Int8ConvTactic final : public builder::Tactic {
 
 }  // namespace
 
-bool int8ConvWgmmaAvailable() {
+bool int8ConvBuildHasWgmma() {
 #ifdef EDGEINFER_HAVE_SM90A
-  return detail::deviceCapability() == 90;
+  return true;
 #else
   return false;
 #endif
+}
+
+bool int8ConvWgmmaAvailable() {
+  return int8ConvBuildHasWgmma() && detail::deviceCapability() == 90;
 }
 
 std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(

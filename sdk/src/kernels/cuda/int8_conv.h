@@ -60,7 +60,7 @@ class Int8ConvProvider : public builder::TacticProvider {
   std::string lastReason_;
 };
 
-// ---- Kernel launch interface (plain C++; the kernels are in int8_conv.cu) -------------------
+// ---- Kernel launch interface (plain C++; kernels in int8_conv.cu and int8_conv_sm90a.cu) ----
 
 enum class Int8ConvKernel : int32_t {
   kMma128x128,        ///< dense, tensor cores, 128 pixels x 128 channels per block
@@ -78,6 +78,10 @@ enum class Int8ConvKernel : int32_t {
 /// Whether the wgmma kernels run here: this build carries sm_90a code and the current device is
 /// compute 9.0 (H100, H200, GH200).
 bool int8ConvWgmmaAvailable();
+
+/// Whether this build carries the wgmma kernels' sm_90a code (90 among the SASS architectures
+/// of CMAKE_CUDA_ARCHITECTURES, CUDA 12 or newer).
+bool int8ConvBuildHasWgmma();
 
 /// One INT8 convolution, logical sizes (every index fits in int32).
 struct Int8ConvPlan {

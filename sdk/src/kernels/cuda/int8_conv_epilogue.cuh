@@ -1,7 +1,7 @@
 // Device side of int8_conv.h's epilogue, shared by the mma.sync kernels (int8_conv.cu) and the
 // Hopper wgmma kernels (int8_conv_sm90a.cu): the same expressions, rounded one operation at a
-// time (__fmul_rn / __fadd_rn / __fdiv_rn: no FMA contraction), so every kernel equals the host
-// computation bit for bit. Device code: include only from .cu files.
+// time (__fmul_rn / __fadd_rn: no FMA contraction; the quantize of quantize.cuh), so every kernel
+// equals the host computation bit for bit. Device code: include only from .cu files.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -10,23 +10,9 @@
 
 #include "kernels/cuda/fused_activation.cuh"
 #include "kernels/cuda/int8_conv.h"
+#include "kernels/cuda/quantize.cuh"
 
 namespace edgeinfer::cuda::dev {
-
-/// clamp(rint(v / scale)) with the division correctly rounded first, as the host computes it,
-/// but without the division where it cannot change the result: for |t| < 256, t = v * (1 /
-/// scale) is within 2^-22 relative (3e-5 absolute) of v / scale, and the rounded quotient within
-/// 1.6e-5, so both round to the same integer unless t is within 1e-3 of a half-integer, where
-/// (and for NaN, infinities and |t| >= 256) the exact division decides.
-__device__ __forceinline__ int8_t quantizeOut(float v, float scale) {
-  const float t = __fmul_rn(v, __frcp_rn(scale));
-  const float frac = fabsf(__fsub_rn(t, truncf(t)));
-  const float q = fabsf(t) < 256.f && fabsf(__fsub_rn(frac, 0.5f)) > 1e-3f
-                      ? rintf(t)
-                      : rintf(__fdiv_rn(v, scale));
-  if (q != q) return 0;
-  return static_cast<int8_t>(fminf(fmaxf(q, -128.f), 127.f));
-}
 
 /// The epilogue for one output element at NHWC index `idx`, channel `k`: the value before it
 /// is stored (quantized or rounded to half).
@@ -51,7 +37,7 @@ __device__ __forceinline__ void i8StoreOutput(const Int8ConvPlan& p, int32_t acc
                                               void* y) {
   const float v = i8Epilogue(p, acc, k, idx, alpha, bias, z);
   if (p.yScale > 0.f)
-    static_cast<int8_t*>(y)[idx] = quantizeOut(v, p.yScale);
+    static_cast<int8_t*>(y)[idx] = quantizeToInt8(v, p.yScale);
   else
     static_cast<__half*>(y)[idx] = __float2half_rn(v);
 }
@@ -68,7 +54,7 @@ __device__ __forceinline__ void i8StageOutput(const Int8ConvPlan& p, int32_t acc
   if (m >= rows || k >= p.K) return;
   const float v = i8Epilogue(p, acc, k, static_cast<int64_t>(m) * p.K + k, alpha, bias, z);
   if (p.yScale > 0.f)
-    tile[r * ldo + cl] = quantizeOut(v, p.yScale);
+    tile[r * ldo + cl] = quantizeToInt8(v, p.yScale);
   else
     *reinterpret_cast<__half*>(&tile[r * ldo + 2 * cl]) = __float2half_rn(v);
 }

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <set>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/int8_conv.h"
@@ -311,13 +312,20 @@ __global__ void __launch_bounds__(BM * 2, 1)
 template <int BM, int BN, int BK>
 Status launch(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
   constexpr int kSmem = kStages * (BM + BN) * BK + 1024;  // + alignment of the atoms
-  static std::once_flag once;
-  static cudaError_t attr = cudaSuccess;
-  std::call_once(once, [] {
-    attr = cudaFuncSetAttribute(i8ConvWgmma<BM, BN, BK>,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
-  });
-  EI_CUDA_CHECK(attr);
+  {
+    // The kernel's shared-memory limit is raised once per device (it is an attribute of the
+    // kernel in each device's context); a failure is reported, and tried again next time.
+    static std::mutex mu;
+    static std::set<int> raised;
+    int dev = 0;
+    EI_CUDA_CHECK(cudaGetDevice(&dev));
+    std::lock_guard<std::mutex> lock(mu);
+    if (!raised.count(dev)) {
+      EI_CUDA_CHECK(cudaFuncSetAttribute(i8ConvWgmma<BM, BN, BK>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+      raised.insert(dev);
+    }
+  }
   const int rows = p.N * p.P * p.Q;
   const dim3 grid(static_cast<unsigned>((rows + BM - 1) / BM),
                   static_cast<unsigned>((p.K + BN - 1) / BN));

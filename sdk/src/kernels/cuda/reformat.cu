@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/quantize.cuh"
 #include "kernels/cuda/reformat.h"
 
 namespace edgeinfer::cuda {
@@ -23,11 +24,9 @@ template <>
 struct Conv<__half, float> {
   __device__ __forceinline__ static float run(__half v, float) { return __half2float(v); }
 };
-/// QuantizeLinear with zero point 0: clamp(round_half_even(x / scale), -128, 127); NaN -> 0.
+/// QuantizeLinear with zero point 0 (quantize.cuh).
 __device__ __forceinline__ int8_t quantize(float x, float scale) {
-  const float q = rintf(__fdiv_rn(x, scale));
-  if (q != q) return 0;
-  return static_cast<int8_t>(fminf(fmaxf(q, -128.f), 127.f));
+  return dev::quantizeToInt8(x, scale);
 }
 template <>
 struct Conv<float, int8_t> {
