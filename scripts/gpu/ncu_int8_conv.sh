@@ -3,7 +3,8 @@
 # the INT8 convolution kernels' correctness tests, their per-layer timings on ResNet-50's 3x3
 # layers (CudaInt8Perf, EDGEINFER_PERF_TESTS=1), and Nsight Compute's view of the kernels in
 # KERNELS (regular expressions on demangled names, separated by ";"; empty: none) on the layer
-# EDGEINFER_PERF_LAYERS names (default 14x14). Full reports to $OUT/ncu_*.txt.
+# EDGEINFER_PERF_LAYERS names (default 14x14), NCU_ARGS added to its arguments (e.g.
+# "--print-details all" for the stall reasons). Full reports to $OUT/ncu_*.txt.
 set -uo pipefail
 # shellcheck source=scripts/gpu/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -23,7 +24,7 @@ for k in "${kernels[@]}"; do
   timeout 150 /usr/local/cuda/bin/ncu --kernel-name-base demangled --kernel-name regex:"$k" \
     --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
     --section WarpStateStats --section Occupancy --section LaunchStats \
-    --section ComputeWorkloadAnalysis --section SourceCounters \
+    --section ComputeWorkloadAnalysis --section SourceCounters ${NCU_ARGS:-} \
     edgeinfer_unit_tests --gtest_filter='CudaInt8Perf.*' >"$f" 2>&1
   echo "== ncu $k rc=$?"
   grep -E "ERR|Duration|Throughput|Eligible|Issued Warp|Registers Per|Achieved Occupancy|Est. Speedup|excessive" "$f" | head -40
