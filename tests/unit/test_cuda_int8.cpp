@@ -45,10 +45,16 @@ using test::runOnce;
 
 /// How many dense kernels the provider offers for `c`: the 3 mma.sync tile shapes, and on a
 /// compute 9.0 device of a build with sm_90a code the wgmma ones (C % 16 == 0; 128x256 only
-/// for more than 128 output channels; the two with 128-byte K steps for R*S*C > 64).
+/// for more than 128 output channels; the two with 128-byte K steps for R*S*C > 64) and the
+/// TMA-fed ones (C % 64 == 0: 128x128, 128x64, 64x128, 128x256 for more than 128 output
+/// channels; C % 128 == 0: 128x128k128). The cases here keep their padding within the TMA's
+/// bounding box.
 size_t denseKernels(const I8Case& c) {
   if (!cuda::int8ConvWgmmaAvailable() || c.C % 16 != 0) return 3;
-  return 6 + (c.K > 128 ? 1 : 0) + (c.R * c.S * c.C > 64 ? 2 : 0);
+  size_t n = 6 + (c.K > 128 ? 1 : 0) + (c.R * c.S * c.C > 64 ? 2 : 0);
+  if (c.C % 64 == 0) n += 3 + (c.K > 128 ? 1 : 0);
+  if (c.C % 128 == 0) n += 1;
+  return n;
 }
 
 /// Runs every candidate and compares it with the reference: int8 outputs within one step
@@ -68,10 +74,14 @@ void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
   Int8ConvProvider prov;
   auto cands = prov.candidates(c.layer, Precision::kInt8);
   ASSERT_EQ(cands.size(), expectCandidates) << prov.lastReason();
-  size_t wgmma = 0;
-  for (const auto& t : cands) wgmma += t->id().rfind("cuda-i8.wg", 0) == 0 ? 1 : 0;
+  size_t wgmma = 0, tma = 0;
+  for (const auto& t : cands) {
+    wgmma += t->id().rfind("cuda-i8.wg", 0) == 0 ? 1 : 0;
+    tma += t->id().rfind("cuda-i8.tma", 0) == 0 ? 1 : 0;
+  }
   EXPECT_EQ(wgmma > 0, wantWgmma) << "wgmma candidates on compute " << major << "." << minor
                                   << (cuda::int8ConvBuildHasWgmma() ? "" : " (no sm_90a code)");
+  EXPECT_EQ(tma > 0, wantWgmma && c.C % 64 == 0) << "TMA candidates";
   for (auto& t : cands) {
     SCOPED_TRACE(t->id());
     ASSERT_TRUE(t->initialize(c.layer).ok());
@@ -228,6 +238,91 @@ TEST(CudaInt8Conv, DenseStridedWithResidualAcrossWindowPositions) {
     c.residual = true;
     checkAllCandidates(c, true, 4);
   }
+}
+
+// The TMA-fed kernels (C % 64 == 0): the im2col walk across rows and images (600 output
+// pixels: partial tiles of 128 and 64), strides, dilation and asymmetric padding, a residual,
+// 300 output channels (a partial 128x256 tile); a strided 1x1 layer (a ResNet downsample);
+// 128-byte K steps (C = 128).
+TEST(CudaInt8Conv, TmaKernelsAcrossStridesPaddingAndTiles) {
+  EI_SKIP_WITHOUT_GPU();
+  {
+    SCOPED_TRACE("3x3, C 64, strides 2x1, dilation 2x1, pads 1 2 0 1, residual, K 300");
+    I8Case c;
+    c.op = "FusedConv";
+    c.act = "Relu";
+    c.N = 3;
+    c.C = 64;
+    c.K = 300;
+    c.H = 23;
+    c.W = 19;
+    c.strides = {2, 1};
+    c.dilations = {2, 1};
+    c.pads = {1, 2, 0, 1};
+    c.residual = true;
+    checkAllCandidates(c, true, 4);
+  }
+  {
+    SCOPED_TRACE("1x1, C 128, stride 2, K 96");
+    I8Case c;
+    c.N = 2;
+    c.C = 128;
+    c.K = 96;
+    c.H = c.W = 15;
+    c.R = c.S = 1;
+    c.strides = {2, 2};
+    c.pads = {0, 0, 0, 0};
+    checkAllCandidates(c, true, 2);
+  }
+  {
+    SCOPED_TRACE("3x3, C 128, 7x7 images, K 130");
+    I8Case c;
+    c.N = 5;
+    c.C = 128;
+    c.K = 130;
+    c.H = c.W = 7;
+    checkAllCandidates(c, true, 2);
+  }
+}
+
+// Geometry the TMA's im2col box cannot describe gets the other kernels, never a wrong result.
+TEST(CudaInt8Conv, TmaNotOfferedBeyondItsBoundingBox_n) {
+  cuda::Int8ConvPlan p;
+  p.N = 1;
+  p.C = 64;
+  p.H = p.W = 8;
+  p.K = 64;
+  p.R = p.S = 3;
+  p.P = p.Q = 8;
+  p.padTop = p.padLeft = 1;
+  p.gemmK = p.gemmKPad = 3 * 3 * 64;
+  EXPECT_EQ(cuda::int8ConvTmaFits(p, 64), cuda::int8ConvBuildHasWgmma());
+  EXPECT_FALSE(cuda::int8ConvTmaFits(p, 128)) << "C % 128 != 0";
+  cuda::Int8ConvPlan q = p;
+  q.C = 48;
+  q.gemmK = 3 * 3 * 48;
+  q.gemmKPad = (q.gemmK + 63) / 64 * 64;
+  EXPECT_FALSE(cuda::int8ConvTmaFits(q, 64)) << "C % 64 != 0";
+  q = p;
+  q.padTop = 130;  // the box's corner is an 8-bit offset
+  q.P = 8 + 130 - 2;
+  EXPECT_FALSE(cuda::int8ConvTmaFits(q, 64)) << "padding beyond the box";
+  q = p;
+  q.strideW = 9;
+  q.Q = 1;
+  EXPECT_FALSE(cuda::int8ConvTmaFits(q, 64)) << "traversal stride above 8";
+
+  EI_SKIP_WITHOUT_GPU();
+  I8Case c;  // the same padding in a layer: offered, without the TMA kernels
+  c.C = 64;
+  c.K = 32;
+  c.H = c.W = 4;
+  c.pads = {130, 1, 0, 1};
+  c.build();
+  Int8ConvProvider prov;
+  auto cands = prov.candidates(c.layer, Precision::kInt8);
+  ASSERT_FALSE(cands.empty()) << prov.lastReason();
+  for (const auto& t : cands) EXPECT_NE(t->id().rfind("cuda-i8.tma", 0), 0u) << t->id();
 }
 
 TEST(CudaInt8Conv, SigmoidWithinOneStep) {

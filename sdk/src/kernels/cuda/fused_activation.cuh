@@ -45,4 +45,33 @@ __device__ __forceinline__ float activate(float x, DeviceActivation act, float a
   return x;
 }
 
+/// activate() on every element of `v`: one unrolled loop per activation, the choice made once,
+/// so the code a tile's epilogue runs is one short stretch (not a switch per element, every
+/// activation's code interleaved: a kernel of instruction-cache misses).
+template <int N>
+__device__ __forceinline__ void activateAll(float (&v)[N], DeviceActivation act, float alpha,
+                                            float beta) {
+#define EI_ACTIVATE_ALL(kind)                                \
+  case DeviceActivation::kind:                               \
+    _Pragma("unroll") for (int i = 0; i < N; ++i) v[i] =     \
+        activate(v[i], DeviceActivation::kind, alpha, beta); \
+    return;
+  switch (act) {
+    case DeviceActivation::kNone:
+      return;
+      EI_ACTIVATE_ALL(kRelu)
+      EI_ACTIVATE_ALL(kLeakyRelu)
+      EI_ACTIVATE_ALL(kClip)
+      EI_ACTIVATE_ALL(kSigmoid)
+      EI_ACTIVATE_ALL(kHardSigmoid)
+      EI_ACTIVATE_ALL(kHardSwish)
+      EI_ACTIVATE_ALL(kTanh)
+      EI_ACTIVATE_ALL(kElu)
+      EI_ACTIVATE_ALL(kSelu)
+      EI_ACTIVATE_ALL(kSoftplus)
+      EI_ACTIVATE_ALL(kSilu)
+  }
+#undef EI_ACTIVATE_ALL
+}
+
 }  // namespace edgeinfer::cuda::dev

@@ -81,6 +81,16 @@ const char* kernelName(const Int8ConvPlan& p) {
       return "wg128x128k128";
     case Int8ConvKernel::kWgmma128x64k128:
       return "wg128x64k128";
+    case Int8ConvKernel::kTma128x128:
+      return "tma128x128";
+    case Int8ConvKernel::kTma128x256:
+      return "tma128x256";
+    case Int8ConvKernel::kTma128x64:
+      return "tma128x64";
+    case Int8ConvKernel::kTma64x128:
+      return "tma64x128";
+    case Int8ConvKernel::kTma128x128k128:
+      return "tma128x128k128";
   }
   return "?";
 }
@@ -241,6 +251,13 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
         kernels.emplace_back(Int8ConvKernel::kWgmma128x128k128, 16);
         kernels.emplace_back(Int8ConvKernel::kWgmma128x64k128, 16);
       }
+      if (int8ConvTmaFits(plan, 64)) {  // the same tiles fed by TMA (C % 64 == 0)
+        kernels.emplace_back(Int8ConvKernel::kTma128x128, 16);
+        if (plan.K > 128) kernels.emplace_back(Int8ConvKernel::kTma128x256, 16);
+        kernels.emplace_back(Int8ConvKernel::kTma128x64, 16);
+        kernels.emplace_back(Int8ConvKernel::kTma64x128, 16);
+      }
+      if (int8ConvTmaFits(plan, 128)) kernels.emplace_back(Int8ConvKernel::kTma128x128k128, 16);
     }
   }
   std::vector<float> yScales{0.f};

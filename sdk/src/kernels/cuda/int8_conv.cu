@@ -294,6 +294,8 @@ Status launchInt8Conv(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream
       i8Depthwise<1><<<static_cast<unsigned>(blocks), threads, 0, st>>>(
           p, static_cast<const int8_t*>(a.x), static_cast<const int8_t*>(a.w), a.alpha, a.bias, a.z,
           a.y, total);
+  } else if (isInt8ConvTmaKernel(p.kernel)) {
+    return launchInt8ConvTma(p, a, stream);
   } else if (p.kernel != Int8ConvKernel::kMma128x128 && p.kernel != Int8ConvKernel::kMma128x64 &&
              p.kernel != Int8ConvKernel::kMma64x128) {
     return launchInt8ConvWgmma(p, a, stream);
@@ -322,6 +324,14 @@ Status launchInt8Conv(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream
 #ifndef EDGEINFER_HAVE_SM90A
 Status launchInt8ConvWgmma(const Int8ConvPlan&, const Int8ConvArgs&, void*) {
   return Status(ErrorCode::kUnsupported, "int8 conv: this build has no sm_90a (wgmma) code");
+}
+
+Status launchInt8ConvTma(const Int8ConvPlan&, const Int8ConvArgs&, void*) {
+  return Status(ErrorCode::kUnsupported, "int8 conv: this build has no sm_90a (TMA) code");
+}
+
+bool int8ConvTmaFits(const Int8ConvPlan&, int) {
+  return false;
 }
 #endif
 

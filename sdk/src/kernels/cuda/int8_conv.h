@@ -24,6 +24,10 @@
 //           128x64k128 with steps of 128): the same implicit GEMM with Hopper's warpgroup MMA,
 //           wgmma.mma_async m64nNk32 s8, operands straight from swizzled shared memory, a
 //           four-stage cp.async pipeline (int8_conv_sm90a.cu).
+//           "tma<BM>x<BN>[k128]" (the same tiles, C % 64 == 0, or C % 128 == 0 for k128, and
+//           geometry within the TMA's im2col box, int8ConvTmaFits): wgmma fed by the Tensor
+//           Memory Accelerator, one producer thread issuing an im2col and a tile load per K
+//           step, consumer warpgroups that only run wgmmas (int8_conv_tma_sm90a.cu).
 //           "dw<4|1>" (group == C_in == C_out): depthwise, one output pixel and 4 (C % 4 == 0)
 //           or 1 channels per thread.
 //   y       "i8" (when the output has a scale) or "f16"
@@ -73,7 +77,17 @@ enum class Int8ConvKernel : int32_t {
   kWgmma64x128,       ///< dense, wgmma, 64 x 128 (few output pixels)
   kWgmma128x128k128,  ///< dense, wgmma, 128 x 128, K steps of 128 bytes (128-byte swizzle)
   kWgmma128x64k128,   ///< dense, wgmma, 128 x 64, K steps of 128 bytes
+  kTma128x128,        ///< dense, wgmma fed by TMA (int8_conv_tma_sm90a.cu), 128 x 128
+  kTma128x256,        ///< dense, wgmma + TMA, 128 x 256
+  kTma128x64,         ///< dense, wgmma + TMA, 128 x 64
+  kTma64x128,         ///< dense, wgmma + TMA, 64 x 128
+  kTma128x128k128,    ///< dense, wgmma + TMA, 128 x 128, K steps of 128 bytes
 };
+
+/// Whether `kernel` is one of the TMA-fed wgmma kernels.
+inline bool isInt8ConvTmaKernel(Int8ConvKernel kernel) {
+  return kernel >= Int8ConvKernel::kTma128x128 && kernel <= Int8ConvKernel::kTma128x128k128;
+}
 
 /// Whether the wgmma kernels run here: this build carries sm_90a code and the current device is
 /// compute 9.0 (H100, H200, GH200).
@@ -119,5 +133,15 @@ Status launchInt8Conv(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* 
 /// The wgmma kernels' launch (int8_conv_sm90a.cu; launchInt8Conv calls it for them): in builds
 /// without sm_90a code, kUnsupported.
 Status launchInt8ConvWgmma(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
+
+/// The TMA-fed wgmma kernels' launch (int8_conv_tma_sm90a.cu); in builds without sm_90a code,
+/// kUnsupported.
+Status launchInt8ConvTma(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
+
+/// Whether the TMA kernels with K steps of `bk` bytes (64 or 128) run the layer of `plan`
+/// (geometry set, gemmKPad included): C % bk == 0, strides of 1 to 8, and the im2col bounding
+/// box of a 4-D tensor map (corners within [-128, 127]: padding, and the last window's
+/// overhang past the image). False in builds without sm_90a code.
+bool int8ConvTmaFits(const Int8ConvPlan& plan, int bk);
 
 }  // namespace edgeinfer::cuda

@@ -1,7 +1,8 @@
 // Device side of int8_conv.h's epilogue, shared by the mma.sync kernels (int8_conv.cu) and the
-// Hopper wgmma kernels (int8_conv_sm90a.cu): the same expressions, rounded one operation at a
-// time (__fmul_rn / __fadd_rn: no FMA contraction; the quantize of quantize.cuh), so every kernel
-// equals the host computation bit for bit. Device code: include only from .cu files.
+// Hopper wgmma kernels (int8_conv_sm90a.cu, int8_conv_tma_sm90a.cu): the same expressions, rounded
+// one operation at a time (__fmul_rn / __fadd_rn: no FMA contraction; the quantize of
+// quantize.cuh), so every kernel equals the host computation bit for bit. Device code: include only
+// from .cu files.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -14,20 +15,35 @@
 
 namespace edgeinfer::cuda::dev {
 
-/// The epilogue for one output element at NHWC index `idx`, channel `k`: the value before it
-/// is stored (quantized or rounded to half).
-__device__ __forceinline__ float i8Epilogue(const Int8ConvPlan& p, int32_t acc, int k, int64_t idx,
-                                            const float* __restrict__ alpha,
-                                            const float* __restrict__ bias, const void* z) {
-  float v = __fmul_rn(static_cast<float>(acc), alpha[k]);
-  v = __fadd_rn(v, bias[k]);
+/// The epilogue up to the activation for one accumulator with its channel's alpha `a` and bias
+/// `b`, the output element at NHWC index `idx` (the residual's).
+__device__ __forceinline__ float i8Affine(const Int8ConvPlan& p, int32_t acc, float a, float b,
+                                          int64_t idx, const void* z) {
+  float v = __fmul_rn(static_cast<float>(acc), a);
+  v = __fadd_rn(v, b);
   if (p.hasZ) {
     const float zv =
         p.zScale > 0.f ? __fmul_rn(static_cast<float>(static_cast<const int8_t*>(z)[idx]), p.zScale)
                        : __half2float(static_cast<const __half*>(z)[idx]);
     v = __fadd_rn(v, zv);
   }
-  return activate(v, p.act, p.alpha, p.beta);
+  return v;
+}
+
+/// The epilogue for one output element at NHWC index `idx`, channel `k`.
+__device__ __forceinline__ float i8Epilogue(const Int8ConvPlan& p, int32_t acc, int k, int64_t idx,
+                                            const float* __restrict__ alpha,
+                                            const float* __restrict__ bias, const void* z) {
+  return activate(i8Affine(p, acc, alpha[k], bias[k], idx, z), p.act, p.alpha, p.beta);
+}
+
+/// `v` into the shared output tile at (row `r`, column `cl`), int8 or fp16 as the plan says.
+__device__ __forceinline__ void i8StageValue(const Int8ConvPlan& p, float v, int r, int cl, int ldo,
+                                             int8_t* tile) {
+  if (p.yScale > 0.f)
+    tile[r * ldo + cl] = quantizeToInt8(v, p.yScale);
+  else
+    *reinterpret_cast<__half*>(&tile[r * ldo + 2 * cl]) = __float2half_rn(v);
 }
 
 /// The epilogue written to y[idx] (int8 or fp16, as the plan says).
@@ -52,11 +68,103 @@ __device__ __forceinline__ void i8StageOutput(const Int8ConvPlan& p, int32_t acc
                                               int8_t* tile) {
   const int m = m0 + r, k = n0 + cl;
   if (m >= rows || k >= p.K) return;
-  const float v = i8Epilogue(p, acc, k, static_cast<int64_t>(m) * p.K + k, alpha, bias, z);
-  if (p.yScale > 0.f)
-    tile[r * ldo + cl] = quantizeToInt8(v, p.yScale);
-  else
-    *reinterpret_cast<__half*>(&tile[r * ldo + 2 * cl]) = __float2half_rn(v);
+  i8StageValue(p, i8Epilogue(p, acc, k, static_cast<int64_t>(m) * p.K + k, alpha, bias, z), r, cl,
+               ldo, tile);
+}
+
+/// Row pitch (32-bit words) of the shared accumulator tile of the wgmma kernels' epilogue: 8
+/// words of padding put the 8 rows a warp stores on different banks.
+template <int BN>
+constexpr int kWgmmaAccPitch = BN + 8;
+
+/// Rows of the wgmma accumulators staged at once: all BM when they fit in `smemBytes`, else the
+/// 64 of one warpgroup at a time.
+template <int BM, int BN>
+__host__ __device__ constexpr int wgmmaEpilogueRows(int smemBytes) {
+  return BM * kWgmmaAccPitch<BN> * 4 <= smemBytes ? BM : 64;
+}
+
+/// One thread's wgmma accumulators (m64nBN s32) into the shared int32 tile (rows
+/// kWgmmaAccPitch<BN> words apart): register 4j + 2h + e is row `row0` + 8h, column
+/// 8j + `col0` + e (row0 = 16 warp + lane / 4 within the warpgroup's 64 rows, col0 =
+/// 2 (lane % 4)); two neighbouring columns per 8-byte store.
+template <int BN>
+__device__ __forceinline__ void i8StoreWgmmaAccumulators(const int32_t (&acc)[BN / 2], int row0,
+                                                         int col0, int32_t* tile) {
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      *reinterpret_cast<int2*>(&tile[(row0 + 8 * h) * kWgmmaAccPitch<BN> + 8 * j + col0]) =
+          make_int2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+}
+
+/// The epilogue of `nRows` rows of a shared int32 accumulator tile (i8StoreWgmmaAccumulators;
+/// output pixel m0 and channel n0 at its origin) straight to y, by `threads` threads: 8
+/// channels of one pixel per step, read from shared memory in 16-byte pieces, alpha and bias in
+/// 16-byte pieces, the 8 outputs stored as one 8-byte (int8) or 16-byte (fp16) piece where K % 8
+/// == 0 and the pointers allow, element by element at the tile's edges. A rolled loop with the
+/// activation chosen once per step: short code, unlike a copy of the epilogue per accumulator.
+template <int BN>
+__device__ __forceinline__ void i8WgmmaEpilogue(const Int8ConvPlan& p, const int32_t* tile,
+                                                int nRows, int m0, int n0, int rows,
+                                                const float* __restrict__ alpha,
+                                                const float* __restrict__ bias, const void* z,
+                                                void* y, int tid, int threads) {
+  constexpr int kGroups = BN / 8;  // 8-channel groups of a row
+  const bool i8 = p.yScale > 0.f;
+  const bool vec = p.K % 8 == 0 && (reinterpret_cast<uintptr_t>(y) & 15) == 0 &&
+                   (reinterpret_cast<uintptr_t>(alpha) & 15) == 0 &&
+                   (reinterpret_cast<uintptr_t>(bias) & 15) == 0;
+  for (int i = tid; i < nRows * kGroups; i += threads) {
+    const int r = i / kGroups, c = (i % kGroups) * 8;
+    const int m = m0 + r, k0 = n0 + c;
+    if (m >= rows || k0 >= p.K) continue;
+    const int n = min(8, p.K - k0);
+    const int4 lo = *reinterpret_cast<const int4*>(&tile[r * kWgmmaAccPitch<BN> + c]);
+    const int4 hi = *reinterpret_cast<const int4*>(&tile[r * kWgmmaAccPitch<BN> + c + 4]);
+    const int32_t q[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    alignas(16) float a[8];
+    alignas(16) float b[8];
+    if (vec) {  // n == 8
+      *reinterpret_cast<float4*>(&a[0]) = __ldg(reinterpret_cast<const float4*>(alpha + k0));
+      *reinterpret_cast<float4*>(&a[4]) = __ldg(reinterpret_cast<const float4*>(alpha + k0 + 4));
+      *reinterpret_cast<float4*>(&b[0]) = __ldg(reinterpret_cast<const float4*>(bias + k0));
+      *reinterpret_cast<float4*>(&b[4]) = __ldg(reinterpret_cast<const float4*>(bias + k0 + 4));
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        a[e] = e < n ? __ldg(alpha + k0 + e) : 0.f;
+        b[e] = e < n ? __ldg(bias + k0 + e) : 0.f;
+      }
+    }
+    const int64_t base = static_cast<int64_t>(m) * p.K + k0;
+    float v[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = e < n ? i8Affine(p, q[e], a[e], b[e], base + e, z) : 0.f;
+    activateAll(v, p.act, p.alpha, p.beta);
+    if (i8) {
+      alignas(8) int8_t o[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[e] = quantizeToInt8(v[e], p.yScale);
+      int8_t* dst = static_cast<int8_t*>(y) + base;
+      if (vec) {
+        *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(o);
+      } else {
+        for (int e = 0; e < n; ++e) dst[e] = o[e];
+      }
+    } else {
+      alignas(16) __half o[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[e] = __float2half_rn(v[e]);
+      __half* dst = static_cast<__half*>(y) + base;
+      if (vec) {
+        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(o);
+      } else {
+        for (int e = 0; e < n; ++e) dst[e] = o[e];
+      }
+    }
+  }
 }
 
 /// The shared output tile (BM rows of BN elements, `ldo` bytes apart) to y in whole 16-byte

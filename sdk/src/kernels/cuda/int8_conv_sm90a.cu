@@ -28,139 +28,19 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <mutex>
-#include <set>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/int8_conv.h"
 #include "kernels/cuda/int8_conv_epilogue.cuh"
+#include "kernels/cuda/wgmma_sm90a.cuh"
 
 namespace edgeinfer::cuda {
 namespace {
 
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define EDGEINFER_WGMMA 1
-#endif
+using namespace sm90;  // NOLINT(build/namespaces): the wgmma building blocks
 
 constexpr int kStages = 4;  // shared stages: read by steps t - 1, t; filled for t + 1, t + 2
 constexpr int kAhead = kStages - 2;
-
-__device__ __forceinline__ uint32_t smemAddr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-/// A K step of BK bytes (64 or 128) a row, laid out with wgmma's K-major BK-byte swizzle: 8 rows
-/// of BK bytes make an atom of 8 * BK bytes; chunk c (16 bytes) of row r sits at chunk position
-/// c ^ ((r / 2) % 4) (64-byte swizzle) or c ^ (r % 8) (128-byte swizzle) of its row.
-template <int BK>
-struct Swizzled {
-  static_assert(BK == 64 || BK == 128, "64- or 128-byte swizzle");
-
-  /// Byte offset of (row, chunk `kc`) in a stage's A or B tile.
-  __device__ static __forceinline__ int offset(int row, int kc) {
-    const int sw = BK == 64 ? (row >> 1) & 3 : row & 7;
-    return (row >> 3) * (8 * BK) + (row & 7) * BK + ((kc ^ sw) << 4);
-  }
-
-  /// The chunk a thread copies with its `i`-th instruction (0 .. BK / 32 - 1) of a step. Two
-  /// neighbouring threads share a row and fetch one 32-byte sector of it per instruction; the
-  /// rows a shared-memory phase writes (4 rows x 2 chunks) land on 8 different bank groups
-  /// because each row takes its sectors in an order of its own.
-  __device__ static __forceinline__ int copyChunk(int row, int lane2, int i) {
-    if (BK == 64) return 2 * (i ^ ((row >> 1) & 1)) + lane2;
-    const int slot = (i + row) & 3;  // the 32-byte slot of the row written: 4 rows, 4 slots
-    return 2 * (slot ^ ((row & 7) >> 1)) + lane2;
-  }
-
-  /// wgmma's shared-memory matrix descriptor: start address, stride byte offset 8 * BK (the
-  /// next 8 rows), leading byte offset unused (1), layout 2 (64-byte) or 1 (128-byte swizzle).
-  /// The atoms start on 1024-byte boundaries (base offset 0); a start inside an atom (the next
-  /// 32 bytes of K) is allowed, the swizzle being a function of the address.
-  __device__ static __forceinline__ uint64_t desc(const void* p) {
-    const uint64_t addr = (smemAddr(p) & 0x3FFFF) >> 4;
-    return addr | (uint64_t{1} << 16) | (uint64_t{(8 * BK) >> 4} << 32) |
-           (uint64_t{BK == 64 ? 2u : 1u} << 62);
-  }
-};
-
-__device__ __forceinline__ void cpAsync16(void* dst, const void* src, bool valid) {
-#ifdef EDGEINFER_WGMMA
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddr(dst)), "l"(src),
-               "r"(valid ? 16 : 0));
-#endif
-}
-
-#ifdef EDGEINFER_WGMMA
-// The accumulator operands of the wgmma wrappers, 8 at a time: "[, ]%8k, ..., %8k+7" and the
-// matching read-write register bindings d[8k .. 8k + 7].
-#define EI_WG_OPS0 "%0, %1, %2, %3, %4, %5, %6, %7"
-#define EI_WG_OPS1 ", %8, %9, %10, %11, %12, %13, %14, %15"
-#define EI_WG_OPS2 ", %16, %17, %18, %19, %20, %21, %22, %23"
-#define EI_WG_OPS3 ", %24, %25, %26, %27, %28, %29, %30, %31"
-#define EI_WG_OPS4 ", %32, %33, %34, %35, %36, %37, %38, %39"
-#define EI_WG_OPS5 ", %40, %41, %42, %43, %44, %45, %46, %47"
-#define EI_WG_OPS6 ", %48, %49, %50, %51, %52, %53, %54, %55"
-#define EI_WG_OPS7 ", %56, %57, %58, %59, %60, %61, %62, %63"
-#define EI_WG_OPS8 ", %64, %65, %66, %67, %68, %69, %70, %71"
-#define EI_WG_OPS9 ", %72, %73, %74, %75, %76, %77, %78, %79"
-#define EI_WG_OPS10 ", %80, %81, %82, %83, %84, %85, %86, %87"
-#define EI_WG_OPS11 ", %88, %89, %90, %91, %92, %93, %94, %95"
-#define EI_WG_OPS12 ", %96, %97, %98, %99, %100, %101, %102, %103"
-#define EI_WG_OPS13 ", %104, %105, %106, %107, %108, %109, %110, %111"
-#define EI_WG_OPS14 ", %112, %113, %114, %115, %116, %117, %118, %119"
-#define EI_WG_OPS15 ", %120, %121, %122, %123, %124, %125, %126, %127"
-#define EI_WG_D8(k)                                                                               \
-  "+r"(d[8 * k]), "+r"(d[8 * k + 1]), "+r"(d[8 * k + 2]), "+r"(d[8 * k + 3]), "+r"(d[8 * k + 4]), \
-      "+r"(d[8 * k + 5]), "+r"(d[8 * k + 6]), "+r"(d[8 * k + 7])
-
-/// D[64 x 64] += A[64 x 32] * B[64 x 32]^T (s8, both K-major in shared memory).
-__device__ __forceinline__ void wgmmaN64(int32_t (&d)[32], uint64_t descA, uint64_t descB) {
-  asm volatile("wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {" EI_WG_OPS0 EI_WG_OPS1 EI_WG_OPS2
-                   EI_WG_OPS3 "}, %32, %33, 1;\n"
-               : EI_WG_D8(0), EI_WG_D8(1), EI_WG_D8(2), EI_WG_D8(3)
-               : "l"(descA), "l"(descB));
-}
-
-/// D[64 x 128] += A[64 x 32] * B[128 x 32]^T (s8, both K-major in shared memory).
-__device__ __forceinline__ void wgmmaN128(int32_t (&d)[64], uint64_t descA, uint64_t descB) {
-  asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {" EI_WG_OPS0 EI_WG_OPS1
-                   EI_WG_OPS2 EI_WG_OPS3 EI_WG_OPS4 EI_WG_OPS5 EI_WG_OPS6 EI_WG_OPS7
-               "}, %64, %65, 1;\n"
-               : EI_WG_D8(0), EI_WG_D8(1), EI_WG_D8(2), EI_WG_D8(3), EI_WG_D8(4), EI_WG_D8(5),
-                 EI_WG_D8(6), EI_WG_D8(7)
-               : "l"(descA), "l"(descB));
-}
-
-/// D[64 x 256] += A[64 x 32] * B[256 x 32]^T (s8, both K-major in shared memory).
-__device__ __forceinline__ void wgmmaN256(int32_t (&d)[128], uint64_t descA, uint64_t descB) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 {" EI_WG_OPS0 EI_WG_OPS1 EI_WG_OPS2
-          EI_WG_OPS3 EI_WG_OPS4 EI_WG_OPS5 EI_WG_OPS6 EI_WG_OPS7 EI_WG_OPS8 EI_WG_OPS9 EI_WG_OPS10
-              EI_WG_OPS11 EI_WG_OPS12 EI_WG_OPS13 EI_WG_OPS14 EI_WG_OPS15 "}, %128, %129, 1;\n"
-      : EI_WG_D8(0), EI_WG_D8(1), EI_WG_D8(2), EI_WG_D8(3), EI_WG_D8(4), EI_WG_D8(5), EI_WG_D8(6),
-        EI_WG_D8(7), EI_WG_D8(8), EI_WG_D8(9), EI_WG_D8(10), EI_WG_D8(11), EI_WG_D8(12),
-        EI_WG_D8(13), EI_WG_D8(14), EI_WG_D8(15)
-      : "l"(descA), "l"(descB));
-}
-
-/// Keeps the compiler from moving register accesses of the accumulators across this point (into
-/// a wgmma pipeline stage, which ptxas would then serialise).
-template <int N>
-__device__ __forceinline__ void fenceOperands(int32_t (&d)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(d[i])::"memory");
-}
-
-template <int BN>
-__device__ __forceinline__ void wgmma(int32_t (&d)[BN / 2], uint64_t descA, uint64_t descB) {
-  if constexpr (BN == 64)
-    wgmmaN64(d, descA, descB);
-  else if constexpr (BN == 128)
-    wgmmaN128(d, descA, descB);
-  else
-    wgmmaN256(d, descA, descB);
-}
-#endif  // EDGEINFER_WGMMA
 
 /// Where one thread's 16-byte chunk of the A tile comes from: its output pixel (fixed for the
 /// whole K loop) and its position (r, s, c) in the convolution window, advanced a step (BK).
@@ -291,19 +171,21 @@ __global__ void __launch_bounds__(BM * 2, 1)
   asm volatile("cp.async.wait_group 0;\n" ::);
   __syncthreads();  // every warpgroup is done with the stages: they hold the output tile now
 
-  // Accumulator layout (m64nN s32): warp v of the warpgroup holds rows 16v + g and 16v + g + 8
-  // (g = lane / 4); register 4j + e is column 8j + 2 (lane % 4) + (e & 1), row + 8 for e >= 2.
-  const int lane = tid & 31, v = (tid % 128) / 32;
-  const int ldo = BN * (p.yScale > 0.f ? 1 : 2) + 16;
-  static_assert(BM * (BN * 2 + 16) <= kStages * (kStageA + kStageB), "the output tile fits");
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      dev::i8StageOutput(p, acc[4 * j + e], wg * 64 + v * 16 + (lane >> 2) + (e >= 2 ? 8 : 0),
-                         8 * j + 2 * (lane & 3) + (e & 1), m0, n0, rows, ldo, alpha, bias, z, smem);
-  __syncthreads();
-  dev::i8StoreTile<BM, BN>(p, smem, ldo, m0, n0, rows, y, tid, kThreads);
+  // The epilogue: the accumulators to shared memory (all rows, or one warpgroup's 64 at a
+  // time where they do not fit), then every thread through them to y.
+  constexpr int kRows = dev::wgmmaEpilogueRows<BM, BN>(kStages * (kStageA + kStageB));
+  int32_t* tile = reinterpret_cast<int32_t*>(smem);
+  for (int part = 0; part < BM / kRows; ++part) {
+    if (part > 0) __syncthreads();    // the previous rows are read
+    if (kRows == BM || wg == part) {  // m64nN layout: warp v holds rows 16v + lane / 4 (+ 8)
+      const int lane = tid & 31, v = (tid % 128) / 32;
+      dev::i8StoreWgmmaAccumulators<BN>(acc, (kRows == BM ? wg * 64 : 0) + v * 16 + (lane >> 2),
+                                        2 * (lane & 3), tile);
+    }
+    __syncthreads();
+    dev::i8WgmmaEpilogue<BN>(p, tile, kRows, m0 + part * kRows, n0, rows, alpha, bias, z, y, tid,
+                             kThreads);
+  }
 #else
   __trap();  // the provider offers these tactics on compute 9.0 devices only
 #endif
@@ -312,20 +194,8 @@ __global__ void __launch_bounds__(BM * 2, 1)
 template <int BM, int BN, int BK>
 Status launch(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
   constexpr int kSmem = kStages * (BM + BN) * BK + 1024;  // + alignment of the atoms
-  {
-    // The kernel's shared-memory limit is raised once per device (it is an attribute of the
-    // kernel in each device's context); a failure is reported, and tried again next time.
-    static std::mutex mu;
-    static std::set<int> raised;
-    int dev = 0;
-    EI_CUDA_CHECK(cudaGetDevice(&dev));
-    std::lock_guard<std::mutex> lock(mu);
-    if (!raised.count(dev)) {
-      EI_CUDA_CHECK(cudaFuncSetAttribute(i8ConvWgmma<BM, BN, BK>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-      raised.insert(dev);
-    }
-  }
+  EI_RETURN_IF_ERROR(
+      allowSharedMemory(reinterpret_cast<const void*>(&i8ConvWgmma<BM, BN, BK>), kSmem));
   const int rows = p.N * p.P * p.Q;
   const dim3 grid(static_cast<unsigned>((rows + BM - 1) / BM),
                   static_cast<unsigned>((p.K + BN - 1) / BN));

@@ -1,0 +1,304 @@
+// Hopper (sm_90a) INT8 convolutions fed by the Tensor Memory Accelerator: the `tma<BM>x<BN>`
+// kernels of the `cuda-i8` tactic provider (int8_conv.h). The implicit GEMM and the wgmma
+// mainloop of int8_conv_sm90a.cu, without its cost: there every thread computed the im2col
+// addresses of its chunks, its validity and a cp.async per 16 bytes, about 200 instructions a
+// K step for 2 wgmmas (Nsight Compute: bound by instruction issue). Here
+//
+//   - one producer thread (a warp of its own) issues, per K step, one TMA im2col load of the
+//     A tile (BM output pixels x BK input channels at one window position (r, s): the TMA unit
+//     walks the pixels, applies stride and padding, zero-fills outside the image and writes
+//     wgmma's swizzled layout) and one TMA tile load of the B tile (BN rows of the weights);
+//   - BM / 64 consumer warpgroups only wait for a stage, issue wgmmas and release the stage;
+//   - stages are handed over through mbarriers: full[s] (the producer's arrival plus the TMA
+//     bytes) and empty[s] (every consumer thread, once its wgmmas reading the stage are done),
+//     so copies run as far ahead as there are stages, with no block-wide barrier per step.
+//
+// A step stays within one window position, so these kernels need C % BK == 0 (the weights'
+// k = (r * S + s) * C + c order is then the TMA's: (r, s) from the step, c from the step's
+// offset); int8ConvTmaFits() says which layers the im2col descriptor can describe. The
+// epilogue is int8_conv_epilogue.cuh's, as for every other kernel: bit-exact with the host.
+//
+// The tensor maps hold the input's and the weights' addresses: they are encoded on the host
+// at every launch (a few hundred nanoseconds, no driver call to the GPU) and passed as
+// __grid_constant__ parameters; a CUDA graph captured with them is captured again when an
+// input moves (runtime/cuda/cuda_context.cpp).
+#include <cuda.h>
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeIm2col, PFN_cuTensorMapEncodeTiled
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/int8_conv.h"
+#include "kernels/cuda/int8_conv_epilogue.cuh"
+#include "kernels/cuda/wgmma_sm90a.cuh"
+
+namespace edgeinfer::cuda {
+namespace {
+
+using namespace sm90;  // NOLINT(build/namespaces): the wgmma building blocks
+
+/// Shared stages of a tile shape: as many as fit in 96 KiB (2 blocks an SM at the largest
+/// tiles), 3 to 6.
+__host__ __device__ constexpr int tmaStages(int bm, int bn, int bk) {
+  const int n = 98304 / ((bm + bn) * bk);
+  return n < 3 ? 3 : n > 6 ? 6 : n;
+}
+
+template <int BM, int BN, int BK>
+constexpr int tmaSharedBytes() {
+  // Stages, 1 KiB to align them to the swizzle atoms, two mbarriers a stage.
+  return tmaStages(BM, BN, BK) * (BM + BN) * BK + 1024 + 2 * 8 * tmaStages(BM, BN, BK);
+}
+
+template <int BM, int BN, int BK>
+__global__ void __launch_bounds__(BM * 2 + 32, 1)
+    i8ConvTma(const __grid_constant__ CUtensorMap mapX, const __grid_constant__ CUtensorMap mapW,
+              const Int8ConvPlan p, const float* __restrict__ alpha, const float* __restrict__ bias,
+              const void* __restrict__ z, void* __restrict__ y) {
+#ifdef EDGEINFER_WGMMA
+  constexpr int kStages = tmaStages(BM, BN, BK);
+  constexpr int kConsumers = BM * 2;  // BM / 64 warpgroups
+  constexpr int kThreads = kConsumers + 32;
+  constexpr int kStageA = BM * BK, kStageB = BN * BK;
+  extern __shared__ __align__(128) int8_t smemRaw[];
+  // Stages on 1024-byte boundaries: the TMA's swizzle is a function of the address.
+  int8_t* smem = smemRaw + ((1024 - (smemAddr(smemRaw) & 1023)) & 1023);
+  int8_t* As = smem;                      // kStages x kStageA
+  int8_t* Bs = smem + kStages * kStageA;  // kStages x kStageB
+  uint64_t* full = reinterpret_cast<uint64_t*>(Bs + kStages * kStageB);
+  uint64_t* empty = full + kStages;
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int rows = p.N * p.P * p.Q;
+  const int m0 = static_cast<int>(blockIdx.x) * BM, n0 = static_cast<int>(blockIdx.y) * BN;
+  const int steps = p.gemmKPad / BK;  // C % BK == 0: gemmKPad == R * S * C
+
+  if (tid == kConsumers) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarInit(&full[s], 1);
+      mbarInit(&empty[s], kConsumers);
+    }
+    mbarInitFence();
+    tmaPrefetch(&mapX);
+    tmaPrefetch(&mapW);
+  }
+  __syncthreads();
+
+  int32_t acc[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) acc[i] = 0;
+  fenceOperands(acc);
+
+  if (tid >= kConsumers) {
+    // The producer: one thread. The block's first output pixel m0 = (n, oh, ow) reads its
+    // window from input pixel (n, oh * strideH - padTop, ow * strideW - padLeft) on; the TMA
+    // walks the next BM - 1 pixels from there as the output rows are ordered.
+    if (tid == kConsumers) {
+      const int ow = m0 % p.Q, t = m0 / p.Q;
+      const int n = t / p.P, h = (t % p.P) * p.strideH - p.padTop, w = ow * p.strideW - p.padLeft;
+      int c = 0, r = 0, s = 0;  // the step's window position and first channel
+      for (int kt = 0; kt < steps; ++kt) {
+        const int st = kt % kStages;
+        if (kt >= kStages) mbarWait(&empty[st], ((kt / kStages) - 1) & 1);
+        mbarArriveExpectTx(&full[st], (BM + BN) * BK);
+        tmaLoadIm2col(As + st * kStageA, &mapX, &full[st], c, w, h, n,
+                      static_cast<uint16_t>(s * p.dilW), static_cast<uint16_t>(r * p.dilH));
+        tmaLoadTile(Bs + st * kStageB, &mapW, &full[st], kt * BK, n0);
+        c += BK;
+        if (c == p.C) {
+          c = 0;
+          if (++s == p.S) {
+            s = 0;
+            ++r;
+          }
+        }
+      }
+    }
+  } else {
+    // The consumers: warpgroup wg computes output rows [64 wg, 64 wg + 64) of the tile.
+    const int wg = tid / 128;
+    for (int kt = 0; kt < steps; ++kt) {
+      const int st = kt % kStages;
+      mbarWait(&full[st], (kt / kStages) & 1);
+      fenceOperands(acc);
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+      for (int ks = 0; ks < BK / 32; ++ks)
+        wgmma<BN>(acc, Swizzled<BK>::desc(As + st * kStageA + wg * 64 * BK + ks * 32),
+                  Swizzled<BK>::desc(Bs + st * kStageB + ks * 32));
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      // Step kt - 1's wgmmas are done reading: its stage goes back to the producer.
+      asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(1) : "memory");
+      fenceOperands(acc);
+      if (kt > 0) mbarArrive(&empty[(kt - 1) % kStages]);
+    }
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(0) : "memory");
+    fenceOperands(acc);
+  }
+  __syncthreads();  // every stage consumed and read: they hold the output tile now
+
+  // The epilogue: the accumulators to shared memory (all rows, or one warpgroup's 64 at a
+  // time where they do not fit), then every thread through them to y.
+  constexpr int kRows = dev::wgmmaEpilogueRows<BM, BN>(kStages * (kStageA + kStageB));
+  int32_t* tile = reinterpret_cast<int32_t*>(smem);
+  for (int part = 0; part < BM / kRows; ++part) {
+    if (part > 0) __syncthreads();  // the previous rows are read
+    if (tid < kConsumers && (kRows == BM || tid / 128 == part)) {
+      // m64nN layout: warp v of warpgroup wg holds rows 16v + lane / 4 (+ 8) of its 64.
+      const int wg = tid / 128, lane = tid & 31, v = (tid % 128) / 32;
+      dev::i8StoreWgmmaAccumulators<BN>(acc, (kRows == BM ? wg * 64 : 0) + v * 16 + (lane >> 2),
+                                        2 * (lane & 3), tile);
+    }
+    __syncthreads();
+    dev::i8WgmmaEpilogue<BN>(p, tile, kRows, m0 + part * kRows, n0, rows, alpha, bias, z, y, tid,
+                             kThreads);
+  }
+#else
+  __trap();  // the provider offers these tactics on compute 9.0 devices only
+#endif
+}
+
+/// The driver's tensor-map encoders, looked up once through the runtime (no link to libcuda).
+struct TensorMapEncoders {
+  PFN_cuTensorMapEncodeIm2col_v12000 im2col = nullptr;
+  PFN_cuTensorMapEncodeTiled_v12000 tiled = nullptr;
+};
+
+const TensorMapEncoders& encoders() {
+  static const TensorMapEncoders e = [] {
+    TensorMapEncoders r;
+    const auto lookup = [](const char* name) -> void* {
+      void* fn = nullptr;
+      cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+      const cudaError_t err =
+          cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q);
+#else
+      const cudaError_t err = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &q);
+#endif
+      if (err != cudaSuccess || q != cudaDriverEntryPointSuccess) {
+        cudaGetLastError();
+        return nullptr;
+      }
+      return fn;
+    };
+    r.im2col =
+        reinterpret_cast<PFN_cuTensorMapEncodeIm2col_v12000>(lookup("cuTensorMapEncodeIm2col"));
+    r.tiled = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(lookup("cuTensorMapEncodeTiled"));
+    return r;
+  }();
+  return e;
+}
+
+/// The im2col bounding box of the input's H and W, as offsets from the tensor's corners: the
+/// first input pixel of the window of output pixel (0, 0) and of (P - 1, Q - 1). The TMA walks
+/// it with the convolution's strides, Q pixels a row, P rows an image.
+struct Im2colBox {
+  int lowerW, lowerH, upperW, upperH;
+};
+
+Im2colBox im2colBox(const Int8ConvPlan& p) {
+  return {-p.padLeft, -p.padTop, (p.Q - 1) * p.strideW - p.padLeft - (p.W - 1),
+          (p.P - 1) * p.strideH - p.padTop - (p.H - 1)};
+}
+
+bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+}
+
+Status encodeError(const char* what, CUresult r) {
+  return Status(ErrorCode::kCudaError,
+                std::string("int8 conv: ") + what + " failed (CUresult " + std::to_string(r) + ")");
+}
+
+template <int BM, int BN, int BK>
+Status launchTma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
+  const TensorMapEncoders& enc = encoders();
+  if (!enc.im2col || !enc.tiled)
+    return Status(ErrorCode::kUnsupported,
+                  "int8 conv: the CUDA driver has no tensor-map encoders (TMA)");
+  const CUtensorMapSwizzle swizzle =
+      BK == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B;
+  CUtensorMap mapX, mapW;
+  {
+    const cuuint64_t dim[4] = {cuuint64_t(p.C), cuuint64_t(p.W), cuuint64_t(p.H), cuuint64_t(p.N)};
+    const cuuint64_t stride[3] = {cuuint64_t(p.C), cuuint64_t(p.W) * p.C,
+                                  cuuint64_t(p.H) * p.W * p.C};
+    const Im2colBox b = im2colBox(p);
+    const int lower[2] = {b.lowerW, b.lowerH}, upper[2] = {b.upperW, b.upperH};
+    const cuuint32_t elementStrides[4] = {1, cuuint32_t(p.strideW), cuuint32_t(p.strideH), 1};
+    const CUresult r =
+        enc.im2col(&mapX, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, const_cast<void*>(a.x), dim, stride,
+                   lower, upper, BK, BM, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                   CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return encodeError("cuTensorMapEncodeIm2col (the input)", r);
+  }
+  {
+    const cuuint64_t dim[2] = {cuuint64_t(p.gemmKPad), cuuint64_t(p.K)};
+    const cuuint64_t stride[1] = {cuuint64_t(p.gemmKPad)};
+    const cuuint32_t box[2] = {BK, BN}, elementStrides[2] = {1, 1};
+    const CUresult r =
+        enc.tiled(&mapW, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(a.w), dim, stride, box,
+                  elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return encodeError("cuTensorMapEncodeTiled (the weights)", r);
+  }
+  constexpr int kSmem = tmaSharedBytes<BM, BN, BK>();
+  EI_RETURN_IF_ERROR(
+      allowSharedMemory(reinterpret_cast<const void*>(&i8ConvTma<BM, BN, BK>), kSmem));
+  const int rows = p.N * p.P * p.Q;
+  const dim3 grid(static_cast<unsigned>((rows + BM - 1) / BM),
+                  static_cast<unsigned>((p.K + BN - 1) / BN));
+  i8ConvTma<BM, BN, BK><<<grid, BM * 2 + 32, kSmem, st>>>(mapX, mapW, p, a.alpha, a.bias, a.z, a.y);
+  EI_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool int8ConvTmaFits(const Int8ConvPlan& p, int bk) {
+  if (p.C <= 0 || p.C % bk != 0 || p.gemmKPad != p.R * p.S * p.C) return false;
+  if (p.strideH < 1 || p.strideH > 8 || p.strideW < 1 || p.strideW > 8) return false;
+  const Im2colBox b = im2colBox(p);
+  for (const int corner : {b.lowerW, b.lowerH, b.upperW, b.upperH})
+    if (corner < -128 || corner > 127) return false;  // 4-D im2col maps: 8-bit corners
+  // Window offsets are 16-bit; the input's strides below 2^40 bytes.
+  return int64_t{p.R - 1} * p.dilH < 65536 && int64_t{p.S - 1} * p.dilW < 65536 &&
+         int64_t{p.N} * p.H * p.W * p.C < (int64_t{1} << 40);
+}
+
+Status launchInt8ConvTma(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream) {
+  auto st = static_cast<cudaStream_t>(stream);
+  const int bk = p.kernel == Int8ConvKernel::kTma128x128k128 ? 128 : 64;
+  if (p.vec != 16 || !int8ConvTmaFits(p, bk))
+    return Status(ErrorCode::kInvalidArgument,
+                  "int8 TMA conv: the layer does not fit the kernel (C % " + std::to_string(bk) +
+                      ", strides, padding)");
+  if (!aligned16(a.x) || !aligned16(a.w))
+    return Status(ErrorCode::kInvalidArgument, "int8 TMA conv: tensors not 16-byte aligned");
+  const int bm = p.kernel == Int8ConvKernel::kTma64x128 ? 64 : 128;
+  const int bn = p.kernel == Int8ConvKernel::kTma128x64    ? 64
+                 : p.kernel == Int8ConvKernel::kTma128x256 ? 256
+                                                           : 128;
+  const int64_t rows = int64_t{p.N} * p.P * p.Q;
+  if ((rows + bm - 1) / bm > 0x7fffffff || (p.K + bn - 1) / bn > 65535)
+    return Status(ErrorCode::kUnsupported, "int8 conv: too large for one launch");
+  switch (p.kernel) {
+    case Int8ConvKernel::kTma128x128:
+      return launchTma<128, 128, 64>(p, a, st);
+    case Int8ConvKernel::kTma128x256:
+      return launchTma<128, 256, 64>(p, a, st);
+    case Int8ConvKernel::kTma128x64:
+      return launchTma<128, 64, 64>(p, a, st);
+    case Int8ConvKernel::kTma64x128:
+      return launchTma<64, 128, 64>(p, a, st);
+    case Int8ConvKernel::kTma128x128k128:
+      return launchTma<128, 128, 128>(p, a, st);
+    default:
+      return Status(ErrorCode::kInvalidArgument, "int8 TMA conv: not a TMA kernel");
+  }
+}
+
+}  // namespace edgeinfer::cuda
