@@ -2,8 +2,9 @@
 # Runs on the GPU machine (device tool, carry [".devcarry"]): INT8 on the GPU (issue 6).
 #   STEPS="unit blazeface resnet" (the default; "tactics" on request):
 #   unit       the GPU unit tests of INT8 and of the kernels added with it (UNIT_FILTER)
-#   perf       CudaInt8Perf: every INT8 convolution kernel against cuDNN FP16 on ResNet-50's
-#              3x3 layers at batch 64 (EDGEINFER_PERF_LAYERS: only the layers so named)
+#   perf       CudaInt8Perf, CublasLtInt8Perf: the INT8 convolution kernels against cuDNN FP16
+#              on ResNet-50's 3x3 and 1x1 layers at batch 64 (EDGEINFER_PERF_LAYERS: only the
+#              3x3 layers so named)
 #   blazeface  BlazeFace (back, 256x256) calibrated (min-max) on the real photos, built FP16,
 #              INT8 (timed against FP16) and INT8 strict; `edgeinfer bench` of each
 #   resnet     ResNet-50 (torchvision, random weights, dynamic batch) calibrated (min-max) on
@@ -44,8 +45,8 @@ fi
 
 if [[ " $steps " == *" perf "* ]]; then
   echo "== INT8 convolution kernels per layer (CudaInt8Perf)"
-  EDGEINFER_PERF_TESTS=1 timeout -k 5 300 edgeinfer_unit_tests --gtest_filter='CudaInt8Perf.*' \
-    >"$out/perf.log" 2>&1
+  EDGEINFER_PERF_TESTS=1 timeout -k 5 300 edgeinfer_unit_tests \
+    --gtest_filter='CudaInt8Perf.*:CublasLtInt8Perf.*' >"$out/perf.log" 2>&1
   echo "perf rc=$?"
   grep -E '^\[          \]|FAILED' "$out/perf.log"
 fi

@@ -15,18 +15,20 @@
 
 namespace edgeinfer::cuda::dev {
 
+/// The residual Z at NHWC index `idx` as a float (int8 dequantized with its scale, or fp16).
+__device__ __forceinline__ float i8Residual(const Int8ConvPlan& p, const void* z, int64_t idx) {
+  return p.zScale > 0.f
+             ? __fmul_rn(static_cast<float>(static_cast<const int8_t*>(z)[idx]), p.zScale)
+             : __half2float(static_cast<const __half*>(z)[idx]);
+}
+
 /// The epilogue up to the activation for one accumulator with its channel's alpha `a` and bias
 /// `b`, the output element at NHWC index `idx` (the residual's).
 __device__ __forceinline__ float i8Affine(const Int8ConvPlan& p, int32_t acc, float a, float b,
                                           int64_t idx, const void* z) {
   float v = __fmul_rn(static_cast<float>(acc), a);
   v = __fadd_rn(v, b);
-  if (p.hasZ) {
-    const float zv =
-        p.zScale > 0.f ? __fmul_rn(static_cast<float>(static_cast<const int8_t*>(z)[idx]), p.zScale)
-                       : __half2float(static_cast<const __half*>(z)[idx]);
-    v = __fadd_rn(v, zv);
-  }
+  if (p.hasZ) v = __fadd_rn(v, i8Residual(p, z, idx));
   return v;
 }
 
@@ -99,27 +101,70 @@ __device__ __forceinline__ void i8StoreWgmmaAccumulators(const int32_t (&acc)[BN
           make_int2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
 }
 
-/// The epilogue of `nRows` rows of a shared int32 accumulator tile (i8StoreWgmmaAccumulators;
-/// output pixel m0 and channel n0 at its origin) straight to y, by `threads` threads: 8
-/// channels of one pixel per step, read from shared memory in 16-byte pieces, alpha and bias in
-/// 16-byte pieces, the 8 outputs stored as one 8-byte (int8) or 16-byte (fp16) piece where K % 8
-/// == 0 and the pointers allow, element by element at the tile's edges. A rolled loop with the
-/// activation chosen once per step: short code, unlike a copy of the epilogue per accumulator.
-template <int BN>
-__device__ __forceinline__ void i8WgmmaEpilogue(const Int8ConvPlan& p, const int32_t* tile,
-                                                int nRows, int m0, int n0, int rows,
-                                                const float* __restrict__ alpha,
-                                                const float* __restrict__ bias, const void* z,
-                                                void* y, int tid, int threads) {
-  constexpr int kGroups = BN / 8;  // 8-channel groups of a row
+/// How the wgmma kernels' epilogue walks a tile of NROWS rows x BN channels with THREADS
+/// threads: 8 channels of one pixel a step, step `it` of a thread is group tid + it * THREADS.
+template <int BN, int NROWS, int THREADS>
+struct WgmmaEpilogueWalk {
+  static constexpr int kGroups = BN / 8;  // 8-channel groups of a row
+  static constexpr int kSteps = (NROWS * kGroups + THREADS - 1) / THREADS;
+};
+
+/// Whether the epilogue reads the residual 8 values at a time (K % 8 == 0, 16-byte aligned).
+__device__ __forceinline__ bool i8VectorResidual(const Int8ConvPlan& p, const void* z) {
+  return p.hasZ && p.K % 8 == 0 && (reinterpret_cast<uintptr_t>(z) & 15) == 0;
+}
+
+/// The residual of a thread's epilogue steps (i8WgmmaEpilogue), 16 raw bytes a step (8 int8 or
+/// 8 fp16), loaded early: a kernel issues these loads before its main loop, so the epilogue of
+/// a layer with a residual and few K steps (ResNet's 1x1 expansions) does not wait for memory
+/// once per step. Nothing without a residual or where it is not read 8 values at a time.
+template <int BN, int NROWS, int THREADS>
+__device__ __forceinline__ void i8LoadResidual(
+    const Int8ConvPlan& p, const void* z, int m0, int n0, int rows, int tid,
+    uint4 (&raw)[WgmmaEpilogueWalk<BN, NROWS, THREADS>::kSteps]) {
+  using Walk = WgmmaEpilogueWalk<BN, NROWS, THREADS>;
+  if (!i8VectorResidual(p, z)) return;
+#pragma unroll
+  for (int it = 0; it < Walk::kSteps; ++it) {
+    const int i = tid + it * THREADS;
+    const int m = m0 + i / Walk::kGroups, k0 = n0 + (i % Walk::kGroups) * 8;
+    if (i >= NROWS * Walk::kGroups || m >= rows || k0 >= p.K) continue;
+    const int64_t base = static_cast<int64_t>(m) * p.K + k0;
+    if (p.zScale > 0.f) {
+      const uint2 v = *reinterpret_cast<const uint2*>(static_cast<const int8_t*>(z) + base);
+      raw[it] = make_uint4(v.x, v.y, 0u, 0u);
+    } else {
+      raw[it] = *reinterpret_cast<const uint4*>(static_cast<const __half*>(z) + base);
+    }
+  }
+}
+
+/// The epilogue of NROWS rows of a shared int32 accumulator tile (i8StoreWgmmaAccumulators;
+/// output pixel m0 and channel n0 at its origin) straight to y, by THREADS threads: 8 channels
+/// of one pixel per step, read from shared memory in 16-byte pieces, alpha and bias in 16-byte
+/// pieces, the residual 8 values at a time (PRE: from `zRaw`, i8LoadResidual's), the 8 outputs
+/// stored as one 8-byte (int8) or 16-byte (fp16) piece where K % 8 == 0 and the pointers allow,
+/// element by element at the tile's edges. The activation is chosen once a step
+/// (activateAll), not once an element. The steps are a rolled loop (short code, few registers)
+/// unless PRE (then unrolled: zRaw stays in registers).
+template <int BN, int NROWS, int THREADS, bool PRE>
+__device__ __forceinline__ void i8WgmmaEpilogue(
+    const Int8ConvPlan& p, const int32_t* tile, int m0, int n0, int rows,
+    const float* __restrict__ alpha, const float* __restrict__ bias, const void* z, void* y,
+    int tid, const uint4 (&zRaw)[WgmmaEpilogueWalk<BN, NROWS, THREADS>::kSteps]) {
+  using Walk = WgmmaEpilogueWalk<BN, NROWS, THREADS>;
+  constexpr int kUnroll = PRE ? Walk::kSteps : 1;
   const bool i8 = p.yScale > 0.f;
   const bool vec = p.K % 8 == 0 && (reinterpret_cast<uintptr_t>(y) & 15) == 0 &&
                    (reinterpret_cast<uintptr_t>(alpha) & 15) == 0 &&
                    (reinterpret_cast<uintptr_t>(bias) & 15) == 0;
-  for (int i = tid; i < nRows * kGroups; i += threads) {
-    const int r = i / kGroups, c = (i % kGroups) * 8;
+  const bool vecZ = vec && i8VectorResidual(p, z);
+#pragma unroll kUnroll
+  for (int it = 0; it < Walk::kSteps; ++it) {
+    const int i = tid + it * THREADS;
+    const int r = i / Walk::kGroups, c = (i % Walk::kGroups) * 8;
     const int m = m0 + r, k0 = n0 + c;
-    if (m >= rows || k0 >= p.K) continue;
+    if (i >= NROWS * Walk::kGroups || m >= rows || k0 >= p.K) continue;
     const int n = min(8, p.K - k0);
     const int4 lo = *reinterpret_cast<const int4*>(&tile[r * kWgmmaAccPitch<BN> + c]);
     const int4 hi = *reinterpret_cast<const int4*>(&tile[r * kWgmmaAccPitch<BN> + c + 4]);
@@ -141,7 +186,32 @@ __device__ __forceinline__ void i8WgmmaEpilogue(const Int8ConvPlan& p, const int
     const int64_t base = static_cast<int64_t>(m) * p.K + k0;
     float v[8];
 #pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = e < n ? i8Affine(p, q[e], a[e], b[e], base + e, z) : 0.f;
+    for (int e = 0; e < 8; ++e) v[e] = __fadd_rn(__fmul_rn(static_cast<float>(q[e]), a[e]), b[e]);
+    if (p.hasZ) {
+      float rz[8];
+      if (vecZ) {  // 8 values in one 8- or 16-byte load
+        alignas(16) uint4 raw;
+        if constexpr (PRE) {
+          raw = zRaw[it];
+        } else if (p.zScale > 0.f) {
+          const uint2 v2 = *reinterpret_cast<const uint2*>(static_cast<const int8_t*>(z) + base);
+          raw = make_uint4(v2.x, v2.y, 0u, 0u);
+        } else {
+          raw = *reinterpret_cast<const uint4*>(static_cast<const __half*>(z) + base);
+        }
+        const int8_t* zq = reinterpret_cast<const int8_t*>(&raw);
+        const __half* zh = reinterpret_cast<const __half*>(&raw);
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          rz[e] =
+              p.zScale > 0.f ? __fmul_rn(static_cast<float>(zq[e]), p.zScale) : __half2float(zh[e]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) rz[e] = e < n ? i8Residual(p, z, base + e) : 0.f;
+      }
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[e] = __fadd_rn(v[e], rz[e]);
+    }
     activateAll(v, p.act, p.alpha, p.beta);
     if (i8) {
       alignas(8) int8_t o[8];

@@ -183,8 +183,9 @@ __global__ void __launch_bounds__(BM * 2, 1)
                                         2 * (lane & 3), tile);
     }
     __syncthreads();
-    dev::i8WgmmaEpilogue<BN>(p, tile, kRows, m0 + part * kRows, n0, rows, alpha, bias, z, y, tid,
-                             kThreads);
+    const uint4 none[dev::WgmmaEpilogueWalk<BN, kRows, kThreads>::kSteps] = {};
+    dev::i8WgmmaEpilogue<BN, kRows, kThreads, false>(p, tile, m0 + part * kRows, n0, rows, alpha,
+                                                     bias, z, y, tid, none);
   }
 #else
   __trap();  // the provider offers these tactics on compute 9.0 devices only

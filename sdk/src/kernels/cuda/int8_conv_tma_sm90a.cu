@@ -86,6 +86,15 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
   }
   __syncthreads();
 
+  // The residual this thread's epilogue steps add, requested now: its latency hides behind
+  // the main loop (where the epilogue handles all rows at once).
+  // Where that takes few registers: up to 4 steps of 16 bytes (the 128x64 tile).
+  constexpr int kRows = dev::wgmmaEpilogueRows<BM, BN>(kStages * (kStageA + kStageB));
+  constexpr bool kPrefetchZ =
+      kRows == BM && dev::WgmmaEpilogueWalk<BN, kRows, kThreads>::kSteps <= 4;
+  uint4 zRaw[dev::WgmmaEpilogueWalk<BN, kRows, kThreads>::kSteps] = {};
+  if constexpr (kPrefetchZ) dev::i8LoadResidual<BN, kRows, kThreads>(p, z, m0, n0, rows, tid, zRaw);
+
   int32_t acc[BN / 2];
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) acc[i] = 0;
@@ -141,7 +150,6 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
 
   // The epilogue: the accumulators to shared memory (all rows, or one warpgroup's 64 at a
   // time where they do not fit), then every thread through them to y.
-  constexpr int kRows = dev::wgmmaEpilogueRows<BM, BN>(kStages * (kStageA + kStageB));
   int32_t* tile = reinterpret_cast<int32_t*>(smem);
   for (int part = 0; part < BM / kRows; ++part) {
     if (part > 0) __syncthreads();  // the previous rows are read
@@ -152,8 +160,8 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
                                         2 * (lane & 3), tile);
     }
     __syncthreads();
-    dev::i8WgmmaEpilogue<BN>(p, tile, kRows, m0 + part * kRows, n0, rows, alpha, bias, z, y, tid,
-                             kThreads);
+    dev::i8WgmmaEpilogue<BN, kRows, kThreads, kPrefetchZ>(p, tile, m0 + part * kRows, n0, rows,
+                                                          alpha, bias, z, y, tid, zRaw);
   }
 #else
   __trap();  // the provider offers these tactics on compute 9.0 devices only
