@@ -159,6 +159,7 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
                    (reinterpret_cast<uintptr_t>(alpha) & 15) == 0 &&
                    (reinterpret_cast<uintptr_t>(bias) & 15) == 0;
   const bool vecZ = vec && i8VectorResidual(p, z);
+  const float inv = __frcp_rn(p.yScale);  // for the quantize (int8 outputs)
 #pragma unroll kUnroll
   for (int it = 0; it < Walk::kSteps; ++it) {
     const int i = tid + it * THREADS;
@@ -185,8 +186,9 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
     }
     const int64_t base = static_cast<int64_t>(m) * p.K + k0;
     float v[8];
+    intsToFloats(q, v);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = __fadd_rn(__fmul_rn(static_cast<float>(q[e]), a[e]), b[e]);
+    for (int e = 0; e < 8; ++e) v[e] = __fadd_rn(__fmul_rn(v[e], a[e]), b[e]);
     if (p.hasZ) {
       float rz[8];
       if (vecZ) {  // 8 values in one 8- or 16-byte load
@@ -202,9 +204,11 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
         const int8_t* zq = reinterpret_cast<const int8_t*>(&raw);
         const __half* zh = reinterpret_cast<const __half*>(&raw);
 #pragma unroll
-        for (int e = 0; e < 8; ++e)
-          rz[e] =
-              p.zScale > 0.f ? __fmul_rn(static_cast<float>(zq[e]), p.zScale) : __half2float(zh[e]);
+        for (int e = 0; e < 8; ++e)  // int8: float(zq) exactly, without a conversion
+          rz[e] = p.zScale > 0.f
+                      ? __fmul_rn(__fsub_rn(__int_as_float(zq[e] + kRoundMagicBits), kRoundMagic),
+                                  p.zScale)
+                      : __half2float(zh[e]);
       } else {
 #pragma unroll
         for (int e = 0; e < 8; ++e) rz[e] = e < n ? i8Residual(p, z, base + e) : 0.f;
@@ -215,8 +219,7 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
     activateAll(v, p.act, p.alpha, p.beta);
     if (i8) {
       alignas(8) int8_t o[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) o[e] = quantizeToInt8(v[e], p.yScale);
+      quantizeToInt8(v, p.yScale, inv, o);
       int8_t* dst = static_cast<int8_t*>(y) + base;
       if (vec) {
         *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(o);

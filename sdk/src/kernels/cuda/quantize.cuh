@@ -10,20 +10,75 @@
 
 namespace edgeinfer::cuda::dev {
 
+/// 1.5 * 2^23: adding it to a float of magnitude below 2^22 rounds that to an integer (to
+/// nearest, ties to even: the FP32 add's own rounding, one unit being the last place there), and
+/// the sum's bits minus this constant's bits are that integer; adding an int32 of magnitude
+/// below 2^22 to its bits gives the float of that integer plus it. Full-rate FP32 and integer
+/// operations instead of the conversion unit's (I2F, F2I, FRND: a quarter of the rate on sm_90,
+/// which bounded the int8 epilogues of write-heavy layers).
+constexpr float kRoundMagic = 12582912.f;
+constexpr int32_t kRoundMagicBits = 0x4B400000;
+
+/// float(x[e]) for N values, exact for every int32 (as the conversion): two full-rate
+/// operations each when all |x[e]| < 2^22 (accumulators almost always are), the conversion
+/// unit's I2F otherwise (one branch for the N).
+template <int N>
+__device__ __forceinline__ void intsToFloats(const int32_t (&x)[N], float (&f)[N]) {
+  bool small = true;
+#pragma unroll
+  for (int e = 0; e < N; ++e) small &= static_cast<uint32_t>(x[e] + (1 << 22)) < (1u << 23);
+  if (small) {
+#pragma unroll
+    for (int e = 0; e < N; ++e)
+      f[e] = __fsub_rn(__int_as_float(x[e] + kRoundMagicBits), kRoundMagic);
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e) f[e] = static_cast<float>(x[e]);
+  }
+}
+
 /// Without the division where it cannot change the result: for |t| < 256, t = v * (1 / scale)
 /// (both rounded) is within 2^-22 relative (3.1e-5 absolute) of v / scale, and the rounded
 /// quotient within 1.6e-5 of it, so both round to the same integer unless t is within 1e-3 of a
-/// half-integer; there, and for NaN, infinities, |t| >= 256 and a scale whose reciprocal
-/// overflows, the exact division decides. (A reciprocal that is subnormal, scale > 2^126, is
-/// still within 2^-22 relative; this assumes IEEE subnormals: no -ftz / --use_fast_math.)
-__device__ __forceinline__ int8_t quantizeToInt8(float v, float scale) {
-  const float t = __fmul_rn(v, __frcp_rn(scale));
-  const float frac = fabsf(__fsub_rn(t, truncf(t)));
-  const float q = fabsf(t) < 256.f && fabsf(__fsub_rn(frac, 0.5f)) > 1e-3f
+/// half-integer (|t - rint(t)| >= 0.499); there, and for NaN, infinities, |t| >= 256 and a scale
+/// whose reciprocal overflows, the exact division decides. (A reciprocal that is subnormal,
+/// scale > 2^126, is still within 2^-22 relative; this assumes IEEE subnormals: no -ftz /
+/// --use_fast_math.) `inv` is __frcp_rn(scale).
+__device__ __forceinline__ int8_t quantizeToInt8(float v, float scale, float inv) {
+  const float t = __fmul_rn(v, inv);
+  const float q = fabsf(t) < 256.f && fabsf(__fsub_rn(t, rintf(t))) < 0.499f
                       ? rintf(t)
                       : rintf(__fdiv_rn(v, scale));
   if (q != q) return 0;
   return static_cast<int8_t>(fminf(fmaxf(q, -128.f), 127.f));
+}
+
+__device__ __forceinline__ int8_t quantizeToInt8(float v, float scale) {
+  return quantizeToInt8(v, scale, __frcp_rn(scale));
+}
+
+/// quantizeToInt8 of N values, the same results: where every one takes the fast path, the
+/// rounding and the conversion to an integer in full-rate operations (kRoundMagic), else
+/// quantizeToInt8 one by one (one branch for the N).
+template <int N>
+__device__ __forceinline__ void quantizeToInt8(const float (&v)[N], float scale, float inv,
+                                               int8_t (&o)[N]) {
+  bool fast = true;
+  int32_t q[N];
+#pragma unroll
+  for (int e = 0; e < N; ++e) {
+    const float t = __fmul_rn(v[e], inv);
+    const float big = __fadd_rn(t, kRoundMagic);  // rint(t) + 1.5 * 2^23 for |t| < 2^22
+    fast &= fabsf(t) < 256.f && fabsf(__fsub_rn(t, __fsub_rn(big, kRoundMagic))) < 0.499f;
+    q[e] = __float_as_int(big) - kRoundMagicBits;
+  }
+  if (fast) {
+#pragma unroll
+    for (int e = 0; e < N; ++e) o[e] = static_cast<int8_t>(min(max(q[e], -128), 127));
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e) o[e] = quantizeToInt8(v[e], scale, inv);
+  }
 }
 
 }  // namespace edgeinfer::cuda::dev
