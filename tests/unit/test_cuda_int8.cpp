@@ -44,16 +44,18 @@ using test::randomTensor;
 using test::runOnce;
 
 /// How many dense kernels the provider offers for `c`: the 3 mma.sync tile shapes, and on a
-/// compute 9.0 device of a build with sm_90a code the wgmma ones (C % 16 == 0; 128x256 only
-/// for more than 128 output channels; the two with 128-byte K steps for R*S*C > 64) and the
-/// TMA-fed ones (C % 64 == 0: 128x128, 128x64, 64x128, 128x256 for more than 128 output
-/// channels; C % 128 == 0: 128x128k128). The cases here keep their padding within the TMA's
-/// bounding box.
+/// compute 9.0 device of a build with sm_90a code (C % 16 == 0) the wgmma ones: 128x128, 128x64,
+/// 64x128, and 128x256 for more than 128 output channels, fed by TMA where C % 64 == 0 (the
+/// cases here keep their padding within the TMA's bounding box), by cp.async elsewhere; with
+/// 128-byte K steps the TMA 128x128k128 where C % 128 == 0, else the cp.async 128x128k128 and
+/// 128x64k128 for R*S*C > 64.
 size_t denseKernels(const I8Case& c) {
   if (!cuda::int8ConvWgmmaAvailable() || c.C % 16 != 0) return 3;
-  size_t n = 6 + (c.K > 128 ? 1 : 0) + (c.R * c.S * c.C > 64 ? 2 : 0);
-  if (c.C % 64 == 0) n += 3 + (c.K > 128 ? 1 : 0);
-  if (c.C % 128 == 0) n += 1;
+  size_t n = 3 + 3 + (c.K > 128 ? 1 : 0);
+  if (c.C % 128 == 0)
+    n += 1;
+  else if (c.R * c.S * c.C > 64)
+    n += 2;
   return n;
 }
 
@@ -79,9 +81,13 @@ void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
     wgmma += t->id().rfind("cuda-i8.wg", 0) == 0 ? 1 : 0;
     tma += t->id().rfind("cuda-i8.tma", 0) == 0 ? 1 : 0;
   }
-  EXPECT_EQ(wgmma > 0, wantWgmma) << "wgmma candidates on compute " << major << "." << minor
-                                  << (cuda::int8ConvBuildHasWgmma() ? "" : " (no sm_90a code)");
+  EXPECT_EQ(wgmma + tma > 0, wantWgmma)
+      << "wgmma candidates on compute " << major << "." << minor
+      << (cuda::int8ConvBuildHasWgmma() ? "" : " (no sm_90a code)");
   EXPECT_EQ(tma > 0, wantWgmma && c.C % 64 == 0) << "TMA candidates";
+  // cp.async-fed wgmma only where TMA cannot feed that tile (C % 64 != 0, or 128-byte steps
+  // with C % 128 != 0).
+  EXPECT_EQ(wgmma > 0, wantWgmma && c.C % 128 != 0) << "cp.async wgmma candidates";
   for (auto& t : cands) {
     SCOPED_TRACE(t->id());
     ASSERT_TRUE(t->initialize(c.layer).ok());
@@ -322,7 +328,22 @@ TEST(CudaInt8Conv, TmaNotOfferedBeyondItsBoundingBox_n) {
   Int8ConvProvider prov;
   auto cands = prov.candidates(c.layer, Precision::kInt8);
   ASSERT_FALSE(cands.empty()) << prov.lastReason();
-  for (const auto& t : cands) EXPECT_NE(t->id().rfind("cuda-i8.tma", 0), 0u) << t->id();
+  size_t wgmma = 0;
+  for (auto& t : cands) {
+    EXPECT_NE(t->id().rfind("cuda-i8.tma", 0), 0u) << t->id();
+    if (t->id().rfind("cuda-i8.wg", 0) != 0) continue;
+    ++wgmma;  // the cp.async-fed wgmma kernels take the layer, exactly
+    SCOPED_TRACE(t->id());
+    ASSERT_TRUE(t->initialize(c.layer).ok());
+    auto out = test::runTactic(*t, c.layer, c.inputs());
+    ASSERT_TRUE(out.ok()) << out.status().toString();
+    const Tensor want = c.reference(t->outputFormat(0).dtype == DataType::kInt8, false);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < want.numel(); ++i)
+      differ += (*out)[0].data<float>()[i] != want.data<float>()[i];
+    EXPECT_EQ(differ, 0) << "of " << want.numel();
+  }
+  EXPECT_EQ(wgmma > 0, cuda::int8ConvWgmmaAvailable());
 }
 
 TEST(CudaInt8Conv, SigmoidWithinOneStep) {

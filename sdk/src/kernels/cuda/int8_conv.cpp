@@ -243,21 +243,23 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
     kernels.emplace_back(Int8ConvKernel::kMma128x64, vec);
     kernels.emplace_back(Int8ConvKernel::kMma64x128, vec);
     if (vec == 16 && int8ConvWgmmaAvailable()) {
-      kernels.emplace_back(Int8ConvKernel::kWgmma128x128, 16);
-      if (plan.K > 128) kernels.emplace_back(Int8ConvKernel::kWgmma128x256, 16);
-      kernels.emplace_back(Int8ConvKernel::kWgmma128x64, 16);
-      kernels.emplace_back(Int8ConvKernel::kWgmma64x128, 16);
-      if (plan.gemmK > 64) {  // one step of 128 bytes would be half zeros
+      // wgmma fed by TMA where the layer fits it (C % 64 == 0; C % 128 == 0 for 128-byte K
+      // steps), by cp.async elsewhere: on every ResNet-50 layer the TMA kernel of a tile shape
+      // was faster than the cp.async one (docs/performance.md), so the builder times one of
+      // them.
+      const bool tma64 = int8ConvTmaFits(plan, 64), tma128 = int8ConvTmaFits(plan, 128);
+      kernels.emplace_back(tma64 ? Int8ConvKernel::kTma128x128 : Int8ConvKernel::kWgmma128x128, 16);
+      if (plan.K > 128)
+        kernels.emplace_back(tma64 ? Int8ConvKernel::kTma128x256 : Int8ConvKernel::kWgmma128x256,
+                             16);
+      kernels.emplace_back(tma64 ? Int8ConvKernel::kTma128x64 : Int8ConvKernel::kWgmma128x64, 16);
+      kernels.emplace_back(tma64 ? Int8ConvKernel::kTma64x128 : Int8ConvKernel::kWgmma64x128, 16);
+      if (tma128) {
+        kernels.emplace_back(Int8ConvKernel::kTma128x128k128, 16);
+      } else if (plan.gemmK > 64) {  // one step of 128 bytes would be half zeros
         kernels.emplace_back(Int8ConvKernel::kWgmma128x128k128, 16);
         kernels.emplace_back(Int8ConvKernel::kWgmma128x64k128, 16);
       }
-      if (int8ConvTmaFits(plan, 64)) {  // the same tiles fed by TMA (C % 64 == 0)
-        kernels.emplace_back(Int8ConvKernel::kTma128x128, 16);
-        if (plan.K > 128) kernels.emplace_back(Int8ConvKernel::kTma128x256, 16);
-        kernels.emplace_back(Int8ConvKernel::kTma128x64, 16);
-        kernels.emplace_back(Int8ConvKernel::kTma64x128, 16);
-      }
-      if (int8ConvTmaFits(plan, 128)) kernels.emplace_back(Int8ConvKernel::kTma128x128k128, 16);
     }
   }
   std::vector<float> yScales{0.f};

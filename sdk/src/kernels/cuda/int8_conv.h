@@ -24,10 +24,12 @@
 //           128x64k128 with steps of 128): the same implicit GEMM with Hopper's warpgroup MMA,
 //           wgmma.mma_async m64nNk32 s8, operands straight from swizzled shared memory, a
 //           four-stage cp.async pipeline (int8_conv_sm90a.cu).
-//           "tma<BM>x<BN>[k128]" (the same tiles, C % 64 == 0, or C % 128 == 0 for k128, and
-//           geometry within the TMA's im2col box, int8ConvTmaFits): wgmma fed by the Tensor
-//           Memory Accelerator, one producer thread issuing an im2col and a tile load per K
-//           step, consumer warpgroups that only run wgmmas (int8_conv_tma_sm90a.cu).
+//           "tma<BM>x<BN>[k128]" (the same tiles, C % 64 == 0, or C % 128 == 0 for 128x128k128,
+//           and geometry within the TMA's im2col box, int8ConvTmaFits): wgmma fed by the
+//           Tensor Memory Accelerator, one producer thread issuing an im2col and a tile load per
+//           K step, consumer warpgroups that only run wgmmas (int8_conv_tma_sm90a.cu). Offered
+//           instead of the "wg" kernel of the same tile wherever it fits (faster on every
+//           layer measured).
 //           "dw<4|1>" (group == C_in == C_out): depthwise, one output pixel and 4 (C % 4 == 0)
 //           or 1 channels per thread.
 //   y       "i8" (when the output has a scale) or "f16"
