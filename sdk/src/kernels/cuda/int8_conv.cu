@@ -272,6 +272,33 @@ void launchMma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
                                                     a.bias, a.z, a.y);
 }
 
+/// Whether one launch of a dense kernel covers the layer: 2^31 - 1 blocks of BM output pixels,
+/// 65535 of BN channels.
+bool denseGridFits(const Int8ConvPlan& p) {
+  int bm = 128, bn = 128;
+  switch (p.kernel) {
+    case Int8ConvKernel::kMma64x128:
+    case Int8ConvKernel::kWgmma64x128:
+    case Int8ConvKernel::kTma64x128:
+      bm = 64;
+      break;
+    case Int8ConvKernel::kMma128x64:
+    case Int8ConvKernel::kWgmma128x64:
+    case Int8ConvKernel::kWgmma128x64k128:
+    case Int8ConvKernel::kTma128x64:
+      bn = 64;
+      break;
+    case Int8ConvKernel::kWgmma128x256:
+    case Int8ConvKernel::kTma128x256:
+      bn = 256;
+      break;
+    default:
+      break;
+  }
+  const int64_t rows = int64_t{p.N} * p.P * p.Q;
+  return (rows + bm - 1) / bm <= 0x7fffffff && (p.K + bn - 1) / bn <= 65535;
+}
+
 }  // namespace
 
 Status launchInt8Conv(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream) {
@@ -294,17 +321,14 @@ Status launchInt8Conv(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream
       i8Depthwise<1><<<static_cast<unsigned>(blocks), threads, 0, st>>>(
           p, static_cast<const int8_t*>(a.x), static_cast<const int8_t*>(a.w), a.alpha, a.bias, a.z,
           a.y, total);
+  } else if (!denseGridFits(p)) {
+    return Status(ErrorCode::kUnsupported, "int8 conv: too large for one launch");
   } else if (isInt8ConvTmaKernel(p.kernel)) {
     return launchInt8ConvTma(p, a, stream);
   } else if (p.kernel != Int8ConvKernel::kMma128x128 && p.kernel != Int8ConvKernel::kMma128x64 &&
              p.kernel != Int8ConvKernel::kMma64x128) {
     return launchInt8ConvWgmma(p, a, stream);
   } else {
-    const int rows = p.N * p.P * p.Q;
-    const int bm = p.kernel == Int8ConvKernel::kMma64x128 ? 64 : 128;
-    const int bn = p.kernel == Int8ConvKernel::kMma128x64 ? 64 : 128;
-    if ((rows + bm - 1) / bm > 0x7fffffff || (p.K + bn - 1) / bn > 65535)
-      return Status(ErrorCode::kUnsupported, "int8 conv: too large for one launch");
     switch (p.kernel) {
       case Int8ConvKernel::kMma128x128:
         p.vec == 16 ? launchMma<128, 128, 16>(p, a, st) : launchMma<128, 128, 4>(p, a, st);

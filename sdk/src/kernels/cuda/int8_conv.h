@@ -132,12 +132,12 @@ struct Int8ConvArgs {
 /// for pointers not aligned to the plan's vector width.
 Status launchInt8Conv(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
 
-/// The wgmma kernels' launch (int8_conv_sm90a.cu; launchInt8Conv calls it for them): in builds
-/// without sm_90a code, kUnsupported.
+/// The wgmma kernels' launch (int8_conv_sm90a.cu; launchInt8Conv calls it for them, once it has
+/// checked the pointers and the grid's size): in builds without sm_90a code, kUnsupported.
 Status launchInt8ConvWgmma(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
 
-/// The TMA-fed wgmma kernels' launch (int8_conv_tma_sm90a.cu); in builds without sm_90a code,
-/// kUnsupported.
+/// The TMA-fed wgmma kernels' launch (int8_conv_tma_sm90a.cu; called as launchInt8ConvWgmma);
+/// in builds without sm_90a code, kUnsupported.
 Status launchInt8ConvTma(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
 
 /// Whether the TMA kernels with K steps of `bk` bytes (64 or 128) run the layer of `plan`

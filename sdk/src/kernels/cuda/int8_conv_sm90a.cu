@@ -213,14 +213,6 @@ Status launchInt8ConvWgmma(const Int8ConvPlan& p, const Int8ConvArgs& a, void* s
   auto st = static_cast<cudaStream_t>(stream);
   if (p.vec != 16 || p.C % 16 != 0 || p.gemmKPad % 64 != 0)
     return Status(ErrorCode::kInvalidArgument, "int8 wgmma conv: needs C % 16 == 0");
-  const int bm = p.kernel == Int8ConvKernel::kWgmma64x128 ? 64 : 128;
-  const int bn =
-      p.kernel == Int8ConvKernel::kWgmma128x64 || p.kernel == Int8ConvKernel::kWgmma128x64k128 ? 64
-      : p.kernel == Int8ConvKernel::kWgmma128x256                                              ? 256
-                                                  : 128;
-  const int64_t rows = int64_t{p.N} * p.P * p.Q;
-  if ((rows + bm - 1) / bm > 0x7fffffff || (p.K + bn - 1) / bn > 65535)
-    return Status(ErrorCode::kUnsupported, "int8 conv: too large for one launch");
   switch (p.kernel) {
     case Int8ConvKernel::kWgmma128x128:
       return launch<128, 128, 64>(p, a, st);

@@ -286,13 +286,6 @@ Status launchInt8ConvTma(const Int8ConvPlan& p, const Int8ConvArgs& a, void* str
                       ", strides, padding)");
   if (!aligned16(a.x) || !aligned16(a.w))
     return Status(ErrorCode::kInvalidArgument, "int8 TMA conv: tensors not 16-byte aligned");
-  const int bm = p.kernel == Int8ConvKernel::kTma64x128 ? 64 : 128;
-  const int bn = p.kernel == Int8ConvKernel::kTma128x64    ? 64
-                 : p.kernel == Int8ConvKernel::kTma128x256 ? 256
-                                                           : 128;
-  const int64_t rows = int64_t{p.N} * p.P * p.Q;
-  if ((rows + bm - 1) / bm > 0x7fffffff || (p.K + bn - 1) / bn > 65535)
-    return Status(ErrorCode::kUnsupported, "int8 conv: too large for one launch");
   switch (p.kernel) {
     case Int8ConvKernel::kTma128x128:
       return launchTma<128, 128, 64>(p, a, st);
