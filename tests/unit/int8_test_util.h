@@ -44,6 +44,7 @@ struct I8Case {
   std::string act;
   float actAlpha = 0.f, actBeta = 0.f;       // Clip: min, max (activation_alpha / _beta)
   float sx = 0.02f, sy = 0.05f, sz = 0.03f;  // input, output, residual scales (0: none)
+  bool saturate = false;  // x and w constant at their int8 extremes: the largest accumulators
 
   graph::Graph g;
   graph::Node node;
@@ -53,6 +54,10 @@ struct I8Case {
   void build() {
     x = randomTensor(Shape{N, C, H, W}, 1, -2.6f, 2.6f);  // beyond 127 * sx: saturates
     w = randomTensor(Shape{K, C / group, R, S}, 2, -0.5f, 0.5f);
+    if (saturate) {  // 127 * 127 per product
+      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 2.6f;
+      for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.5f;
+    }
     b = randomTensor(Shape{K}, 3, -1.f, 1.f);
     node = graph::Node{};
     node.name = "i8conv";

@@ -28,6 +28,7 @@
 #include "kernels/ref/activation.h"
 #include "quant/qdq.h"
 #include "runtime/cuda/cuda_plan.h"
+#include "runtime/cuda_backend.h"
 #include "tactic_test_util.h"
 #include "test_model.h"
 
@@ -43,27 +44,59 @@ using test::Int8Fixture;
 using test::randomTensor;
 using test::runOnce;
 
-/// How many dense kernels the provider offers for `c`: the 3 mma.sync tile shapes, and on a
-/// compute 9.0 device of a build with sm_90a code (C % 16 == 0) the wgmma ones: 128x128, 128x64,
-/// 64x128, and 128x256 for more than 128 output channels, fed by TMA where C % 64 == 0 (the
-/// cases here keep their padding within the TMA's bounding box), by cp.async elsewhere; with
-/// 128-byte K steps the TMA 128x128k128 where C % 128 == 0, else the cp.async 128x128k128 and
-/// 128x64k128 for R*S*C > 64.
-size_t denseKernels(const I8Case& c) {
-  if (!cuda::int8ConvWgmmaAvailable() || c.C % 16 != 0) return 3;
-  size_t n = 3 + 3 + (c.K > 128 ? 1 : 0);
-  if (c.C % 128 == 0)
-    n += 1;
-  else if (c.R * c.S * c.C > 64)
-    n += 2;
-  return n;
+/// The geometry int8_conv.cpp's parseLayer gives the plan of `c` (built).
+cuda::Int8ConvPlan planOf(const I8Case& c) {
+  cuda::Int8ConvPlan p;
+  p.N = static_cast<int32_t>(c.N);
+  p.C = static_cast<int32_t>(c.C);
+  p.H = static_cast<int32_t>(c.H);
+  p.W = static_cast<int32_t>(c.W);
+  p.K = static_cast<int32_t>(c.K);
+  p.R = static_cast<int32_t>(c.R);
+  p.S = static_cast<int32_t>(c.S);
+  p.P = static_cast<int32_t>(c.layer.outputShapes[0][2]);
+  p.Q = static_cast<int32_t>(c.layer.outputShapes[0][3]);
+  p.strideH = static_cast<int32_t>(c.strides[0]);
+  p.strideW = static_cast<int32_t>(c.strides[1]);
+  p.dilH = static_cast<int32_t>(c.dilations[0]);
+  p.dilW = static_cast<int32_t>(c.dilations[1]);
+  p.padTop = static_cast<int32_t>(c.pads[0]);
+  p.padLeft = static_cast<int32_t>(c.pads[1]);
+  p.gemmK = p.R * p.S * p.C;
+  p.gemmKPad = (p.gemmK + 63) / 64 * 64;
+  return p;
+}
+
+/// Which dense kernels the provider offers for `c` (built): the 3 mma.sync tile shapes, and on
+/// a compute 9.0 device of a build with sm_90a code (C % 16 == 0) the wgmma ones: 128x128,
+/// 128x64, 64x128, and 128x256 for more than 128 output channels, fed by TMA where the layer
+/// fits it with 64-byte K steps, by cp.async elsewhere; with 128-byte K steps the TMA 128x128k128
+/// where the layer fits it so, else the cp.async 128x128k128 and 128x64k128 for R*S*C > 64.
+struct Offered {
+  size_t kernels = 3;
+  bool tma = false, cpAsyncWgmma = false;
+};
+Offered offered(const I8Case& c) {
+  Offered o;
+  if (!cuda::int8ConvWgmmaAvailable() || c.C % 16 != 0) return o;
+  const cuda::Int8ConvPlan p = planOf(c);
+  const bool tma = cuda::int8ConvTmaAvailable();
+  const bool tma64 = tma && cuda::int8ConvTmaFits(p, 64);
+  const bool tma128 = tma && cuda::int8ConvTmaFits(p, 128);
+  const bool k128 = !tma128 && c.R * c.S * c.C > 64;
+  o.kernels = 3 + 3 + (c.K > 128 ? 1 : 0) + (tma128 ? 1 : k128 ? 2 : 0);
+  o.tma = tma64 || tma128;
+  o.cpAsyncWgmma = !tma64 || k128;
+  return o;
 }
 
 /// Runs every candidate and compares it with the reference: int8 outputs within one step
 /// (`exact`: identical), fp16 outputs identical or within 1e-3 relative. `formats`: output
 /// (and residual) format combinations per dense kernel, or the candidates of a depthwise layer.
 void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
-  const size_t expectCandidates = c.group > 1 ? formats : formats * denseKernels(c);
+  c.build();
+  const Offered want = offered(c);
+  const size_t expectCandidates = c.group > 1 ? formats : formats * want.kernels;
   // The wgmma kernels must be among them exactly where this build has them and the device is
   // compute 9.0 (asked of the device here, not of the provider's own check).
   int dev = 0, major = 0, minor = 0;
@@ -72,7 +105,6 @@ void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
   const bool wantWgmma =
       c.group == 1 && c.C % 16 == 0 && cuda::int8ConvBuildHasWgmma() && major == 9 && minor == 0;
-  c.build();
   Int8ConvProvider prov;
   auto cands = prov.candidates(c.layer, Precision::kInt8);
   ASSERT_EQ(cands.size(), expectCandidates) << prov.lastReason();
@@ -84,10 +116,9 @@ void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
   EXPECT_EQ(wgmma + tma > 0, wantWgmma)
       << "wgmma candidates on compute " << major << "." << minor
       << (cuda::int8ConvBuildHasWgmma() ? "" : " (no sm_90a code)");
-  EXPECT_EQ(tma > 0, wantWgmma && c.C % 64 == 0) << "TMA candidates";
-  // cp.async-fed wgmma only where TMA cannot feed that tile (C % 64 != 0, or 128-byte steps
-  // with C % 128 != 0).
-  EXPECT_EQ(wgmma > 0, wantWgmma && c.C % 128 != 0) << "cp.async wgmma candidates";
+  EXPECT_EQ(tma > 0, wantWgmma && want.tma) << "TMA candidates";
+  // cp.async-fed wgmma only where TMA cannot feed that tile.
+  EXPECT_EQ(wgmma > 0, wantWgmma && want.cpAsyncWgmma) << "cp.async wgmma candidates";
   for (auto& t : cands) {
     SCOPED_TRACE(t->id());
     ASSERT_TRUE(t->initialize(c.layer).ok());
@@ -269,6 +300,47 @@ TEST(CudaInt8Conv, TmaKernelsAcrossStridesPaddingAndTiles) {
     checkAllCandidates(c, true, 4);
   }
   {
+    // K % 8 == 0 with a residual: the 128x64 kernel's residual prefetch; strides and dilation
+    // along W with left padding.
+    SCOPED_TRACE("3x3, C 64, strides 1x2, dilation 1x2, pads 0 1 2 1, residual, K 96");
+    I8Case c;
+    c.op = "FusedConv";
+    c.act = "Relu";
+    c.N = 2;
+    c.C = 64;
+    c.K = 96;
+    c.H = 13;
+    c.W = 29;
+    c.strides = {1, 2};
+    c.dilations = {1, 2};
+    c.pads = {0, 1, 2, 1};
+    c.residual = true;
+    checkAllCandidates(c, true, 4);
+  }
+  {
+    SCOPED_TRACE("1x1, C 64, K 64: TMA kernels only");
+    I8Case c;
+    c.N = 2;
+    c.C = 64;
+    c.K = 64;
+    c.H = c.W = 10;
+    c.R = c.S = 1;
+    c.pads = {0, 0, 0, 0};
+    checkAllCandidates(c, true, 2);
+  }
+  {
+    // Accumulators of 127 * 127 * 1152 (> 2^22: the exact int32 -> float conversion's slow
+    // path) and outputs far beyond the int8 range (the quantize's division path).
+    SCOPED_TRACE("3x3, C 128, saturated inputs and weights");
+    I8Case c;
+    c.N = 1;
+    c.C = 128;
+    c.K = 64;
+    c.H = c.W = 6;
+    c.saturate = true;
+    checkAllCandidates(c, true, 2);
+  }
+  {
     SCOPED_TRACE("1x1, C 128, stride 2, K 96");
     I8Case c;
     c.N = 2;
@@ -317,6 +389,22 @@ TEST(CudaInt8Conv, TmaNotOfferedBeyondItsBoundingBox_n) {
   q.strideW = 9;
   q.Q = 1;
   EXPECT_FALSE(cuda::int8ConvTmaFits(q, 64)) << "traversal stride above 8";
+  // The box's corners: -128 and 127 are the limits.
+  q = p;
+  q.padLeft = 128;  // lower W corner -128; Q = 8 + 128 - 2 = 134: upper (133 - 128 - 7) = -2
+  q.Q = 134;
+  EXPECT_EQ(cuda::int8ConvTmaFits(q, 64), cuda::int8ConvBuildHasWgmma()) << "lower corner -128";
+  q.padLeft = 129;
+  q.Q = 135;
+  EXPECT_FALSE(cuda::int8ConvTmaFits(q, 64)) << "lower corner -129";
+  q = p;
+  q.R = q.S = 1;
+  q.padTop = q.padLeft = 0;
+  q.gemmK = q.gemmKPad = 64;
+  q.Q = 8 + 127;  // 127 columns of right padding: upper corner 134 - 7 = 127
+  EXPECT_EQ(cuda::int8ConvTmaFits(q, 64), cuda::int8ConvBuildHasWgmma()) << "upper corner 127";
+  q.Q = 8 + 128;
+  EXPECT_FALSE(cuda::int8ConvTmaFits(q, 64)) << "upper corner 128";
 
   EI_SKIP_WITHOUT_GPU();
   I8Case c;  // the same padding in a layer: offered, without the TMA kernels
@@ -537,6 +625,78 @@ test::TestModel int8Cnn(uint32_t seed4 = 6) {
   m.node("Conv", {"r3", "w4"}, {"y"}, "conv4");
   m.output("y");
   return m;
+}
+
+/// 64-channel layers (the TMA-fed wgmma kernels on compute 9.0): a 3x3 convolution, a 3x3 one
+/// with the residual add and ReLU fused, a strided 1x1 one.
+test::TestModel int8Cnn64() {
+  test::TestModel m(17);
+  m.input("x", {2, 64, 15, 13});
+  m.randomInitializer("w1", {64, 64, 3, 3}, 1, -0.05f, 0.05f);
+  m.randomInitializer("b1", {64}, 2, -0.2f, 0.2f);
+  m.randomInitializer("w2", {64, 64, 3, 3}, 3, -0.05f, 0.05f);
+  m.randomInitializer("b2", {64}, 4, -0.2f, 0.2f);
+  m.randomInitializer("w3", {96, 64, 1, 1}, 5, -0.2f, 0.2f);
+  auto& c1 = m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
+  test::TestModel::attrInts(c1, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  auto& c2 = m.node("Conv", {"r1", "w2", "b2"}, {"c2"}, "conv2");
+  test::TestModel::attrInts(c2, "pads", {1, 1, 1, 1});
+  m.node("Add", {"c2", "r1"}, {"a2"}, "add2");
+  m.node("Relu", {"a2"}, {"r2"}, "relu2");
+  auto& c3 = m.node("Conv", {"r2", "w3"}, {"y"}, "conv3");
+  test::TestModel::attrInts(c3, "strides", {2, 2});
+  m.output("y");
+  return m;
+}
+
+// A strict INT8 engine of 64-channel layers (tensor maps as kernel parameters, encoded at each
+// launch): close to the CPU's INT8 emulation, and the same outputs whether the layers run one
+// by one, are captured into a CUDA graph or replayed with new input values.
+TEST(CudaInt8Engine, TmaLayersMatchTheCpuInt8InCudaGraphs) {
+  EI_SKIP_WITHOUT_GPU();
+  Int8Fixture f;
+  f.inputShape = Shape{2, 64, 15, 13};
+  ASSERT_TRUE(f.prepare(int8Cnn64()).ok());
+  BuilderConfig cpu;
+  cpu.backend = Backend::kCpu;
+  cpu.precision = Precision::kInt8;
+  cpu.calibrationCachePath = f.cache;
+  auto cpuInt8 = Builder::buildFromFile(f.model, cpu);
+  ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
+  auto gpu = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
+  ASSERT_TRUE(gpu.ok()) << gpu.status().toString();
+  EXPECT_EQ((*gpu)->info().precision, Precision::kInt8);
+  if (cuda::int8ConvTmaAvailable()) {
+    const auto tactics = runtime::cudaEngineTactics(**gpu);
+    size_t tma = 0;
+    for (const auto& [layer, id] : tactics) tma += id.rfind("cuda-i8.tma", 0) == 0 ? 1 : 0;
+    std::printf("[          ] %zu of %zu layers on TMA kernels\n", tma, tactics.size());
+  }
+  const Tensor x2 = randomTensor(f.inputShape, 77, -1.f, 1.f);
+  ContextOptions eager;
+  eager.cudaGraphs = false;
+  auto one = (*gpu)->createExecutionContext(eager);
+  auto graphs = (*gpu)->createExecutionContext();
+  ASSERT_TRUE(one.ok() && graphs.ok());
+  const Tensor* xs[] = {&f.sample, &x2, &f.sample, &x2};  // warm-up, capture, replays
+  for (const Tensor* x : xs) {
+    auto a = (*one)->run({{"x", *x}});
+    auto b = (*graphs)->run({{"x", *x}});
+    ASSERT_TRUE(a.ok() && b.ok());
+    const Tensor& ya = a->at("y");
+    const Tensor& yb = b->at("y");
+    ASSERT_EQ(ya.numel(), yb.numel());
+    int64_t differ = 0;
+    for (int64_t i = 0; i < ya.numel(); ++i) differ += ya.getAsDouble(i) != yb.getAsDouble(i);
+    EXPECT_EQ(differ, 0) << "graph replay against layer-by-layer launches";
+  }
+  EXPECT_GE((*graphs)->stats().graphReplays, 2);
+  const Tensor emulated = runOnce(**cpuInt8, f.sample), got = runOnce(**gpu, f.sample);
+  const double vsCpu = cosine(got, emulated);
+  std::printf("[          ] GPU INT8 (64-channel layers) vs CPU INT8: cosine %.6f, rel L2 %.4f\n",
+              vsCpu, test::relL2(got, emulated));
+  EXPECT_GT(vsCpu, 0.999);
 }
 
 TEST(CudaInt8Engine, StrictInt8EngineRunsInt8LayersCloseToFp32AndReloads) {

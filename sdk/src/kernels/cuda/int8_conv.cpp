@@ -247,7 +247,9 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
       // steps), by cp.async elsewhere: on every ResNet-50 layer the TMA kernel of a tile shape
       // was faster than the cp.async one (docs/performance.md), so the builder times one of
       // them.
-      const bool tma64 = int8ConvTmaFits(plan, 64), tma128 = int8ConvTmaFits(plan, 128);
+      const bool tma = int8ConvTmaAvailable();
+      const bool tma64 = tma && int8ConvTmaFits(plan, 64);
+      const bool tma128 = tma && int8ConvTmaFits(plan, 128);
       kernels.emplace_back(tma64 ? Int8ConvKernel::kTma128x128 : Int8ConvKernel::kWgmma128x128, 16);
       if (plan.K > 128)
         kernels.emplace_back(tma64 ? Int8ConvKernel::kTma128x256 : Int8ConvKernel::kWgmma128x256,

@@ -354,6 +354,10 @@ Status launchInt8ConvTma(const Int8ConvPlan&, const Int8ConvArgs&, void*) {
   return Status(ErrorCode::kUnsupported, "int8 conv: this build has no sm_90a (TMA) code");
 }
 
+bool int8ConvTmaAvailable() {
+  return false;
+}
+
 bool int8ConvTmaFits(const Int8ConvPlan&, int) {
   return false;
 }

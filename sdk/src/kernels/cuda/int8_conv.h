@@ -86,7 +86,7 @@ enum class Int8ConvKernel : int32_t {
   kTma128x128k128,    ///< dense, wgmma + TMA, 128 x 128, K steps of 128 bytes
 };
 
-/// Whether `kernel` is one of the TMA-fed wgmma kernels.
+/// Whether `kernel` is one of the TMA-fed wgmma kernels (the last of the enum, in one run).
 inline bool isInt8ConvTmaKernel(Int8ConvKernel kernel) {
   return kernel >= Int8ConvKernel::kTma128x128 && kernel <= Int8ConvKernel::kTma128x128k128;
 }
@@ -139,6 +139,10 @@ Status launchInt8ConvWgmma(const Int8ConvPlan& plan, const Int8ConvArgs& args, v
 /// The TMA-fed wgmma kernels' launch (int8_conv_tma_sm90a.cu; called as launchInt8ConvWgmma);
 /// in builds without sm_90a code, kUnsupported.
 Status launchInt8ConvTma(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
+
+/// Whether the TMA kernels run here: the wgmma kernels do (int8ConvWgmmaAvailable) and the
+/// CUDA driver has the tensor-map encoders (looked up once).
+bool int8ConvTmaAvailable();
 
 /// Whether the TMA kernels with K steps of `bk` bytes (64 or 128) run the layer of `plan`
 /// (geometry set, gemmKPad included): C % bk == 0, strides of 1 to 8, and the im2col bounding

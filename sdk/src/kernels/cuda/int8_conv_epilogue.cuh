@@ -86,6 +86,12 @@ __host__ __device__ constexpr int wgmmaEpilogueRows(int smemBytes) {
   return BM * kWgmmaAccPitch<BN> * 4 <= smemBytes ? BM : 64;
 }
 
+/// Whether the rows wgmmaEpilogueRows stages fit in `smemBytes` at all.
+template <int BM, int BN>
+__host__ __device__ constexpr bool wgmmaEpilogueFits(int smemBytes) {
+  return wgmmaEpilogueRows<BM, BN>(smemBytes) * kWgmmaAccPitch<BN> * 4 <= smemBytes;
+}
+
 /// One thread's wgmma accumulators (m64nBN s32) into the shared int32 tile (rows
 /// kWgmmaAccPitch<BN> words apart): register 4j + 2h + e is row `row0` + 8h, column
 /// 8j + `col0` + e (row0 = 16 warp + lane / 4 within the warpgroup's 64 rows, col0 =
@@ -224,7 +230,9 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
       if (vec) {
         *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(o);
       } else {
-        for (int e = 0; e < n; ++e) dst[e] = o[e];
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          if (e < n) dst[e] = o[e];
       }
     } else {
       alignas(16) __half o[8];
@@ -234,7 +242,9 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
       if (vec) {
         *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(o);
       } else {
-        for (int e = 0; e < n; ++e) dst[e] = o[e];
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          if (e < n) dst[e] = o[e];
       }
     }
   }

@@ -174,6 +174,8 @@ __global__ void __launch_bounds__(BM * 2, 1)
   // The epilogue: the accumulators to shared memory (all rows, or one warpgroup's 64 at a
   // time where they do not fit), then every thread through them to y.
   constexpr int kRows = dev::wgmmaEpilogueRows<BM, BN>(kStages * (kStageA + kStageB));
+  static_assert(dev::wgmmaEpilogueFits<BM, BN>(kStages * (kStageA + kStageB)),
+                "the accumulator tile fits in the stages");
   int32_t* tile = reinterpret_cast<int32_t*>(smem);
   for (int part = 0; part < BM / kRows; ++part) {
     if (part > 0) __syncthreads();    // the previous rows are read

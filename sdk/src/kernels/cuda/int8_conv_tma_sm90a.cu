@@ -90,6 +90,8 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
   // the main loop (where the epilogue handles all rows at once).
   // Where that takes few registers: up to 4 steps of 16 bytes (the 128x64 tile).
   constexpr int kRows = dev::wgmmaEpilogueRows<BM, BN>(kStages * (kStageA + kStageB));
+  static_assert(dev::wgmmaEpilogueFits<BM, BN>(kStages * (kStageA + kStageB)),
+                "the accumulator tile fits in the stages");
   constexpr bool kPrefetchZ =
       kRows == BM && dev::WgmmaEpilogueWalk<BN, kRows, kThreads>::kSteps <= 4;
   uint4 zRaw[dev::WgmmaEpilogueWalk<BN, kRows, kThreads>::kSteps] = {};
@@ -265,6 +267,12 @@ Status launchTma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) 
 }
 
 }  // namespace
+
+bool int8ConvTmaAvailable() {
+  if (!int8ConvWgmmaAvailable()) return false;
+  const TensorMapEncoders& enc = encoders();
+  return enc.im2col && enc.tiled;
+}
 
 bool int8ConvTmaFits(const Int8ConvPlan& p, int bk) {
   if (p.C <= 0 || p.C % bk != 0 || p.gemmKPad != p.R * p.S * p.C) return false;

@@ -26,7 +26,7 @@ template <int N>
 __device__ __forceinline__ void intsToFloats(const int32_t (&x)[N], float (&f)[N]) {
   bool small = true;
 #pragma unroll
-  for (int e = 0; e < N; ++e) small &= static_cast<uint32_t>(x[e] + (1 << 22)) < (1u << 23);
+  for (int e = 0; e < N; ++e) small &= static_cast<uint32_t>(x[e]) + (1u << 22) < (1u << 23);
   if (small) {
 #pragma unroll
     for (int e = 0; e < N; ++e)
