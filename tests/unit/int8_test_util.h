@@ -180,6 +180,16 @@ struct Int8Fixture {
                ? Status::Ok()
                : Status(ErrorCode::kIoError, "mkdir " + p);
   }
+  /// The model on the CPU backend: FP32, or (`int8`) its INT8 emulation with the cache.
+  Expected<std::unique_ptr<Engine>> cpuEngine(bool int8) const {
+    BuilderConfig c;
+    c.backend = Backend::kCpu;
+    if (int8) {
+      c.precision = Precision::kInt8;
+      c.calibrationCachePath = cache;
+    }
+    return Builder::buildFromFile(model, c);
+  }
   BuilderConfig config(bool strict) const {
     BuilderConfig c = quickGpuConfig(dir.file("timing.cache"), Precision::kInt8);
     c.calibrationCachePath = cache;

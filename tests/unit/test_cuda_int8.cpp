@@ -23,6 +23,7 @@
 #include "edgeinfer/calibration.h"
 #include "edgeinfer/engine.h"
 #include "int8_test_util.h"
+#include "kernels/cuda/conv2d_layer.h"
 #include "kernels/cuda/int8_conv.h"
 #include "kernels/cuda/reformat.h"
 #include "kernels/ref/activation.h"
@@ -44,24 +45,13 @@ using test::Int8Fixture;
 using test::randomTensor;
 using test::runOnce;
 
-/// The geometry int8_conv.cpp's parseLayer gives the plan of `c` (built).
+/// The plan int8_conv.cpp's parseLayer makes of `c` (built): its geometry and K step.
 cuda::Int8ConvPlan planOf(const I8Case& c) {
+  cuda::Conv2dLayer l;
+  std::string why;
+  EXPECT_TRUE(cuda::parseConv2dLayer(c.layer, 31, &l, &why)) << why;
   cuda::Int8ConvPlan p;
-  p.N = static_cast<int32_t>(c.N);
-  p.C = static_cast<int32_t>(c.C);
-  p.H = static_cast<int32_t>(c.H);
-  p.W = static_cast<int32_t>(c.W);
-  p.K = static_cast<int32_t>(c.K);
-  p.R = static_cast<int32_t>(c.R);
-  p.S = static_cast<int32_t>(c.S);
-  p.P = static_cast<int32_t>(c.layer.outputShapes[0][2]);
-  p.Q = static_cast<int32_t>(c.layer.outputShapes[0][3]);
-  p.strideH = static_cast<int32_t>(c.strides[0]);
-  p.strideW = static_cast<int32_t>(c.strides[1]);
-  p.dilH = static_cast<int32_t>(c.dilations[0]);
-  p.dilW = static_cast<int32_t>(c.dilations[1]);
-  p.padTop = static_cast<int32_t>(c.pads[0]);
-  p.padLeft = static_cast<int32_t>(c.pads[1]);
+  l.copyTo(&p);
   p.gemmK = p.R * p.S * p.C;
   p.gemmKPad = (p.gemmK + 63) / 64 * 64;
   return p;
@@ -278,88 +268,112 @@ TEST(CudaInt8Conv, DenseStridedWithResidualAcrossWindowPositions) {
 }
 
 // The TMA-fed kernels (C % 64 == 0): the im2col walk across rows and images (600 output
-// pixels: partial tiles of 128 and 64), strides, dilation and asymmetric padding, a residual,
-// 300 output channels (a partial 128x256 tile); a strided 1x1 layer (a ResNet downsample);
-// 128-byte K steps (C = 128).
+// pixels: partial tiles of 128 and 64), strides, dilation and asymmetric padding along H and
+// along W, int8 and fp16 residuals, partial column tiles, a 1x1 layer of 64 channels (only TMA
+// kernels offered) and a strided one, the largest accumulators, 128-byte K steps (C = 128).
 TEST(CudaInt8Conv, TmaKernelsAcrossStridesPaddingAndTiles) {
   EI_SKIP_WITHOUT_GPU();
-  {
-    SCOPED_TRACE("3x3, C 64, strides 2x1, dilation 2x1, pads 1 2 0 1, residual, K 300");
+  struct Case {
+    const char* what;
+    int64_t N, C, K, H, W, RS;
+    std::vector<int64_t> strides, dilations, pads;
+    bool residual, saturate;
+  };
+  const Case cases[] = {
+      {"3x3, C 64, strides 2x1, dilation 2x1, pads 1 2 0 1, residual, K 300 (a partial 128x256 "
+       "tile)",
+       3,
+       64,
+       300,
+       23,
+       19,
+       3,
+       {2, 1},
+       {2, 1},
+       {1, 2, 0, 1},
+       true,
+       false},
+      // K % 8 == 0 with a residual: the 128x64 kernel's residual prefetch.
+      {"3x3, C 64, strides 1x2, dilation 1x2, pads 0 1 2 1, residual, K 96",
+       2,
+       64,
+       96,
+       13,
+       29,
+       3,
+       {1, 2},
+       {1, 2},
+       {0, 1, 2, 1},
+       true,
+       false},
+      {"1x1, C 64, K 64: TMA kernels only",
+       2,
+       64,
+       64,
+       10,
+       10,
+       1,
+       {1, 1},
+       {1, 1},
+       {0, 0, 0, 0},
+       false,
+       false},
+      // Accumulators of 127 * 127 * 1152 (> 2^22: the exact int32 -> float conversion's slow
+      // path) and outputs far beyond the int8 range (the quantize's division path).
+      {"3x3, C 128, saturated inputs and weights",
+       1,
+       128,
+       64,
+       6,
+       6,
+       3,
+       {1, 1},
+       {1, 1},
+       {1, 1, 1, 1},
+       false,
+       true},
+      {"1x1, C 128, stride 2, K 96 (a ResNet downsample)",
+       2,
+       128,
+       96,
+       15,
+       15,
+       1,
+       {2, 2},
+       {1, 1},
+       {0, 0, 0, 0},
+       false,
+       false},
+      {"3x3, C 128, 7x7 images, K 130",
+       5,
+       128,
+       130,
+       7,
+       7,
+       3,
+       {1, 1},
+       {1, 1},
+       {1, 1, 1, 1},
+       false,
+       false},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
     I8Case c;
-    c.op = "FusedConv";
-    c.act = "Relu";
-    c.N = 3;
-    c.C = 64;
-    c.K = 300;
-    c.H = 23;
-    c.W = 19;
-    c.strides = {2, 1};
-    c.dilations = {2, 1};
-    c.pads = {1, 2, 0, 1};
-    c.residual = true;
-    checkAllCandidates(c, true, 4);
-  }
-  {
-    // K % 8 == 0 with a residual: the 128x64 kernel's residual prefetch; strides and dilation
-    // along W with left padding.
-    SCOPED_TRACE("3x3, C 64, strides 1x2, dilation 1x2, pads 0 1 2 1, residual, K 96");
-    I8Case c;
-    c.op = "FusedConv";
-    c.act = "Relu";
-    c.N = 2;
-    c.C = 64;
-    c.K = 96;
-    c.H = 13;
-    c.W = 29;
-    c.strides = {1, 2};
-    c.dilations = {1, 2};
-    c.pads = {0, 1, 2, 1};
-    c.residual = true;
-    checkAllCandidates(c, true, 4);
-  }
-  {
-    SCOPED_TRACE("1x1, C 64, K 64: TMA kernels only");
-    I8Case c;
-    c.N = 2;
-    c.C = 64;
-    c.K = 64;
-    c.H = c.W = 10;
-    c.R = c.S = 1;
-    c.pads = {0, 0, 0, 0};
-    checkAllCandidates(c, true, 2);
-  }
-  {
-    // Accumulators of 127 * 127 * 1152 (> 2^22: the exact int32 -> float conversion's slow
-    // path) and outputs far beyond the int8 range (the quantize's division path).
-    SCOPED_TRACE("3x3, C 128, saturated inputs and weights");
-    I8Case c;
-    c.N = 1;
-    c.C = 128;
-    c.K = 64;
-    c.H = c.W = 6;
-    c.saturate = true;
-    checkAllCandidates(c, true, 2);
-  }
-  {
-    SCOPED_TRACE("1x1, C 128, stride 2, K 96");
-    I8Case c;
-    c.N = 2;
-    c.C = 128;
-    c.K = 96;
-    c.H = c.W = 15;
-    c.R = c.S = 1;
-    c.strides = {2, 2};
-    c.pads = {0, 0, 0, 0};
-    checkAllCandidates(c, true, 2);
-  }
-  {
-    SCOPED_TRACE("3x3, C 128, 7x7 images, K 130");
-    I8Case c;
-    c.N = 5;
-    c.C = 128;
-    c.K = 130;
-    c.H = c.W = 7;
-    checkAllCandidates(c, true, 2);
+    c.op = k.residual ? "FusedConv" : "Conv";
+    c.act = k.residual ? "Relu" : "";
+    c.N = k.N;
+    c.C = k.C;
+    c.K = k.K;
+    c.H = k.H;
+    c.W = k.W;
+    c.R = c.S = k.RS;
+    c.strides = k.strides;
+    c.dilations = k.dilations;
+    c.pads = k.pads;
+    c.residual = k.residual;
+    c.saturate = k.saturate;
+    checkAllCandidates(c, true, k.residual ? 4 : 2);  // (y i8, f16) [x (z i8, f16)]
   }
 }
 
@@ -658,11 +672,7 @@ TEST(CudaInt8Engine, TmaLayersMatchTheCpuInt8InCudaGraphs) {
   Int8Fixture f;
   f.inputShape = Shape{2, 64, 15, 13};
   ASSERT_TRUE(f.prepare(int8Cnn64()).ok());
-  BuilderConfig cpu;
-  cpu.backend = Backend::kCpu;
-  cpu.precision = Precision::kInt8;
-  cpu.calibrationCachePath = f.cache;
-  auto cpuInt8 = Builder::buildFromFile(f.model, cpu);
+  auto cpuInt8 = f.cpuEngine(/*int8=*/true);
   ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
   auto gpu = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
   ASSERT_TRUE(gpu.ok()) << gpu.status().toString();
@@ -780,13 +790,9 @@ TEST(CudaInt8Engine, InvertedResidualBlocksMatchTheCpuInt8) {
   Int8Fixture f;
   f.inputShape = Shape{2, 16, 14, 14};
   ASSERT_TRUE(f.prepare(invertedResiduals()).ok());
-  BuilderConfig cpu;
-  cpu.backend = Backend::kCpu;
-  auto fp32 = Builder::buildFromFile(f.model, cpu);
+  auto fp32 = f.cpuEngine(/*int8=*/false);
   ASSERT_TRUE(fp32.ok()) << fp32.status().toString();
-  cpu.precision = Precision::kInt8;
-  cpu.calibrationCachePath = f.cache;
-  auto cpuInt8 = Builder::buildFromFile(f.model, cpu);
+  auto cpuInt8 = f.cpuEngine(/*int8=*/true);
   ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
   auto gpu = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
   ASSERT_TRUE(gpu.ok()) << gpu.status().toString();
