@@ -8,7 +8,8 @@
 #   blazeface  BlazeFace (back, 256x256) calibrated (min-max) on the real photos, built FP16,
 #              INT8 (timed against FP16) and INT8 strict; `edgeinfer bench` of each
 #   resnet     ResNet-50 (torchvision, random weights, dynamic batch) calibrated (min-max) on
-#              2 random tensors, then R50_MODES (fp16 int8 int8_strict) at R50_BATCHES (1 64)
+#              2 random tensors, then R50_MODES (fp16 int8 int8_strict; int8_strict_exact on
+#              request: --int8-bit-exact) at R50_BATCHES (1 64)
 #   tactics    every timing cache's tables to $OUT/timing_*.txt, and how many layers chose each
 #              tactic family (e.g. cuda-i8.wg128x128, cublaslt-i8, cudnn)
 # Fresh binaries come as .devcarry/fresh/<program>.xz and replace the bundle's (CARRY_DIR: another
@@ -90,6 +91,8 @@ PY
         fp16) args=(--fp16) ;;
         int8) args=(--int8 --calibration-cache /tmp/ei/r50.calib) ;;
         int8_strict) args=(--int8 --strict-precision --calibration-cache /tmp/ei/r50.calib) ;;
+        int8_strict_exact) args=(--int8 --strict-precision --int8-bit-exact
+          --calibration-cache /tmp/ei/r50.calib) ;;
       esac
       EDGEINFER_LOG_LEVEL=info bench "r50_b${b}_$mode" "$r" --backend cuda --dynamic-dim "$b" "${args[@]}"
       grep -E "INT8:" "$out/bench_r50_b${b}_$mode.log" | head -1

@@ -104,8 +104,12 @@ struct I8Case {
   }
 
   /// int8_conv.h's arithmetic on the host for a tactic reading Z as `zInt8` and writing int8
-  /// (`yInt8`, dequantized here) or fp16.
-  Tensor reference(bool yInt8, bool zInt8) const {
+  /// (`yInt8`, dequantized here) or fp16, in its bit-exact rounding. `pre`: each output's value
+  /// before the quantize / fp16 rounding (v); `terms`: the magnitude of the terms summed into it
+  /// (|acc * alpha| + |B| + |Z| + |v|), which bounds how far another rounding of the same sum
+  /// (the fast epilogue's fused multiply-adds) can land from v.
+  Tensor reference(bool yInt8, bool zInt8, std::vector<float>* pre = nullptr,
+                   std::vector<float>* terms = nullptr) const {
     std::vector<int8_t> wq;
     std::vector<float> ws;
     EXPECT_TRUE(quant::quantizeWeights(w, 0, &wq, &ws).ok());
@@ -118,6 +122,8 @@ struct I8Case {
                                                       : 0.f;
     const float be = a == ref::Activation::kClip ? actBeta : 0.f;
     Tensor y = Tensor::zeros(DataType::kFloat32, ys);
+    if (pre) pre->assign(static_cast<size_t>(y.numel()), 0.f);
+    if (terms) terms->assign(static_cast<size_t>(y.numel()), 0.f);
     for (int64_t n = 0; n < N; ++n)
       for (int64_t k = 0; k < K; ++k)
         for (int64_t p = 0; p < P; ++p)
@@ -137,14 +143,20 @@ struct I8Case {
                 }
             const float alpha = sx * ws[static_cast<size_t>(k)];
             float v = static_cast<float>(static_cast<int32_t>(acc)) * alpha;
+            float sum = std::fabs(v);
             v = v + (bias ? b.data<float>()[k] : 0.f);
+            sum += bias ? std::fabs(b.data<float>()[k]) : 0.f;
             const int64_t idx = ((n * K + k) * P + p) * Q + q;
             if (residual) {
               const float zv = z.data<float>()[idx];
-              v = v + (zInt8 ? static_cast<float>(quantizeHost(zv, sz)) * sz
-                             : halfToFloat(floatToHalf(zv)));
+              const float zd = zInt8 ? static_cast<float>(quantizeHost(zv, sz)) * sz
+                                     : halfToFloat(floatToHalf(zv));
+              v = v + zd;
+              sum += std::fabs(zd);
             }
             v = ref::applyActivation(v, a, al, be);
+            if (pre) (*pre)[static_cast<size_t>(idx)] = v;
+            if (terms) (*terms)[static_cast<size_t>(idx)] = sum + std::fabs(v);
             y.data<float>()[idx] =
                 yInt8 ? static_cast<float>(quantizeHost(v, sy)) * sy : halfToFloat(floatToHalf(v));
           }

@@ -539,11 +539,14 @@ Status compiledLayer(const test::Int8Fixture& f, const std::string& name, Compil
 }
 
 /// The first candidate of `prov` for layer `name` whose id starts with `prefix` and whose
-/// output / residual formats are int8 wherever the layer has their scales.
+/// output / residual formats are int8 wherever the layer has their scales (`bitExact`: of a
+/// BuilderConfig::int8BitExact build).
 Expected<std::string> pickTactic(builder::TacticProvider& prov, const test::Int8Fixture& f,
-                                 const std::string& name, const std::string& prefix) {
+                                 const std::string& name, const std::string& prefix,
+                                 bool bitExact = false) {
   CompiledLayer cl;
   EI_RETURN_IF_ERROR(compiledLayer(f, name, &cl));
+  cl.layer.int8BitExact = bitExact;
   const bool yI8 = cl.layer.outputScale(0) > 0.f;
   const bool hasZ = cl.layer.hasInput(3), zI8 = cl.layer.inputScale(3) > 0.f;
   for (auto& t : prov.candidates(cl.layer, Precision::kInt8)) {
@@ -563,19 +566,21 @@ TEST(CublasLtInt8Engine, Forced1x1ConvsMatchCudaI8) {
   cuda::Int8ConvProvider i8;
   CublasLtInt8Provider lt;
   const std::vector<std::string> oneByOne = {"conv2", "conv3", "conv4"};
-  // conv1 (3x3) is forced too: every engine reads the same int8 r1.
-  auto conv1 = pickTactic(i8, f, "conv1", "cuda-i8.mma");
+  // conv1 (3x3) is forced too: every engine reads the same int8 r1. cuda-i8 in its bit-exact
+  // rounding, which the i32 tactics' epilogue computes too.
+  auto conv1 = pickTactic(i8, f, "conv1", "cuda-i8.mma", /*bitExact=*/true);
   ASSERT_TRUE(conv1.ok()) << conv1.status().toString();
 
   const auto build = [&](const std::map<std::string, std::string>& forced) {
     BuilderConfig c = f.config(/*strict=*/true);
+    c.int8BitExact = true;
     c.forcedTactics = forced;
     c.forcedTactics["conv1"] = *conv1;
     return Builder::buildFromFile(f.model, c);
   };
   std::map<std::string, std::string> viaI8, viaI32, viaE8;
   for (const std::string& l : oneByOne) {
-    auto a = pickTactic(i8, f, l, "cuda-i8.mma");
+    auto a = pickTactic(i8, f, l, "cuda-i8.mma", /*bitExact=*/true);
     auto b = pickTactic(lt, f, l, "cublaslt-i8.i32.");
     ASSERT_TRUE(a.ok() && b.ok()) << l << ": " << lt.lastReason();
     viaI8[l] = *a;
@@ -779,25 +784,30 @@ TEST(CublasLtInt8Perf, ResNet50OneByOneConvsAtBatch64) {
     cuda::CudnnConvProvider dnn;
     auto ltc = lt.candidates(c.layer, Precision::kInt8);
     auto i8c = i8.candidates(c.layer, Precision::kInt8);
+    builder::LayerContext exactLayer = c.layer;
+    exactLayer.int8BitExact = true;
+    auto i8x = i8.candidates(exactLayer, Precision::kInt8);
     auto dnc = dnn.candidates(c.layer, Precision::kFp16);
     const Best e8 = fastest(ltc, c.layer, "cublaslt-i8.e8.", DataType::kInt8);
     const Best i32 = fastest(ltc, c.layer, "cublaslt-i8.i32.", DataType::kInt8);
     const Best ci8 = fastest(i8c, c.layer, "cuda-i8.", DataType::kInt8);
+    const Best ci8x = fastest(i8x, exactLayer, "cuda-i8.", DataType::kInt8);
     const Best f16 = fastest(dnc, c.layer, "cudnn", DataType::kFloat16);
     const double gops = 2.0 * c.N * l.hw * l.hw * l.cin * l.cout * 1e-9;
     std::printf(
-        "[          ] %-34s cublaslt-i8 e8 %.4f (%d, %.0f TOP/s) i32 %.4f (%d) | cuda-i8 %.4f (%d) "
-        "| "
-        "cudnn fp16 %.4f (%d)\n",
-        l.name, e8.ms, e8.n, gops / e8.ms, i32.ms, i32.n, ci8.ms, ci8.n, f16.ms, f16.n);
-    std::printf("[          ]   %s | %s | %s | %s\n", e8.id.c_str(), i32.id.c_str(), ci8.id.c_str(),
-                f16.id.c_str());
+        "[          ] %-34s cublaslt-i8 e8 %.4f (%d, %.0f TOP/s) i32 %.4f (%d) | cuda-i8 %.4f "
+        "(%d), "
+        "bit-exact %.4f | cudnn fp16 %.4f (%d)\n",
+        l.name, e8.ms, e8.n, gops / e8.ms, i32.ms, i32.n, ci8.ms, ci8.n, ci8x.ms, f16.ms, f16.n);
+    std::printf("[          ]   %s | %s | %s | %s | %s\n", e8.id.c_str(), i32.id.c_str(),
+                ci8.id.c_str(), ci8x.id.c_str(), f16.id.c_str());
     std::fflush(stdout);
     EXPECT_GT(i32.n, 0) << lt.lastReason();
   }
 }
 
-// ResNet-50's 3x3 convolutions at batch 64: every cuda-i8 kernel (int8 in and out) against
+// ResNet-50's 3x3 convolutions at batch 64: every cuda-i8 kernel (int8 in and out, the default
+// fast rounding; the best bit-exact one after them) against
 // cuDNN's best FP16 engine. EDGEINFER_PERF_LAYERS=TEXT keeps the layers whose name contains it
 // (e.g. for a profiler run on one layer).
 TEST(CudaInt8Perf, ResNet50ThreeByThreeConvsAtBatch64) {
@@ -836,6 +846,12 @@ TEST(CudaInt8Perf, ResNet50ThreeByThreeConvsAtBatch64) {
       std::printf("[          ] %-30s %-28s %.4f ms (%.0f TOP/s)\n", l.name, t->id().c_str(), ms,
                   gops / ms);
     }
+    builder::LayerContext exactLayer = c.layer;
+    exactLayer.int8BitExact = true;
+    auto i8x = i8.candidates(exactLayer, Precision::kInt8);
+    const Best x = fastest(i8x, exactLayer, "cuda-i8.", DataType::kInt8);
+    std::printf("[          ] %-30s bit-exact best of %d        %.4f ms %s\n", l.name, x.n, x.ms,
+                x.id.c_str());
     const Best f16 = fastest(dnc, c.layer, "cudnn", DataType::kFloat16);
     std::printf("[          ] %-30s cudnn fp16 best of %d       %.4f ms (%.0f TFLOP/s) %s\n",
                 l.name, f16.n, f16.ms, gops / f16.ms, f16.id.c_str());

@@ -80,9 +80,43 @@ Offered offered(const I8Case& c) {
   return o;
 }
 
-/// Runs every candidate and compares it with the reference: int8 outputs within one step
-/// (`exact`: identical), fp16 outputs identical or within 1e-3 relative. `formats`: output
-/// (and residual) format combinations per dense kernel, or the candidates of a depthwise layer.
+/// How one candidate's output compares with the host reference.
+struct Agreement {
+  int64_t differ = 0;       ///< elements not equal to the bit-exact reference
+  int64_t unexplained = 0;  ///< of those, the ones rounding noise does not explain
+  double worst = 0;         ///< largest difference: int8 in steps, fp16 relative (1e-3 floor)
+};
+
+/// `got` against the reference `want` (reference(), with its `pre` and `terms`): an int8 output
+/// that differs must be one step away at a value v / s_y within rounding noise of a half step
+/// (2^-19 of the terms summed, in steps: four times what two roundings of the same sum of
+/// three terms can differ by); an fp16 one must be within that noise plus one fp16 rounding.
+Agreement compare(const Tensor& got, const Tensor& want, const std::vector<float>& pre,
+                  const std::vector<float>& terms, bool yInt8, float sy) {
+  Agreement r;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double a = got.data<float>()[i], b = want.data<float>()[i];
+    r.worst = std::max(r.worst, std::fabs(a - b) / (yInt8 ? sy : std::max(1e-3, std::fabs(b))));
+    if (a == b) continue;
+    ++r.differ;
+    const double noise = std::ldexp(double{terms[static_cast<size_t>(i)]}, -19);
+    if (yInt8) {
+      const double t = double{pre[static_cast<size_t>(i)]} / sy;
+      const double fromHalf = std::fabs(std::fabs(t - std::floor(t)) - 0.5);
+      if (std::fabs(std::fabs(a - b) / sy - 1.0) > 1e-4 || fromHalf > noise / sy) ++r.unexplained;
+    } else if (std::fabs(a - b) > noise + std::ldexp(std::fabs(b), -10) + 6e-8) {
+      ++r.unexplained;
+    }
+  }
+  return r;
+}
+
+/// Runs every candidate, in both roundings (LayerContext::int8BitExact), and compares it with
+/// the reference. Bit-exact tactics (ids ending ".x"): identical where `exact`, else (exp/tanh
+/// activations) int8 within one step and fp16 within 1e-3 relative. Fast tactics: differences
+/// only where compare() finds rounding noise (where `exact`), the same bounds otherwise.
+/// `formats`: output (and residual) format combinations per dense kernel, or the candidates of
+/// a depthwise layer.
 void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
   c.build();
   const Offered want = offered(c);
@@ -95,44 +129,46 @@ void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
   const bool wantWgmma =
       c.group == 1 && c.C % 16 == 0 && cuda::int8ConvBuildHasWgmma() && major == 9 && minor == 0;
-  Int8ConvProvider prov;
-  auto cands = prov.candidates(c.layer, Precision::kInt8);
-  ASSERT_EQ(cands.size(), expectCandidates) << prov.lastReason();
-  size_t wgmma = 0, tma = 0;
-  for (const auto& t : cands) {
-    wgmma += t->id().rfind("cuda-i8.wg", 0) == 0 ? 1 : 0;
-    tma += t->id().rfind("cuda-i8.tma", 0) == 0 ? 1 : 0;
-  }
-  EXPECT_EQ(wgmma + tma > 0, wantWgmma)
-      << "wgmma candidates on compute " << major << "." << minor
-      << (cuda::int8ConvBuildHasWgmma() ? "" : " (no sm_90a code)");
-  EXPECT_EQ(tma > 0, wantWgmma && want.tma) << "TMA candidates";
-  // cp.async-fed wgmma only where TMA cannot feed that tile.
-  EXPECT_EQ(wgmma > 0, wantWgmma && want.cpAsyncWgmma) << "cp.async wgmma candidates";
-  for (auto& t : cands) {
-    SCOPED_TRACE(t->id());
-    ASSERT_TRUE(t->initialize(c.layer).ok());
-    auto out = test::runTactic(*t, c.layer, c.inputs());
-    ASSERT_TRUE(out.ok()) << out.status().toString();
-    const bool yInt8 = t->outputFormat(0).dtype == DataType::kInt8;
-    const bool zInt8 = c.residual && t->inputFormat(3).dtype == DataType::kInt8;
-    const Tensor want = c.reference(yInt8, zInt8);
-    const Tensor& got = (*out)[0];
-    int64_t differ = 0;
-    double worst = 0;
-    for (int64_t i = 0; i < want.numel(); ++i) {
-      const float a = got.data<float>()[i], b = want.data<float>()[i];
-      if (a != b) ++differ;
-      worst = std::max(
-          worst, std::fabs(double{a} - b) / (yInt8 ? c.sy : std::max(1e-3, std::fabs(double{b}))));
+  for (const bool bitExact : {true, false}) {
+    SCOPED_TRACE(bitExact ? "bit-exact rounding" : "fast rounding");
+    c.layer.int8BitExact = bitExact;
+    Int8ConvProvider prov;
+    auto cands = prov.candidates(c.layer, Precision::kInt8);
+    ASSERT_EQ(cands.size(), expectCandidates) << prov.lastReason();
+    size_t wgmma = 0, tma = 0;
+    for (const auto& t : cands) {
+      wgmma += t->id().rfind("cuda-i8.wg", 0) == 0 ? 1 : 0;
+      tma += t->id().rfind("cuda-i8.tma", 0) == 0 ? 1 : 0;
+      const std::string& id = t->id();
+      EXPECT_EQ(id.size() > 2 && id.compare(id.size() - 2, 2, ".x") == 0, bitExact) << id;
     }
-    if (exact) {
-      EXPECT_EQ(differ, 0) << "of " << want.numel();
+    EXPECT_EQ(wgmma + tma > 0, wantWgmma)
+        << "wgmma candidates on compute " << major << "." << minor
+        << (cuda::int8ConvBuildHasWgmma() ? "" : " (no sm_90a code)");
+    EXPECT_EQ(tma > 0, wantWgmma && want.tma) << "TMA candidates";
+    // cp.async-fed wgmma only where TMA cannot feed that tile.
+    EXPECT_EQ(wgmma > 0, wantWgmma && want.cpAsyncWgmma) << "cp.async wgmma candidates";
+    for (auto& t : cands) {
+      SCOPED_TRACE(t->id());
+      ASSERT_TRUE(t->initialize(c.layer).ok());
+      auto out = test::runTactic(*t, c.layer, c.inputs());
+      ASSERT_TRUE(out.ok()) << out.status().toString();
+      const bool yInt8 = t->outputFormat(0).dtype == DataType::kInt8;
+      const bool zInt8 = c.residual && t->inputFormat(3).dtype == DataType::kInt8;
+      std::vector<float> pre, terms;
+      const Tensor want = c.reference(yInt8, zInt8, &pre, &terms);
+      const Agreement r = compare((*out)[0], want, pre, terms, yInt8, c.sy);
+      if (exact && bitExact) {
+        EXPECT_EQ(r.differ, 0) << "of " << want.numel();
+      } else if (exact) {
+        EXPECT_EQ(r.unexplained, 0) << "of " << r.differ << " differing (" << want.numel() << ")";
+      }
+      EXPECT_LE(r.worst, yInt8 ? 1.0 : 1e-3);
+      std::printf(
+          "[          ] %s: %lld of %lld differ (%lld beyond rounding noise), worst %.3g %s\n",
+          t->id().c_str(), static_cast<long long>(r.differ), static_cast<long long>(want.numel()),
+          static_cast<long long>(r.unexplained), r.worst, yInt8 ? "steps" : "rel");
     }
-    EXPECT_LE(worst, yInt8 ? 1.0 : 1e-3);
-    std::printf("[          ] %s: %lld of %lld differ, worst %.3g %s\n", t->id().c_str(),
-                static_cast<long long>(differ), static_cast<long long>(want.numel()), worst,
-                yInt8 ? "steps" : "rel");
   }
 }
 
@@ -427,6 +463,7 @@ TEST(CudaInt8Conv, TmaNotOfferedBeyondItsBoundingBox_n) {
   c.H = c.W = 4;
   c.pads = {130, 1, 0, 1};
   c.build();
+  c.layer.int8BitExact = true;
   Int8ConvProvider prov;
   auto cands = prov.candidates(c.layer, Precision::kInt8);
   ASSERT_FALSE(cands.empty()) << prov.lastReason();
@@ -740,6 +777,48 @@ TEST(CudaInt8Engine, StrictInt8EngineRunsInt8LayersCloseToFp32AndReloads) {
   const Tensor again = runOnce(**loaded, f.sample);
   ASSERT_EQ(again.numel(), got.numel());
   EXPECT_EQ(std::memcmp(again.raw(), got.raw(), got.bytes()), 0);
+}
+
+// The rounding is a build option the engine records in its tactics: every cuda-i8 layer of a
+// bit-exact build ends ".x" (none of a default build's does), a saved and loaded engine keeps
+// it and its outputs, and the two builds differ by int8 rounding only.
+TEST(CudaInt8Engine, BitExactRoundingIsRecordedInTheEngine) {
+  EI_SKIP_WITHOUT_GPU();
+  Int8Fixture f;
+  f.inputShape = Shape{2, 64, 15, 13};
+  ASSERT_TRUE(f.prepare(int8Cnn64()).ok());
+  BuilderConfig exactConfig = f.config(/*strict=*/true);
+  exactConfig.int8BitExact = true;
+  auto exact = Builder::buildFromFile(f.model, exactConfig);
+  ASSERT_TRUE(exact.ok()) << exact.status().toString();
+  auto fast = Builder::buildFromFile(f.model, f.config(/*strict=*/true));  // same timing cache
+  ASSERT_TRUE(fast.ok()) << fast.status().toString();
+  const auto countInt8 = [](const Engine& e, bool wantExact) {
+    size_t n = 0;
+    for (const auto& [layer, id] : runtime::cudaEngineTactics(e)) {
+      if (id.rfind("cuda-i8.", 0) != 0) continue;
+      ++n;
+      EXPECT_EQ(id.compare(id.size() - 2, 2, ".x") == 0, wantExact) << layer << ": " << id;
+    }
+    return n;
+  };
+  const size_t n = countInt8(**exact, true);
+  EXPECT_GT(n, 0u);
+  EXPECT_EQ(countInt8(**fast, false), n);
+
+  auto bytes = (*exact)->serialize();
+  ASSERT_TRUE(bytes.ok());
+  auto loaded = Engine::deserialize(bytes->data(), bytes->size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  EXPECT_EQ(countInt8(**loaded, true), n);
+  const Tensor a = runOnce(**exact, f.sample), b = runOnce(**loaded, f.sample);
+  ASSERT_EQ(a.numel(), b.numel());
+  EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.bytes()), 0);
+  const Tensor c = runOnce(**fast, f.sample);
+  const double cos = cosine(a, c);
+  std::printf("[          ] fast against bit-exact rounding, %zu INT8 layers: cosine %.7f\n", n,
+              cos);
+  EXPECT_GT(cos, 0.9999);
 }
 
 /// Two MobileNetV2 inverted residual blocks (1x1 expansion + ReLU6, depthwise 3x3 + ReLU6,

@@ -529,6 +529,28 @@ TEST(ShapeRanges, ContainerSizesThatWrapAround_n) {
   EXPECT_HAS(loadError(b), "the sub-engines' sizes add up to more than the payload");
 }
 
+TEST(ShapeRanges, TheInt8RoundingTravelsInTheFile) {
+  // The specialisations of a bit-exact INT8 range engine build bit-exact too: the option is in
+  // the header; a header written before it existed reads as the default (fast).
+  const auto b = containerBytes();
+  ASSERT_GT(b.size(), 100u);
+  auto with = withContainerHeader(b, [](std::string& h) {
+    replaceIn(h, "\"int8_bit_exact\":false", "\"int8_bit_exact\":true");
+  });
+  auto d = builder::decodeRangeContainer(with.data(), with.size());
+  ASSERT_TRUE(d.ok()) << d.status().toString();
+  EXPECT_TRUE(d->spec.build.int8BitExact);
+  auto without =
+      withContainerHeader(b, [](std::string& h) { replaceIn(h, "\"int8_bit_exact\":false,", ""); });
+  d = builder::decodeRangeContainer(without.data(), without.size());
+  ASSERT_TRUE(d.ok()) << d.status().toString();
+  EXPECT_FALSE(d->spec.build.int8BitExact);
+  auto bad = withContainerHeader(b, [](std::string& h) {
+    replaceIn(h, "\"int8_bit_exact\":false", "\"int8_bit_exact\":\"yes\"");
+  });
+  EXPECT_HAS(loadError(bad), "int8_bit_exact");
+}
+
 TEST(ShapeRanges, ContainerOfAnotherModel_n) {
   // The opt engine names another model (another hash) than the model beside it.
   const auto b = containerBytes();

@@ -119,6 +119,13 @@ struct BuilderConfig {
   /// INT8 layers use an INT8 tactic whenever one is offered, even where an FP16 one is faster
   /// (TensorRT's "obey precision constraints"). Off: INT8 competes with FP16/FP32 by time.
   bool strictPrecision = false;
+  /// INT8 kernels of our own (cuda-i8) round bit for bit as the CPU backend's INT8 emulation
+  /// does: every float operation of the epilogue rounded on its own, the quantize's division
+  /// correctly rounded. Off (the default): fused multiply-adds and a reciprocal, within one
+  /// quantization step of it (a differing output lies within rounding noise of a half step),
+  /// and up to 3x faster on layers bound by their outputs (docs/performance.md). The engine
+  /// file records the rounding in its tactics.
+  bool int8BitExact = false;
 
   // ---- GPU backend ----
   /// CUDA device the engine is built for (and timed on).

@@ -51,6 +51,7 @@ BuilderConfig rangeBuildOptions(const BuilderConfig& c) {
   BuilderConfig b;
   b.precision = c.precision;
   b.strictPrecision = c.strictPrecision;
+  b.int8BitExact = c.int8BitExact;
   b.allowCpuFallback = c.allowCpuFallback;
   b.allowNonFiniteWeights = c.allowNonFiniteWeights;
   b.maxTensorBytes = c.maxTensorBytes;
@@ -97,6 +98,7 @@ Expected<std::vector<uint8_t>> encodeRangeContainer(const RangeSpec& spec,
   nlohmann::json b = nlohmann::json::object();
   b["precision"] = precisionName(c.precision);
   b["strict_precision"] = c.strictPrecision;
+  b["int8_bit_exact"] = c.int8BitExact;
   b["allow_cpu_fallback"] = c.allowCpuFallback;
   b["allow_non_finite_weights"] = c.allowNonFiniteWeights;
   b["max_tensor_bytes"] = c.maxTensorBytes;
@@ -161,6 +163,9 @@ Expected<DecodedRangeContainer> decodeRangeContainer(const void* data, size_t si
   EI_ASSIGN_OR_RETURN(cfg.precision,
                       precisionFrom(b->value("precision", nlohmann::json()), "the precision"));
   EI_ASSIGN_OR_RETURN(cfg.strictPrecision, boolField(*b, "strict_precision"));
+  if (b->contains("int8_bit_exact")) {  // absent from files written before it existed
+    EI_ASSIGN_OR_RETURN(cfg.int8BitExact, boolField(*b, "int8_bit_exact"));
+  }
   EI_ASSIGN_OR_RETURN(cfg.allowCpuFallback, boolField(*b, "allow_cpu_fallback"));
   EI_ASSIGN_OR_RETURN(cfg.allowNonFiniteWeights, boolField(*b, "allow_non_finite_weights"));
   const auto mtb = b->find("max_tensor_bytes");

@@ -45,7 +45,7 @@ struct RangeSpec {
   /// Every output's shape, -1 for the dims that differ between the ranges' min, opt and max.
   ShapeProfile outputShapes;
   /// The options a specialisation builds with (rangeBuildOptions(): precision,
-  /// strictPrecision, allowCpuFallback, passes, layerPrecision, maxTensorBytes,
+  /// strictPrecision, int8BitExact, allowCpuFallback, passes, layerPrecision, maxTensorBytes,
   /// allowNonFiniteWeights), in an engine built here as in one loaded from its file; device,
   /// timing and cache options are the running process's, forced tactics none.
   BuilderConfig build;

@@ -37,6 +37,7 @@ std::string LayerContext::signature(Precision precision) const {
   }
   os << "|";
   for (const auto& [k, a] : node->attrs.all()) os << k << "=" << a.toString() << ";";
+  if (int8BitExact) os << "|int8-bit-exact";
   return os.str();
 }
 

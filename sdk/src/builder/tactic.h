@@ -44,6 +44,9 @@ struct LayerContext {
   /// Empty, or 0 everywhere, outside INT8 layers: no tactic may then use int8 storage.
   std::vector<float> inputScales;
   std::vector<float> outputScales;
+  /// INT8 kernels round bit for bit as the CPU reference does (BuilderConfig::int8BitExact);
+  /// false: their fast epilogue, within one quantization step of it.
+  bool int8BitExact = false;
 
   bool hasInput(size_t i) const { return node->hasInput(i); }
   float inputScale(size_t i) const { return i < inputScales.size() ? inputScales[i] : 0.f; }

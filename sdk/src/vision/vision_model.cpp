@@ -664,6 +664,7 @@ Expected<std::unique_ptr<VisionModel>> VisionModel::create(const ModelConfig& co
     std::string int8;
     if (bc.precision == Precision::kInt8) {
       std::string key = bc.strictPrecision ? "strict;" : "timed;";
+      if (bc.int8BitExact) key += "bit-exact;";
       for (const auto& [layer, p] : bc.layerPrecision) key += layer + "=" + precisionName(p) + ";";
       if (!bc.calibrationCachePath.empty()) {
         auto calib = readFile(bc.calibrationCachePath);

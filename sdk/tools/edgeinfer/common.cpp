@@ -55,6 +55,9 @@ const char* kBuilderOptionsHelp = R"(builder options:
                                 on the GPU each INT8 layer takes the fastest of its INT8, FP16
                                 and FP32 tactics; the CPU emulates INT8 in FP32 (accuracy checks)
   --strict-precision            INT8 layers use an INT8 tactic wherever one exists, even slower
+  --int8-bit-exact              INT8 kernels round bit for bit as the CPU's INT8 emulation does
+                                (default: fused multiply-adds, within one quantization step,
+                                faster on layers bound by their outputs)
   --no-fusion                   switch off every fusion pass
   --no-constant-folding         switch off constant folding
   --no-batchnorm-folding        keep BatchNormalization nodes
@@ -174,6 +177,7 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
   if (a.has("fp16")) c.precision = Precision::kFp16;
   if (a.has("int8")) c.precision = Precision::kInt8;
   if (a.has("strict-precision")) c.strictPrecision = true;
+  if (a.has("int8-bit-exact")) c.int8BitExact = true;
   if (a.has("no-fusion")) {
     c.passes.fuseConvActivation = false;
     c.passes.fuseGemmActivation = false;

@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
                                           "no-cpu-fallback",
                                           "int8",
                                           "strict-precision",
+                                          "int8-bit-exact",
                                           "device-inputs",
                                           "no-cuda-graphs",
                                           "report",

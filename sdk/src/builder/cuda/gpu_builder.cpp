@@ -563,6 +563,7 @@ class GpuBuilder {
     const graph::Node& n = g_.nodes[i];
     builder::LayerContext layer = cuda::makeLayerContext(g_, i);
     if (precision == Precision::kInt8) {  // the scales the INT8 tactics quantize with
+      layer.int8BitExact = cfg_.int8BitExact;
       for (const auto& in : n.inputs) layer.inputScales.push_back(in.empty() ? 0.f : scaleOf(in));
       // An INT8 layer writes int8 only for INT8 layers that read it as int8. Any other
       // reader (a float layer, data movement towards a graph output, the graph output itself)

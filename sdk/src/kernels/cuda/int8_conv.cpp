@@ -102,7 +102,8 @@ class Int8ConvTactic final : public builder::Tactic {
           "." +
           (!plan.hasZ          ? "-"
            : plan.zScale > 0.f ? "i8"
-                               : "f16");
+                               : "f16") +
+          (plan.exact ? ".x" : "");
   }
 
   std::string id() const override { return id_; }
@@ -137,6 +138,15 @@ class Int8ConvTactic final : public builder::Tactic {
     p.vec = plan_.vec;
     p.yScale = yScale;
     p.zScale = zScale;
+    p.exact = plan_.exact;
+    // The fast epilogue computes int8 outputs in output steps where the activation commutes
+    // with the division by s_y (int8_conv.h).
+    p.prescaled = !p.exact && yScale > 0.f &&
+                  (p.act == DeviceActivation::kNone || p.act == DeviceActivation::kRelu ||
+                   p.act == DeviceActivation::kLeakyRelu);
+    const double outDiv = p.prescaled ? double{yScale} : 1.0;
+    p.zMul = static_cast<float>((zScale > 0.f ? double{zScale} : 1.0) / outDiv);
+    p.yInv = yScale > 0.f ? static_cast<float>(1.0 / double{yScale}) : 0.f;
 
     std::vector<int8_t> q;
     std::vector<float> ws;
@@ -159,11 +169,12 @@ class Int8ConvTactic final : public builder::Tactic {
     }
     const float sx = layer.inputScale(0);
     std::vector<float> alpha(static_cast<size_t>(p.K)), bias(static_cast<size_t>(p.K), 0.f);
-    for (size_t k = 0; k < alpha.size(); ++k) alpha[k] = sx * ws[k];
+    for (size_t k = 0; k < alpha.size(); ++k)  // sx * ws[k] rounded as the host reference does
+      alpha[k] = p.prescaled ? static_cast<float>(double{sx * ws[k]} / outDiv) : sx * ws[k];
     if (hasBias) {
       const Tensor* b = layer.constantInput(2);
       for (size_t k = 0; k < bias.size(); ++k)
-        bias[k] = static_cast<float>(b->getAsDouble(static_cast<int64_t>(k)));
+        bias[k] = static_cast<float>(b->getAsDouble(static_cast<int64_t>(k)) / outDiv);
     }
     release();
     EI_RETURN_IF_ERROR(uploadWeights(packed.data(), packed.size(), &dW_));
@@ -276,9 +287,20 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
         p.vec = vec;
         p.yScale = ys;
         p.zScale = zs;
+        p.exact = layer.int8BitExact;
         out.push_back(std::make_unique<Int8ConvTactic>(p, hasBias));
       }
   return out;
+}
+
+std::unique_ptr<builder::Tactic> Int8ConvProvider::find(const builder::LayerContext& layer,
+                                                        Precision precision,
+                                                        const std::string& id) {
+  builder::LayerContext l = layer;
+  l.int8BitExact = id.size() > 2 && id.compare(id.size() - 2, 2, ".x") == 0;
+  for (auto& t : candidates(l, precision))
+    if (t->id() == id) return std::move(t);
+  return nullptr;
 }
 
 }  // namespace edgeinfer::cuda

@@ -8,10 +8,20 @@
 //   v   = act(((float(acc) * alpha[k]) + B[k]) + Z)             alpha[k] = s_x * s_w[k]
 //   Y   = clamp(round_half_even(v / s_y), -128, 127)  (int8 output)   or   half(v)  (fp16)
 //
-// with each float operation rounded on its own (no contraction into FMAs), so a result equals
-// the host computation of the same expressions bit for bit, activations with exp/tanh aside
-// (within one quantization step). Z, the residual, is read as fp16 or as int8 dequantized
-// with its own scale (q * s_z).
+// in one of two roundings, chosen per build (BuilderConfig::int8BitExact, the tactic id's ".x"):
+//   bit-exact  each float operation rounded on its own (no contraction into FMAs), the quantize's
+//              division correctly rounded: a result equals the host computation of the same
+//              expressions (the CPU backend's INT8 emulation) bit for bit, activations with
+//              exp/tanh aside (within one quantization step). About 30 operations an element.
+//   fast       (the default) v in fused multiply-adds, and for int8 outputs of activations that
+//              commute with a positive scale (none, Relu, LeakyRelu) alpha, B and s_z divided by
+//              s_y on the host, so the kernel computes v / s_y directly; the quantize rounds
+//              with the 1.5 * 2^23 addition after a clamp. A result differs from the bit-exact
+//              one by at most one step, and only where v / s_y lies within rounding noise
+//              (about 2^-20 of the terms) of a half-integer: TensorRT's INT8 is no closer to
+//              ONNX's arithmetic either. About 8 operations an element, which is what the
+//              write-bound layers (ResNet's 1x1 expansions) are bound by.
+// Z, the residual, is read as fp16 or as int8 dequantized with its own scale (q * s_z).
 //
 // Candidates, each a tactic the builder times, ids "cuda-i8.<kernel>.<y>.<z>":
 //   kernel  "mma<BM>x<BN>v<16|4>" (group 1; 128x128, 128x64, 64x128): implicit GEMM on tensor
@@ -34,6 +44,7 @@
 //           or 1 channels per thread.
 //   y       "i8" (when the output has a scale) or "f16"
 //   z       "-" (no residual), "i8" (when Z has a scale) or "f16"
+//   ".x"    appended for the bit-exact rounding (LayerContext::int8BitExact)
 // Only Precision::kInt8 offers them, and only when the input has a scale; the builder times
 // them against the FP16 and FP32 tactics of the other providers and keeps the fastest.
 //
@@ -59,6 +70,10 @@ class Int8ConvProvider : public builder::TacticProvider {
   std::string name() const override { return "cuda-i8"; }
   std::vector<std::unique_ptr<builder::Tactic>> candidates(const builder::LayerContext& layer,
                                                            Precision precision) override;
+  /// The rounding is the id's (".x": bit-exact), whatever the layer's int8BitExact says: an
+  /// engine file records it in its tactics.
+  std::unique_ptr<builder::Tactic> find(const builder::LayerContext& layer, Precision precision,
+                                        const std::string& id) override;
   /// Why the last candidates() call offered nothing (empty when it offered tactics).
   const std::string& lastReason() const { return lastReason_; }
 
@@ -114,6 +129,13 @@ struct Int8ConvPlan {
   float yScale = 0.f;             ///< > 0: int8 output with this scale; 0: fp16 output
   bool hasZ = false;
   float zScale = 0.f;  ///< > 0: Z is int8 with this scale; 0: Z is fp16
+  bool exact = false;  ///< the bit-exact epilogue; false: the fast one (see the top of the file)
+  /// Fast epilogue, int8 output, activation none / Relu / LeakyRelu: alpha and bias hold
+  /// alpha / s_y and B / s_y, so v comes out in output steps.
+  bool prescaled = false;
+  /// Fast epilogue: Z's multiplier (int8 Z: s_z, fp16 Z: 1; divided by s_y if prescaled).
+  float zMul = 0.f;
+  float yInv = 0.f;  ///< fast epilogue, int8 output: 1 / s_y
 };
 
 /// Device pointers of one launch. Weights: dense [K][gemmKPad] with k = (r * S + s) * C + c

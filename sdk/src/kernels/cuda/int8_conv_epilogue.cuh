@@ -1,8 +1,9 @@
 // Device side of int8_conv.h's epilogue, shared by the mma.sync kernels (int8_conv.cu) and the
-// Hopper wgmma kernels (int8_conv_sm90a.cu, int8_conv_tma_sm90a.cu): the same expressions, rounded
-// one operation at a time (__fmul_rn / __fadd_rn: no FMA contraction; the quantize of
-// quantize.cuh), so every kernel equals the host computation bit for bit. Device code: include only
-// from .cu files.
+// Hopper wgmma kernels (int8_conv_sm90a.cu, int8_conv_tma_sm90a.cu), in its two roundings
+// (Int8ConvPlan::exact): bit-exact, the same expressions as the host's rounded one operation at a
+// time (__fmul_rn / __fadd_rn: no FMA contraction; quantize.cuh's quantizeToInt8), so every
+// kernel equals the host computation bit for bit; or fast, fused multiply-adds and
+// quantizeStepsFast, within one step of it. Device code: include only from .cu files.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -32,18 +33,39 @@ __device__ __forceinline__ float i8Affine(const Int8ConvPlan& p, int32_t acc, fl
   return v;
 }
 
-/// The epilogue for one output element at NHWC index `idx`, channel `k`.
+/// i8Affine of the fast epilogue: fused multiply-adds (with the plan's prescaled alpha and bias,
+/// v in output steps).
+__device__ __forceinline__ float i8AffineFast(const Int8ConvPlan& p, int32_t acc, float a, float b,
+                                              int64_t idx, const void* z) {
+  float v = fmaf(static_cast<float>(acc), a, b);
+  if (p.hasZ)
+    v = p.zScale > 0.f ? fmaf(static_cast<float>(static_cast<const int8_t*>(z)[idx]), p.zMul, v)
+                       : fmaf(__half2float(static_cast<const __half*>(z)[idx]), p.zMul, v);
+  return v;
+}
+
+/// The epilogue for one output element at NHWC index `idx`, channel `k`, up to the quantize.
 __device__ __forceinline__ float i8Epilogue(const Int8ConvPlan& p, int32_t acc, int k, int64_t idx,
                                             const float* __restrict__ alpha,
                                             const float* __restrict__ bias, const void* z) {
-  return activate(i8Affine(p, acc, alpha[k], bias[k], idx, z), p.act, p.alpha, p.beta);
+  return activate(p.exact ? i8Affine(p, acc, alpha[k], bias[k], idx, z)
+                          : i8AffineFast(p, acc, alpha[k], bias[k], idx, z),
+                  p.act, p.alpha, p.beta);
+}
+
+/// i8Epilogue's `v` quantized to the output's int8 as the plan's rounding says.
+__device__ __forceinline__ int8_t i8Quantize(const Int8ConvPlan& p, float v) {
+  if (p.exact) return quantizeToInt8(v, p.yScale);
+  const bool nanToZero = p.hasZ && !(p.zScale > 0.f);
+  return static_cast<int8_t>(quantizeStepsFast(p.prescaled ? v : __fmul_rn(v, p.yInv), nanToZero) &
+                             0xffu);
 }
 
 /// `v` into the shared output tile at (row `r`, column `cl`), int8 or fp16 as the plan says.
 __device__ __forceinline__ void i8StageValue(const Int8ConvPlan& p, float v, int r, int cl, int ldo,
                                              int8_t* tile) {
   if (p.yScale > 0.f)
-    tile[r * ldo + cl] = quantizeToInt8(v, p.yScale);
+    tile[r * ldo + cl] = i8Quantize(p, v);
   else
     *reinterpret_cast<__half*>(&tile[r * ldo + 2 * cl]) = __float2half_rn(v);
 }
@@ -55,7 +77,7 @@ __device__ __forceinline__ void i8StoreOutput(const Int8ConvPlan& p, int32_t acc
                                               void* y) {
   const float v = i8Epilogue(p, acc, k, idx, alpha, bias, z);
   if (p.yScale > 0.f)
-    static_cast<int8_t*>(y)[idx] = quantizeToInt8(v, p.yScale);
+    static_cast<int8_t*>(y)[idx] = i8Quantize(p, v);
   else
     static_cast<__half*>(y)[idx] = __float2half_rn(v);
 }
@@ -165,7 +187,9 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
                    (reinterpret_cast<uintptr_t>(alpha) & 15) == 0 &&
                    (reinterpret_cast<uintptr_t>(bias) & 15) == 0;
   const bool vecZ = vec && i8VectorResidual(p, z);
-  const float inv = __frcp_rn(p.yScale);  // for the quantize (int8 outputs)
+  const float inv = __frcp_rn(p.yScale);  // for the bit-exact quantize (int8 outputs)
+  const bool smallAcc = p.gemmK <= 256;   // the fast epilogue's int32 -> float
+  const bool nanToZero = p.hasZ && !(p.zScale > 0.f);
 #pragma unroll kUnroll
   for (int it = 0; it < Walk::kSteps; ++it) {
     const int i = tid + it * THREADS;
@@ -192,11 +216,22 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
     }
     const int64_t base = static_cast<int64_t>(m) * p.K + k0;
     float v[8];
-    intsToFloats(q, v);
+    if (p.exact) {
+      intsToFloats(q, v);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = __fadd_rn(__fmul_rn(v[e], a[e]), b[e]);
+      for (int e = 0; e < 8; ++e) v[e] = __fadd_rn(__fmul_rn(v[e], a[e]), b[e]);
+    } else {
+      if (smallAcc) {  // |acc| <= 256 * 128 * 127 < 2^22: two full-rate operations
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[e] = __int_as_float(q[e] + kRoundMagicBits) - kRoundMagic;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[e] = static_cast<float>(q[e]);
+      }
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[e] = fmaf(v[e], a[e], b[e]);
+    }
     if (p.hasZ) {
-      float rz[8];
       if (vecZ) {  // 8 values in one 8- or 16-byte load
         alignas(16) uint4 raw;
         if constexpr (PRE) {
@@ -209,23 +244,48 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
         }
         const int8_t* zq = reinterpret_cast<const int8_t*>(&raw);
         const __half* zh = reinterpret_cast<const __half*>(&raw);
+        if (p.zScale > 0.f) {
 #pragma unroll
-        for (int e = 0; e < 8; ++e)  // int8: float(zq) exactly, without a conversion
-          rz[e] = p.zScale > 0.f
-                      ? __fmul_rn(__fsub_rn(__int_as_float(zq[e] + kRoundMagicBits), kRoundMagic),
-                                  p.zScale)
-                      : __half2float(zh[e]);
+          for (int e = 0; e < 8; ++e)  // float(zq) exactly, without a conversion
+            v[e] =
+                p.exact
+                    ? __fadd_rn(v[e], __fmul_rn(__fsub_rn(__int_as_float(zq[e] + kRoundMagicBits),
+                                                          kRoundMagic),
+                                                p.zScale))
+                    : fmaf(__int_as_float(zq[e] + kRoundMagicBits) - kRoundMagic, p.zMul, v[e]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < 8; ++e)
+            v[e] = p.exact ? __fadd_rn(v[e], __half2float(zh[e]))
+                           : fmaf(__half2float(zh[e]), p.zMul, v[e]);
+        }
       } else {
 #pragma unroll
-        for (int e = 0; e < 8; ++e) rz[e] = e < n ? i8Residual(p, z, base + e) : 0.f;
+        for (int e = 0; e < 8; ++e)
+          if (e < n) {
+            if (p.exact) {
+              v[e] = __fadd_rn(v[e], i8Residual(p, z, base + e));
+            } else {
+              const float zf = p.zScale > 0.f
+                                   ? static_cast<float>(static_cast<const int8_t*>(z)[base + e])
+                                   : __half2float(static_cast<const __half*>(z)[base + e]);
+              v[e] = fmaf(zf, p.zMul, v[e]);
+            }
+          }
       }
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[e] = __fadd_rn(v[e], rz[e]);
     }
     activateAll(v, p.act, p.alpha, p.beta);
     if (i8) {
       alignas(8) int8_t o[8];
-      quantizeToInt8(v, p.yScale, inv, o);
+      if (p.exact) {
+        quantizeToInt8(v, p.yScale, inv, o);
+      } else {
+        if (!p.prescaled) {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) v[e] = __fmul_rn(v[e], p.yInv);
+        }
+        *reinterpret_cast<uint2*>(o) = quantizeStepsFast8(v, nanToZero);
+      }
       int8_t* dst = static_cast<int8_t*>(y) + base;
       if (vec) {
         *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(o);
@@ -235,16 +295,17 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
           if (e < n) dst[e] = o[e];
       }
     } else {
-      alignas(16) __half o[8];
+      alignas(16) __half2 o[4];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) o[e] = __float2half_rn(v[e]);
+      for (int e = 0; e < 4; ++e) o[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
       __half* dst = static_cast<__half*>(y) + base;
       if (vec) {
         *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(o);
       } else {
+        const __half* oh = reinterpret_cast<const __half*>(o);
 #pragma unroll
         for (int e = 0; e < 8; ++e)
-          if (e < n) dst[e] = o[e];
+          if (e < n) dst[e] = oh[e];
       }
     }
   }

@@ -23,8 +23,8 @@
 // was slower than the mma.sync kernels (Nsight Compute: 69 % of shared wavefronts excessive);
 // the swizzle made it faster than them; more than four stages did not help.
 //
-// The epilogue (int8_conv_epilogue.cuh) is int8_conv.cu's: the same expressions in the same
-// order, so these kernels equal the host computation bit for bit as the others do.
+// The epilogue (int8_conv_epilogue.cuh) is int8_conv.cu's, in both its roundings: bit-exact
+// with the host computation, or the fast one within a quantization step of it.
 #include <cuda_runtime.h>
 
 #include <cstdint>

@@ -16,7 +16,7 @@
 // A step stays within one window position, so these kernels need C % BK == 0 (the weights'
 // k = (r * S + s) * C + c order is then the TMA's: (r, s) from the step, c from the step's
 // offset); int8ConvTmaFits() says which layers the im2col descriptor can describe. The
-// epilogue is int8_conv_epilogue.cuh's, as for every other kernel: bit-exact with the host.
+// epilogue is int8_conv_epilogue.cuh's, as for every other kernel, in either rounding.
 //
 // The tensor maps hold the input's and the weights' addresses: they are encoded on the host
 // at every launch (a few hundred nanoseconds, no driver call to the GPU) and passed as

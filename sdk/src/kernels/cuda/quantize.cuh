@@ -81,4 +81,28 @@ __device__ __forceinline__ void quantizeToInt8(const float (&v)[N], float scale,
   }
 }
 
+/// The fast INT8 epilogue's quantize (int8_conv.h): `t`, the value in output steps (v / s_y,
+/// rounded), clamped to [-128, 127] and rounded half to even by adding kRoundMagic, whose sum's
+/// low byte is then the int8 (the sum's bits are kRoundMagicBits plus the integer, and that
+/// constant's low byte is 0). Returned in the low byte of an int32. NaN gives -128 (fmaxf), or
+/// 0 as the bit-exact quantize gives it with `nanToZero` (two more operations: only an fp16
+/// residual can bring a NaN into an epilogue of finite accumulators, weights and scales).
+__device__ __forceinline__ uint32_t quantizeStepsFast(float t, bool nanToZero) {
+  float c = fminf(fmaxf(t, -128.f), 127.f);
+  if (nanToZero && t != t) c = 0.f;
+  return static_cast<uint32_t>(__float_as_int(__fadd_rn(c, kRoundMagic)));
+}
+
+/// quantizeStepsFast of 8 values, packed into 8 bytes: three byte permutes per 4 values.
+__device__ __forceinline__ uint2 quantizeStepsFast8(const float (&t)[8], bool nanToZero) {
+  uint32_t b[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) b[e] = quantizeStepsFast(t[e], nanToZero);
+  const uint32_t lo =
+      __byte_perm(__byte_perm(b[0], b[1], 0x0040), __byte_perm(b[2], b[3], 0x0040), 0x5410);
+  const uint32_t hi =
+      __byte_perm(__byte_perm(b[4], b[5], 0x0040), __byte_perm(b[6], b[7], 0x0040), 0x5410);
+  return make_uint2(lo, hi);
+}
+
 }  // namespace edgeinfer::cuda::dev
