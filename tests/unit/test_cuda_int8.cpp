@@ -27,6 +27,7 @@
 #include "kernels/cuda/int8_conv.h"
 #include "kernels/cuda/reformat.h"
 #include "kernels/ref/activation.h"
+#include "log_capture.h"
 #include "quant/qdq.h"
 #include "runtime/cuda/cuda_plan.h"
 #include "runtime/cuda_backend.h"
@@ -902,6 +903,67 @@ TEST(CudaInt8Engine, TimedInt8EngineIsAccurate) {
   const Tensor want = runOnce(**ref, f.sample), got = runOnce(**e, f.sample);
   ASSERT_EQ(got.numel(), want.numel());
   EXPECT_GT(cosine(got, want), 0.995);
+}
+
+// A timed INT8 build also builds the all-INT8 engine (strictPrecision's), runs both and keeps
+// the faster, saying so; the engine it returns is one of the two, layer for layer. Switched
+// off, or in a strict build, nothing is compared.
+TEST(CudaInt8Engine, TimedBuildKeepsTheFasterOfPerLayerAndAllInt8) {
+  EI_SKIP_WITHOUT_GPU();
+  Int8Fixture f;
+  f.inputShape = Shape{2, 64, 15, 13};
+  ASSERT_TRUE(f.prepare(int8Cnn64()).ok());
+  const std::string said = "INT8: every INT8-capable layer in INT8 (";
+  std::string line;
+  std::unique_ptr<Engine> chosen;
+  {
+    test::LogCapture log;
+    auto e = Builder::buildFromFile(f.model, f.config(/*strict=*/false));
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    chosen = std::move(e).value();
+    ASSERT_EQ(log.count(Severity::kInfo, said), 1) << log.all();
+    const std::string all = log.all();
+    const size_t at = all.find(said);
+    line = all.substr(at, all.find('\n', at) - at);
+  }
+  std::printf("[          ] %s\n", line.c_str());
+  int strictLayers = -1, timedLayers = -1;
+  double strictMs = 0, timedMs = 0;
+  ASSERT_EQ(
+      std::sscanf(line.c_str() + said.size(),
+                  "%d layers on INT8 kernels) runs in %lf ms, the per-layer choice (%d) in %lf",
+                  &strictLayers, &strictMs, &timedLayers, &timedMs),
+      4)
+      << line;
+  EXPECT_GT(strictMs, 0.0);
+  EXPECT_GT(timedMs, 0.0);
+  const bool strictKept = line.find("the former is kept") != std::string::npos;
+  EXPECT_EQ(strictKept, strictMs < timedMs) << line;
+  // The engine returned is the one kept (counted as the message counts), and the all-INT8 one
+  // put every layer of this model on INT8 kernels.
+  const auto int8Layers = [](const Engine& e) {
+    int n = 0;
+    for (const auto& [layer, id] : runtime::cudaEngineTactics(e))
+      n += id.rfind("cuda-i8.", 0) == 0 || id.rfind("cublaslt-i8.", 0) == 0;
+    return n;
+  };
+  EXPECT_EQ(int8Layers(*chosen), strictKept ? strictLayers : timedLayers);
+  EXPECT_EQ(strictLayers, 3);
+
+  // Per-layer only, and strict builds, compare nothing.
+  BuilderConfig perLayer = f.config(/*strict=*/false);
+  perLayer.int8WholeEngineChoice = false;
+  test::LogCapture log;
+  auto timed = Builder::buildFromFile(f.model, perLayer);
+  ASSERT_TRUE(timed.ok()) << timed.status().toString();
+  auto strict = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
+  ASSERT_TRUE(strict.ok()) << strict.status().toString();
+  EXPECT_EQ(log.count(Severity::kInfo, said), 0) << log.all();
+  EXPECT_EQ(int8Layers(**strict), strictLayers);
+  // Either way the engine kept computes what the CPU's INT8 emulation does, closely.
+  auto cpuInt8 = f.cpuEngine(/*int8=*/true);
+  ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
+  EXPECT_GT(cosine(runOnce(*chosen, f.sample), runOnce(**cpuInt8, f.sample)), 0.99);
 }
 
 TEST(CudaInt8Engine, Int8WithoutACalibrationCacheIsAClearError_n) {

@@ -19,6 +19,7 @@
 #include "builder/timing_cache.h"
 #include "edgeinfer/engine.h"
 #include "edgeinfer/logger.h"
+#include "log_capture.h"
 #include "test_model.h"
 
 namespace edgeinfer::builder {
@@ -27,42 +28,7 @@ namespace {
 const char* kKey = "Test_GPU-sm87-16sm-00000000";
 const char* kOtherKey = "Other_GPU-sm90-132sm-11111111";
 
-/// Captures everything logged while alive (info and above).
-class LogCapture : public ILogger {
- public:
-  LogCapture() : oldLevel_(getLogLevel()) {
-    setLogLevel(Severity::kInfo);
-    setLogger(this);
-  }
-  ~LogCapture() override {
-    setLogger(nullptr);
-    setLogLevel(oldLevel_);
-  }
-  void log(Severity s, const char* m) noexcept override {
-    std::lock_guard<std::mutex> lock(mu_);
-    lines_.push_back(std::string(severityName(s)) + ":" + m);
-  }
-  /// Lines of severity `sev` that contain `text`.
-  int count(Severity sev, const std::string& text) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    int n = 0;
-    const std::string prefix = std::string(severityName(sev)) + ":";
-    for (const auto& l : lines_)
-      if (l.rfind(prefix, 0) == 0 && l.find(text) != std::string::npos) ++n;
-    return n;
-  }
-  std::string all() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::string s;
-    for (const auto& l : lines_) s += l + "\n";
-    return s;
-  }
-
- private:
-  Severity oldLevel_;
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;
-};
+using test::LogCapture;
 
 /// A timer that answers from a table and counts calls; ids missing from the table fail.
 class FakeTimer : public TacticTimer {

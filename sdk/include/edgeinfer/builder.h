@@ -119,6 +119,14 @@ struct BuilderConfig {
   /// INT8 layers use an INT8 tactic whenever one is offered, even where an FP16 one is faster
   /// (TensorRT's "obey precision constraints"). Off: INT8 competes with FP16/FP32 by time.
   bool strictPrecision = false;
+  /// A timed INT8 GPU build (strictPrecision off, one shape) also builds the engine with every
+  /// layer that has an INT8 kernel in INT8 (strictPrecision's), runs both on the device (GPU
+  /// time of the layers, median of 10 runs on zero inputs) and keeps the faster, as an info
+  /// message says: the per-layer choice cannot see that a run of INT8 layers saves the
+  /// quantize and dequantize between them (ResNet-50, batch 64, docs/performance.md). The
+  /// second build mostly reads the timing cache the first one wrote. Off: the per-layer choice
+  /// alone. Engines with shape profiles or ranges take the per-layer choice.
+  bool int8WholeEngineChoice = true;
   /// INT8 kernels of our own (cuda-i8) round bit for bit as the CPU backend's INT8 emulation
   /// does: every float operation of the epilogue rounded on its own, the quantize's division
   /// correctly rounded. Off (the default): fused multiply-adds and a reciprocal, within one

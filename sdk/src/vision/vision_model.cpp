@@ -665,6 +665,7 @@ Expected<std::unique_ptr<VisionModel>> VisionModel::create(const ModelConfig& co
     if (bc.precision == Precision::kInt8) {
       std::string key = bc.strictPrecision ? "strict;" : "timed;";
       if (bc.int8BitExact) key += "bit-exact;";
+      if (!bc.strictPrecision && !bc.int8WholeEngineChoice) key += "per-layer-only;";
       for (const auto& [layer, p] : bc.layerPrecision) key += layer + "=" + precisionName(p) + ";";
       if (!bc.calibrationCachePath.empty()) {
         auto calib = readFile(bc.calibrationCachePath);

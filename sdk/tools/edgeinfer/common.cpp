@@ -55,6 +55,10 @@ const char* kBuilderOptionsHelp = R"(builder options:
                                 on the GPU each INT8 layer takes the fastest of its INT8, FP16
                                 and FP32 tactics; the CPU emulates INT8 in FP32 (accuracy checks)
   --strict-precision            INT8 layers use an INT8 tactic wherever one exists, even slower
+                                (without it, a GPU build also builds that engine and keeps the
+                                faster of the two, unless --int8-per-layer-only)
+  --int8-per-layer-only         a timed INT8 build keeps its per-layer choice without building
+                                and running the all-INT8 engine against it
   --int8-bit-exact              INT8 kernels round bit for bit as the CPU's INT8 emulation does
                                 (default: fused multiply-adds, within one quantization step,
                                 faster on layers bound by their outputs)
@@ -178,6 +182,7 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
   if (a.has("int8")) c.precision = Precision::kInt8;
   if (a.has("strict-precision")) c.strictPrecision = true;
   if (a.has("int8-bit-exact")) c.int8BitExact = true;
+  if (a.has("int8-per-layer-only")) c.int8WholeEngineChoice = false;
   if (a.has("no-fusion")) {
     c.passes.fuseConvActivation = false;
     c.passes.fuseGemmActivation = false;

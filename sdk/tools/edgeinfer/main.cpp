@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
                                           "int8",
                                           "strict-precision",
                                           "int8-bit-exact",
+                                          "int8-per-layer-only",
                                           "device-inputs",
                                           "no-cuda-graphs",
                                           "report",
