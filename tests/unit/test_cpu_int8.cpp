@@ -17,6 +17,7 @@
 #include "edgeinfer/calibration.h"
 #include "edgeinfer/engine.h"
 #include "kernels/ref/ref_kernels.h"
+#include "log_capture.h"
 #include "quant/qdq.h"
 #include "test_model.h"
 
@@ -171,6 +172,29 @@ TEST_F(CpuInt8, EngineComputesTheInt8ArithmeticNotFp32) {
   ASSERT_TRUE(f.ok()) << f.status().toString();
   EXPECT_EQ((*f)->info().precision, Precision::kFp32);
   EXPECT_LE(maxAbsDiff(run(**f), fp32), 1e-5);
+}
+
+// The GPU's INT8 options (the epilogue's rounding, the whole-engine choice of a timed build)
+// change nothing on the CPU, which emulates the bit-exact arithmetic: same outputs, and no
+// second engine built or compared.
+TEST_F(CpuInt8, GpuInt8OptionsChangeNothingOnTheCpu) {
+  auto e = build(dir_.file("m.calib"));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  const Tensor want = run(**e);
+  for (const bool bitExact : {false, true})
+    for (const bool wholeEngine : {false, true}) {
+      test::LogCapture log;
+      BuilderConfig cfg = unfused();
+      cfg.precision = Precision::kInt8;
+      cfg.calibrationCachePath = dir_.file("m.calib");
+      cfg.int8BitExact = bitExact;
+      cfg.int8WholeEngineChoice = wholeEngine;
+      auto o = Builder::buildFromFile(model_, cfg);
+      ASSERT_TRUE(o.ok()) << o.status().toString();
+      EXPECT_EQ((*o)->info().precision, Precision::kInt8);
+      EXPECT_EQ(maxAbsDiff(run(**o), want), 0.0);
+      EXPECT_EQ(log.count(Severity::kInfo, "every INT8-capable layer"), 0) << log.all();
+    }
 }
 
 TEST_F(CpuInt8, PolicyAndOverridesKeepLayersInFloat) {
