@@ -218,6 +218,31 @@ I8Case conv1x1() {
   return c;
 }
 
+// A bit-exact build (LayerContext::int8BitExact) gets the i32 tactics (our bit-exact epilogue)
+// and none of e8 (cuBLASLt's float epilogue, within one step), which the same layer gets
+// otherwise.
+TEST(CublasLtInt8, BitExactLayersGetNoE8Tactics_n) {
+  EI_SKIP_WITHOUT_GPU();
+  I8Case c = conv1x1();
+  c.op = "FusedConv";
+  c.act = "Relu";
+  c.build();
+  const auto count = [](const std::vector<std::unique_ptr<builder::Tactic>>& cands,
+                        const std::string& prefix) {
+    size_t n = 0;
+    for (const auto& t : cands) n += startsWith(t->id(), prefix) ? 1 : 0;
+    return n;
+  };
+  CublasLtInt8Provider prov;
+  auto fast = prov.candidates(c.layer, Precision::kInt8);
+  EXPECT_GT(count(fast, "cublaslt-i8.e8."), 0u) << prov.lastReason();
+  c.layer.int8BitExact = true;
+  auto exact = prov.candidates(c.layer, Precision::kInt8);
+  EXPECT_EQ(count(exact, "cublaslt-i8.e8."), 0u);
+  EXPECT_GT(count(exact, "cublaslt-i8.i32."), 0u) << prov.lastReason();
+  EXPECT_NE(prov.lastReason().find("bit-exact"), std::string::npos) << prov.lastReason();
+}
+
 // ---- Anywhere: which layers are offered ----------------------------------------------------
 
 TEST(CublasLtInt8, NotOfferedWithoutInt8PrecisionOrScale_n) {

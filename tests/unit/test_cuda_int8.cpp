@@ -113,7 +113,7 @@ Agreement compare(const Tensor& got, const Tensor& want, const std::vector<float
 }
 
 /// Runs every candidate, in both roundings (LayerContext::int8BitExact), and compares it with
-/// the reference. Bit-exact tactics (ids ending ".x"): identical where `exact`, else (exp/tanh
+/// the reference. Bit-exact tactics (ids without ".f"): identical where `exact`, else (exp/tanh
 /// activations) int8 within one step and fp16 within 1e-3 relative. Fast tactics: differences
 /// only where compare() finds rounding noise (where `exact`), the same bounds otherwise.
 /// `formats`: output (and residual) format combinations per dense kernel, or the candidates of
@@ -141,7 +141,7 @@ void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
       wgmma += t->id().rfind("cuda-i8.wg", 0) == 0 ? 1 : 0;
       tma += t->id().rfind("cuda-i8.tma", 0) == 0 ? 1 : 0;
       const std::string& id = t->id();
-      EXPECT_EQ(id.size() > 2 && id.compare(id.size() - 2, 2, ".x") == 0, bitExact) << id;
+      EXPECT_EQ(id.size() > 2 && id.compare(id.size() - 2, 2, ".f") == 0, !bitExact) << id;
     }
     EXPECT_EQ(wgmma + tma > 0, wantWgmma)
         << "wgmma candidates on compute " << major << "." << minor
@@ -164,7 +164,8 @@ void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
       } else if (exact) {
         EXPECT_EQ(r.unexplained, 0) << "of " << r.differ << " differing (" << want.numel() << ")";
       }
-      EXPECT_LE(r.worst, yInt8 ? 1.0 : 1e-3);
+      // (one step between dequantized int8 values is 1 + a few 1e-6 steps after float rounding)
+      EXPECT_LE(r.worst, yInt8 ? 1.0 + 1e-4 : 1e-3);
       std::printf(
           "[          ] %s: %lld of %lld differ (%lld beyond rounding noise), worst %.3g %s\n",
           t->id().c_str(), static_cast<long long>(r.differ), static_cast<long long>(want.numel()),
@@ -781,8 +782,8 @@ TEST(CudaInt8Engine, StrictInt8EngineRunsInt8LayersCloseToFp32AndReloads) {
 }
 
 // The rounding is a build option the engine records in its tactics: every cuda-i8 layer of a
-// bit-exact build ends ".x" (none of a default build's does), a saved and loaded engine keeps
-// it and its outputs, and the two builds differ by int8 rounding only.
+// default (fast) build ends ".f" (none of a bit-exact build's does), saved and loaded engines
+// keep it and their outputs, and the two builds differ by int8 rounding only.
 TEST(CudaInt8Engine, BitExactRoundingIsRecordedInTheEngine) {
   EI_SKIP_WITHOUT_GPU();
   Int8Fixture f;
@@ -799,7 +800,7 @@ TEST(CudaInt8Engine, BitExactRoundingIsRecordedInTheEngine) {
     for (const auto& [layer, id] : runtime::cudaEngineTactics(e)) {
       if (id.rfind("cuda-i8.", 0) != 0) continue;
       ++n;
-      EXPECT_EQ(id.compare(id.size() - 2, 2, ".x") == 0, wantExact) << layer << ": " << id;
+      EXPECT_EQ(id.compare(id.size() - 2, 2, ".f") == 0, !wantExact) << layer << ": " << id;
     }
     return n;
   };
@@ -816,6 +817,15 @@ TEST(CudaInt8Engine, BitExactRoundingIsRecordedInTheEngine) {
   ASSERT_EQ(a.numel(), b.numel());
   EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.bytes()), 0);
   const Tensor c = runOnce(**fast, f.sample);
+  // The fast engine too (its tactics found again by their ".f" ids).
+  auto fastBytes = (*fast)->serialize();
+  ASSERT_TRUE(fastBytes.ok());
+  auto fastLoaded = Engine::deserialize(fastBytes->data(), fastBytes->size());
+  ASSERT_TRUE(fastLoaded.ok()) << fastLoaded.status().toString();
+  EXPECT_EQ(countInt8(**fastLoaded, false), n);
+  const Tensor d = runOnce(**fastLoaded, f.sample);
+  ASSERT_EQ(d.numel(), c.numel());
+  EXPECT_EQ(std::memcmp(c.raw(), d.raw(), c.bytes()), 0);
   const double cos = cosine(a, c);
   std::printf("[          ] fast against bit-exact rounding, %zu INT8 layers: cosine %.7f\n", n,
               cos);
@@ -906,14 +916,15 @@ TEST(CudaInt8Engine, TimedInt8EngineIsAccurate) {
 }
 
 // A timed INT8 build also builds the all-INT8 engine (strictPrecision's), runs both and keeps
-// the faster, saying so; the engine it returns is one of the two, layer for layer. Switched
-// off, or in a strict build, nothing is compared.
+// it if it is 1 % faster, saying so (or says the per-layer choice is that engine); the engine
+// it returns is the one it says. Switched off, or in a strict build, nothing is compared.
 TEST(CudaInt8Engine, TimedBuildKeepsTheFasterOfPerLayerAndAllInt8) {
   EI_SKIP_WITHOUT_GPU();
   Int8Fixture f;
   f.inputShape = Shape{2, 64, 15, 13};
   ASSERT_TRUE(f.prepare(int8Cnn64()).ok());
   const std::string said = "INT8: every INT8-capable layer in INT8 (";
+  const std::string same = "INT8: the per-layer choice is the all-INT8 engine";
   std::string line;
   std::unique_ptr<Engine> chosen;
   {
@@ -921,33 +932,41 @@ TEST(CudaInt8Engine, TimedBuildKeepsTheFasterOfPerLayerAndAllInt8) {
     auto e = Builder::buildFromFile(f.model, f.config(/*strict=*/false));
     ASSERT_TRUE(e.ok()) << e.status().toString();
     chosen = std::move(e).value();
-    ASSERT_EQ(log.count(Severity::kInfo, said), 1) << log.all();
+    ASSERT_EQ(log.count(Severity::kInfo, said) + log.count(Severity::kInfo, same), 1) << log.all();
+    EXPECT_EQ(log.count(Severity::kWarning, "INT8: "), 0) << log.all();
     const std::string all = log.all();
-    const size_t at = all.find(said);
+    const size_t at = all.find(log.count(Severity::kInfo, said) ? said : same);
     line = all.substr(at, all.find('\n', at) - at);
   }
   std::printf("[          ] %s\n", line.c_str());
-  int strictLayers = -1, timedLayers = -1;
-  double strictMs = 0, timedMs = 0;
-  ASSERT_EQ(
-      std::sscanf(line.c_str() + said.size(),
-                  "%d layers on INT8 kernels) runs in %lf ms, the per-layer choice (%d) in %lf",
-                  &strictLayers, &strictMs, &timedLayers, &timedMs),
-      4)
-      << line;
-  EXPECT_GT(strictMs, 0.0);
-  EXPECT_GT(timedMs, 0.0);
-  const bool strictKept = line.find("the former is kept") != std::string::npos;
-  EXPECT_EQ(strictKept, strictMs < timedMs) << line;
-  // The engine returned is the one kept (counted as the message counts), and the all-INT8 one
-  // put every layer of this model on INT8 kernels.
+  // The engine returned is the one kept (INT8 layers counted as the message counts them); the
+  // all-INT8 one puts the 3 layers of this model on INT8 kernels.
   const auto int8Layers = [](const Engine& e) {
     int n = 0;
     for (const auto& [layer, id] : runtime::cudaEngineTactics(e))
       n += id.rfind("cuda-i8.", 0) == 0 || id.rfind("cublaslt-i8.", 0) == 0;
     return n;
   };
-  EXPECT_EQ(int8Layers(*chosen), strictKept ? strictLayers : timedLayers);
+  int strictLayers = 3;
+  if (line.rfind(said, 0) == 0) {
+    int timedLayers = -1;
+    double strictMs = 0, timedMs = 0;
+    ASSERT_EQ(std::sscanf(line.c_str() + said.size(),
+                          "%d layers on INT8 kernels) runs in %lf ms, the per-layer choice (%d) "
+                          "in %lf",
+                          &strictLayers, &strictMs, &timedLayers, &timedMs),
+              4)
+        << line;
+    EXPECT_GT(strictMs, 0.0);
+    EXPECT_GT(timedMs, 0.0);
+    const bool strictKept = line.find("the former is kept") != std::string::npos;
+    if (std::fabs(strictMs - 0.99 * timedMs) > 1e-4 * timedMs) {  // clear of the printed digits
+      EXPECT_EQ(strictKept, strictMs < 0.99 * timedMs) << line;
+    }
+    EXPECT_EQ(int8Layers(*chosen), strictKept ? strictLayers : timedLayers);
+  } else {
+    EXPECT_EQ(int8Layers(*chosen), 3);
+  }
   EXPECT_EQ(strictLayers, 3);
 
   // Per-layer only, and strict builds, compare nothing.
@@ -958,8 +977,8 @@ TEST(CudaInt8Engine, TimedBuildKeepsTheFasterOfPerLayerAndAllInt8) {
   ASSERT_TRUE(timed.ok()) << timed.status().toString();
   auto strict = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
   ASSERT_TRUE(strict.ok()) << strict.status().toString();
-  EXPECT_EQ(log.count(Severity::kInfo, said), 0) << log.all();
-  EXPECT_EQ(int8Layers(**strict), strictLayers);
+  EXPECT_EQ(log.count(Severity::kInfo, said) + log.count(Severity::kInfo, same), 0) << log.all();
+  EXPECT_EQ(int8Layers(**strict), 3);
   // Either way the engine kept computes what the CPU's INT8 emulation does, closely.
   auto cpuInt8 = f.cpuEngine(/*int8=*/true);
   ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();

@@ -531,7 +531,7 @@ TEST(ShapeRanges, ContainerSizesThatWrapAround_n) {
 
 TEST(ShapeRanges, TheInt8RoundingTravelsInTheFile) {
   // The specialisations of a bit-exact INT8 range engine build bit-exact too: the option is in
-  // the header; a header written before it existed reads as the default (fast).
+  // the header; a header written before it existed reads as bit-exact (the only rounding then).
   const auto b = containerBytes();
   ASSERT_GT(b.size(), 100u);
   auto with = withContainerHeader(b, [](std::string& h) {
@@ -544,7 +544,10 @@ TEST(ShapeRanges, TheInt8RoundingTravelsInTheFile) {
       withContainerHeader(b, [](std::string& h) { replaceIn(h, "\"int8_bit_exact\":false,", ""); });
   d = builder::decodeRangeContainer(without.data(), without.size());
   ASSERT_TRUE(d.ok()) << d.status().toString();
-  EXPECT_FALSE(d->spec.build.int8BitExact);
+  EXPECT_TRUE(d->spec.build.int8BitExact);
+  auto as = builder::decodeRangeContainer(b.data(), b.size());  // as written: the default
+  ASSERT_TRUE(as.ok()) << as.status().toString();
+  EXPECT_FALSE(as->spec.build.int8BitExact);
   auto bad = withContainerHeader(b, [](std::string& h) {
     replaceIn(h, "\"int8_bit_exact\":false", "\"int8_bit_exact\":\"yes\"");
   });

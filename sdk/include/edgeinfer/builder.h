@@ -119,20 +119,23 @@ struct BuilderConfig {
   /// INT8 layers use an INT8 tactic whenever one is offered, even where an FP16 one is faster
   /// (TensorRT's "obey precision constraints"). Off: INT8 competes with FP16/FP32 by time.
   bool strictPrecision = false;
-  /// A timed INT8 GPU build (strictPrecision off, one shape) also builds the engine with every
-  /// layer that has an INT8 kernel in INT8 (strictPrecision's), runs both on the device (GPU
-  /// time of the layers, median of 10 runs on zero inputs) and keeps the faster, as an info
-  /// message says: the per-layer choice cannot see that a run of INT8 layers saves the
-  /// quantize and dequantize between them (ResNet-50, batch 64, docs/performance.md). The
-  /// second build mostly reads the timing cache the first one wrote. Off: the per-layer choice
-  /// alone. Engines with shape profiles or ranges take the per-layer choice.
+  /// A timed INT8 GPU build (strictPrecision off; no shape ranges, at most one shape profile)
+  /// also builds the engine with every layer that has an INT8 kernel in INT8 (strictPrecision's),
+  /// runs both on the device (GPU time of the layers, twice each, medians of 10 runs on fixed
+  /// pseudo-random inputs) and keeps the strict one if it is at least 1 % faster, as an info
+  /// message says: the per-layer choice cannot see that a run of INT8 layers saves the quantize
+  /// and dequantize between them (ResNet-50, batch 64, docs/performance.md). The second build
+  /// reads the timing cache the first one wrote where there is one (useTimingCache), else it
+  /// times the INT8 candidates again; both engines are on the GPU while it runs. Off: the
+  /// per-layer choice alone.
   bool int8WholeEngineChoice = true;
   /// INT8 kernels of our own (cuda-i8) round bit for bit as the CPU backend's INT8 emulation
   /// does: every float operation of the epilogue rounded on its own, the quantize's division
-  /// correctly rounded. Off (the default): fused multiply-adds and a reciprocal, within one
+  /// correctly rounded; cuBLASLt's own INT8 epilogue (cublaslt-i8 "e8", within one step) is not
+  /// offered then. Off (the default): fused multiply-adds and a reciprocal, within one
   /// quantization step of it (a differing output lies within rounding noise of a half step),
-  /// and up to 3x faster on layers bound by their outputs (docs/performance.md). The engine
-  /// file records the rounding in its tactics.
+  /// 5-18 % faster per layer on ResNet-50 (docs/performance.md). The engine file records the
+  /// rounding in its tactics (the fast ones' ids end ".f").
   bool int8BitExact = false;
 
   // ---- GPU backend ----

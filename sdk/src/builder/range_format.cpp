@@ -163,7 +163,9 @@ Expected<DecodedRangeContainer> decodeRangeContainer(const void* data, size_t si
   EI_ASSIGN_OR_RETURN(cfg.precision,
                       precisionFrom(b->value("precision", nlohmann::json()), "the precision"));
   EI_ASSIGN_OR_RETURN(cfg.strictPrecision, boolField(*b, "strict_precision"));
-  if (b->contains("int8_bit_exact")) {  // absent from files written before it existed
+  // Absent from files written before the fast INT8 rounding existed: those were bit-exact.
+  cfg.int8BitExact = true;
+  if (b->contains("int8_bit_exact")) {
     EI_ASSIGN_OR_RETURN(cfg.int8BitExact, boolField(*b, "int8_bit_exact"));
   }
   EI_ASSIGN_OR_RETURN(cfg.allowCpuFallback, boolField(*b, "allow_cpu_fallback"));

@@ -664,7 +664,8 @@ Expected<std::unique_ptr<VisionModel>> VisionModel::create(const ModelConfig& co
     std::string int8;
     if (bc.precision == Precision::kInt8) {
       std::string key = bc.strictPrecision ? "strict;" : "timed;";
-      if (bc.int8BitExact) key += "bit-exact;";
+      // (Engines cached before the fast rounding existed were bit-exact: their key has neither.)
+      if (!bc.int8BitExact) key += "fast-rounding;";
       if (!bc.strictPrecision && !bc.int8WholeEngineChoice) key += "per-layer-only;";
       for (const auto& [layer, p] : bc.layerPrecision) key += layer + "=" + precisionName(p) + ";";
       if (!bc.calibrationCachePath.empty()) {

@@ -511,6 +511,8 @@ std::vector<std::unique_ptr<builder::Tactic>> CublasLtInt8Provider::candidates(
   std::string e8Why;
   if (disable == "e8")
     e8Why = "switched off by EDGEINFER_DISABLE_CUBLASLT_INT8=e8";
+  else if (layer.int8BitExact)
+    e8Why = "a bit-exact build (cuBLASLt's float epilogue is within one step, not exact)";
   else if (!positiveScale(sy))
     e8Why = "the output has no int8 scale";
   else if (g.hasZ && !positiveScale(sz))

@@ -32,12 +32,14 @@
 //         none, Relu or Clip(0 | -inf, +inf) (ReLU commutes with the positive 1/s_y). The float
 //         arithmetic is cuBLASLt's (the scaling by 1/s_y is folded into alpha and bias): the
 //         result may differ from cuda-i8's by one quantization step where a value lies within
-//         rounding error of a half step.
+//         rounding error of a half step. Not offered to bit-exact builds
+//         (LayerContext::int8BitExact).
 //   "i32" cuBLASLt computes the exact int32 products (CUBLAS_COMPUTE_32I, scale CUDA_R_32I,
 //         D int32 in the workspace, in row chunks of at most 32 MiB), and one kernel of ours
 //         (cublaslt_int8.cu) applies cuda-i8's epilogue expression by expression:
 //           v = act(((float(acc) * alpha[k]) + B[k]) + Z),  Y = sat8(rne(v / s_y)) or half(v),
-//         so results equal cuda-i8's bit for bit (activations with exp/tanh aside). Any fused
+//         so results equal the bit-exact cuda-i8 tactics' bit for bit (activations with exp/tanh
+//         aside), which the CPU's INT8 emulation computes too. Any fused
 //         activation, int8 or fp16 output, int8 or fp16 residual.
 //
 // Ids:

@@ -103,7 +103,7 @@ class Int8ConvTactic final : public builder::Tactic {
           (!plan.hasZ          ? "-"
            : plan.zScale > 0.f ? "i8"
                                : "f16") +
-          (plan.exact ? ".x" : "");
+          (plan.exact ? "" : ".f");
   }
 
   std::string id() const override { return id_; }
@@ -176,6 +176,10 @@ class Int8ConvTactic final : public builder::Tactic {
       for (size_t k = 0; k < bias.size(); ++k)
         bias[k] = static_cast<float>(b->getAsDouble(static_cast<int64_t>(k)) / outDiv);
     }
+    bool finite = std::isfinite(p.zMul) && std::isfinite(p.yInv);
+    for (size_t k = 0; k < alpha.size(); ++k)
+      finite = finite && std::isfinite(alpha[k]) && std::isfinite(bias[k]);
+    p.nanToZero = (p.hasZ && !(zScale > 0.f)) || !finite;
     release();
     EI_RETURN_IF_ERROR(uploadWeights(packed.data(), packed.size(), &dW_));
     EI_RETURN_IF_ERROR(uploadWeights(alpha.data(), alpha.size() * sizeof(float), &dAlpha_));
@@ -297,7 +301,7 @@ std::unique_ptr<builder::Tactic> Int8ConvProvider::find(const builder::LayerCont
                                                         Precision precision,
                                                         const std::string& id) {
   builder::LayerContext l = layer;
-  l.int8BitExact = id.size() > 2 && id.compare(id.size() - 2, 2, ".x") == 0;
+  l.int8BitExact = !(id.size() > 2 && id.compare(id.size() - 2, 2, ".f") == 0);
   for (auto& t : candidates(l, precision))
     if (t->id() == id) return std::move(t);
   return nullptr;

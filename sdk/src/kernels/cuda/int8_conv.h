@@ -8,7 +8,8 @@
 //   v   = act(((float(acc) * alpha[k]) + B[k]) + Z)             alpha[k] = s_x * s_w[k]
 //   Y   = clamp(round_half_even(v / s_y), -128, 127)  (int8 output)   or   half(v)  (fp16)
 //
-// in one of two roundings, chosen per build (BuilderConfig::int8BitExact, the tactic id's ".x"):
+// in one of two roundings, chosen per build (BuilderConfig::int8BitExact; the fast one's tactic
+// ids end ".f", so an engine or timing cache written before it existed keeps its meaning):
 //   bit-exact  each float operation rounded on its own (no contraction into FMAs), the quantize's
 //              division correctly rounded: a result equals the host computation of the same
 //              expressions (the CPU backend's INT8 emulation) bit for bit, activations with
@@ -19,8 +20,9 @@
 //              with the 1.5 * 2^23 addition after a clamp. A result differs from the bit-exact
 //              one by at most one step, and only where v / s_y lies within rounding noise
 //              (about 2^-20 of the terms) of a half-integer: TensorRT's INT8 is no closer to
-//              ONNX's arithmetic either. About 8 operations an element, which is what the
-//              write-bound layers (ResNet's 1x1 expansions) are bound by.
+//              ONNX's arithmetic either. About 8 arithmetic operations an element against 30;
+//              the whole TMA kernel of a write-bound 1x1 layer went from 46 to 36 instructions
+//              an output element and is now latency-bound (docs/performance.md).
 // Z, the residual, is read as fp16 or as int8 dequantized with its own scale (q * s_z).
 //
 // Candidates, each a tactic the builder times, ids "cuda-i8.<kernel>.<y>.<z>":
@@ -44,7 +46,8 @@
 //           or 1 channels per thread.
 //   y       "i8" (when the output has a scale) or "f16"
 //   z       "-" (no residual), "i8" (when Z has a scale) or "f16"
-//   ".x"    appended for the bit-exact rounding (LayerContext::int8BitExact)
+//   ".f"    appended for the fast rounding (the default; none: bit-exact,
+//   LayerContext::int8BitExact)
 // Only Precision::kInt8 offers them, and only when the input has a scale; the builder times
 // them against the FP16 and FP32 tactics of the other providers and keeps the fastest.
 //
@@ -70,7 +73,7 @@ class Int8ConvProvider : public builder::TacticProvider {
   std::string name() const override { return "cuda-i8"; }
   std::vector<std::unique_ptr<builder::Tactic>> candidates(const builder::LayerContext& layer,
                                                            Precision precision) override;
-  /// The rounding is the id's (".x": bit-exact), whatever the layer's int8BitExact says: an
+  /// The rounding is the id's (".f": fast), whatever the layer's int8BitExact says: an
   /// engine file records it in its tactics.
   std::unique_ptr<builder::Tactic> find(const builder::LayerContext& layer, Precision precision,
                                         const std::string& id) override;
@@ -136,6 +139,9 @@ struct Int8ConvPlan {
   /// Fast epilogue: Z's multiplier (int8 Z: s_z, fp16 Z: 1; divided by s_y if prescaled).
   float zMul = 0.f;
   float yInv = 0.f;  ///< fast epilogue, int8 output: 1 / s_y
+  /// Fast epilogue: a NaN can reach the quantize (an fp16 residual, or a non-finite alpha,
+  /// bias or multiplier), which must then give 0 as the bit-exact quantize does.
+  bool nanToZero = false;
 };
 
 /// Device pointers of one launch. Weights: dense [K][gemmKPad] with k = (r * S + s) * C + c

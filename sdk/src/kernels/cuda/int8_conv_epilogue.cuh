@@ -56,9 +56,8 @@ __device__ __forceinline__ float i8Epilogue(const Int8ConvPlan& p, int32_t acc, 
 /// i8Epilogue's `v` quantized to the output's int8 as the plan's rounding says.
 __device__ __forceinline__ int8_t i8Quantize(const Int8ConvPlan& p, float v) {
   if (p.exact) return quantizeToInt8(v, p.yScale);
-  const bool nanToZero = p.hasZ && !(p.zScale > 0.f);
-  return static_cast<int8_t>(quantizeStepsFast(p.prescaled ? v : __fmul_rn(v, p.yInv), nanToZero) &
-                             0xffu);
+  return static_cast<int8_t>(
+      quantizeStepsFast(p.prescaled ? v : __fmul_rn(v, p.yInv), p.nanToZero) & 0xffu);
 }
 
 /// `v` into the shared output tile at (row `r`, column `cl`), int8 or fp16 as the plan says.
@@ -189,7 +188,7 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
   const bool vecZ = vec && i8VectorResidual(p, z);
   const float inv = __frcp_rn(p.yScale);  // for the bit-exact quantize (int8 outputs)
   const bool smallAcc = p.gemmK <= 256;   // the fast epilogue's int32 -> float
-  const bool nanToZero = p.hasZ && !(p.zScale > 0.f);
+  const bool nanToZero = p.nanToZero;
 #pragma unroll kUnroll
   for (int it = 0; it < Walk::kSteps; ++it) {
     const int i = tid + it * THREADS;

@@ -86,7 +86,8 @@ __device__ __forceinline__ void quantizeToInt8(const float (&v)[N], float scale,
 /// low byte is then the int8 (the sum's bits are kRoundMagicBits plus the integer, and that
 /// constant's low byte is 0). Returned in the low byte of an int32. NaN gives -128 (fmaxf), or
 /// 0 as the bit-exact quantize gives it with `nanToZero` (two more operations: only an fp16
-/// residual can bring a NaN into an epilogue of finite accumulators, weights and scales).
+/// residual, or non-finite weights, bias or scales, can bring a NaN into an epilogue of int32
+/// accumulators; Int8ConvPlan::nanToZero says when).
 __device__ __forceinline__ uint32_t quantizeStepsFast(float t, bool nanToZero) {
   float c = fminf(fmaxf(t, -128.f), 127.f);
   if (nanToZero && t != t) c = 0.f;
