@@ -16,9 +16,11 @@
 #include <mutex>
 #include <thread>
 
+#include "builder/tactic.h"
 #include "builder/timing_cache.h"
 #include "edgeinfer/engine.h"
 #include "edgeinfer/logger.h"
+#include "graph/graph.h"
 #include "log_capture.h"
 #include "test_model.h"
 
@@ -97,6 +99,41 @@ std::vector<uint8_t> frame(const std::string& body, uint32_t version = kTimingCa
 
 // ---------------------------------------------------------------------------------------
 // Positive
+
+// The layer signature keys timings: an INT8 layer's two epilogue roundings are timed apart,
+// the bit-exact one under the signature INT8 layers had before the fast rounding existed, and
+// other precisions ignore the option.
+TEST(TimingCache, Int8RoundingsHaveTheirOwnSignatures) {
+  graph::Graph g;
+  graph::Node n;
+  n.name = "conv";
+  n.opType = "Conv";
+  n.inputs = {"X"};
+  n.outputs = {"Y"};
+  LayerContext l;
+  l.node = &n;
+  l.graph = &g;
+  l.inputShapes = {Shape{1, 8, 4, 4}};
+  l.inputTypes = {DataType::kFloat32};
+  l.outputShapes = {Shape{1, 8, 4, 4}};
+  l.outputTypes = {DataType::kFloat32};
+  l.inputScales = {0.1f};
+  const std::string exactBefore = l.signature(Precision::kInt8);
+  l.int8BitExact = true;
+  const std::string exact = l.signature(Precision::kInt8);
+  l.int8BitExact = false;
+  const std::string fast = l.signature(Precision::kInt8);
+  EXPECT_NE(fast, exact);
+  EXPECT_EQ(exactBefore, fast);  // the default is the fast rounding
+  EXPECT_EQ(exact.find("int8-fast"), std::string::npos) << exact;
+  EXPECT_NE(fast.find("int8-fast"), std::string::npos) << fast;
+  for (Precision p : {Precision::kFp16, Precision::kFp32}) {
+    const std::string a = l.signature(p);
+    l.int8BitExact = true;
+    EXPECT_EQ(l.signature(p), a) << precisionName(p);
+    l.int8BitExact = false;
+  }
+}
 
 TEST(TimingCache, RoundTripSaveLoad) {
   test::TempDir dir;
