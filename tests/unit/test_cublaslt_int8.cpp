@@ -593,14 +593,18 @@ TEST(CublasLtInt8Engine, Forced1x1ConvsMatchCudaI8) {
   const std::vector<std::string> oneByOne = {"conv2", "conv3", "conv4"};
   // conv1 (3x3) is forced too: every engine reads the same int8 r1. cuda-i8 in its bit-exact
   // rounding, which the i32 tactics' epilogue computes too.
+  // The e8 engine is a fast-rounding build (bit-exact builds get no e8 tactics): its conv1 is
+  // cuda-i8's fast variant, within one step of the bit-exact one.
   auto conv1 = pickTactic(i8, f, "conv1", "cuda-i8.mma", /*bitExact=*/true);
+  auto conv1Fast = pickTactic(i8, f, "conv1", "cuda-i8.mma", /*bitExact=*/false);
   ASSERT_TRUE(conv1.ok()) << conv1.status().toString();
+  ASSERT_TRUE(conv1Fast.ok()) << conv1Fast.status().toString();
 
-  const auto build = [&](const std::map<std::string, std::string>& forced) {
+  const auto build = [&](const std::map<std::string, std::string>& forced, bool bitExact = true) {
     BuilderConfig c = f.config(/*strict=*/true);
-    c.int8BitExact = true;
+    c.int8BitExact = bitExact;
     c.forcedTactics = forced;
-    c.forcedTactics["conv1"] = *conv1;
+    c.forcedTactics["conv1"] = bitExact ? *conv1 : *conv1Fast;
     return Builder::buildFromFile(f.model, c);
   };
   std::map<std::string, std::string> viaI8, viaI32, viaE8;
@@ -627,7 +631,7 @@ TEST(CublasLtInt8Engine, Forced1x1ConvsMatchCudaI8) {
   EXPECT_EQ(std::memcmp(got32.raw(), want.raw(), want.bytes()), 0)
       << "the i32 tactics compute cuda-i8's arithmetic: identical outputs";
 
-  auto e8 = build(viaE8);
+  auto e8 = build(viaE8, /*bitExact=*/false);
   ASSERT_TRUE(e8.ok()) << e8.status().toString();
   const Tensor got8 = test::runOnce(**e8, f.sample);
   ASSERT_EQ(got8.numel(), want.numel());
@@ -831,10 +835,10 @@ TEST(CublasLtInt8Perf, ResNet50OneByOneConvsAtBatch64) {
   }
 }
 
-// ResNet-50's 3x3 convolutions at batch 64: every cuda-i8 kernel (int8 in and out, the default
-// fast rounding; the best bit-exact one after them) against
-// cuDNN's best FP16 engine. EDGEINFER_PERF_LAYERS=TEXT keeps the layers whose name contains it
-// (e.g. for a profiler run on one layer).
+// ResNet-50's 3x3 convolutions at batch 64 (EDGEINFER_PERF_BATCH=N: another batch): every
+// cuda-i8 kernel (int8 in and out, the default fast rounding; the best bit-exact one after them)
+// against cuDNN's best FP16 engine. EDGEINFER_PERF_LAYERS=TEXT keeps the layers whose name
+// contains it (e.g. for a profiler run on one layer).
 TEST(CudaInt8Perf, ResNet50ThreeByThreeConvsAtBatch64) {
   EI_SKIP_WITHOUT_GPU();
   if (!std::getenv("EDGEINFER_PERF_TESTS"))
@@ -849,11 +853,14 @@ TEST(CudaInt8Perf, ResNet50ThreeByThreeConvsAtBatch64) {
       {"layer2.x.conv2 28x28 128", 28, 128, 1},     {"layer4.x.conv2 7x7 512", 7, 512, 1},
       {"layer2.0.conv2 56->28 128 /2", 56, 128, 2},
   };
-  std::printf("[          ] ms per layer, batch 64, int8 in and out (CUDA-graph replays):\n");
+  const char* batchEnv = std::getenv("EDGEINFER_PERF_BATCH");
+  const int64_t batch = batchEnv ? std::max(1, std::atoi(batchEnv)) : 64;
+  std::printf("[          ] ms per layer, batch %lld, int8 in and out (CUDA-graph replays):\n",
+              static_cast<long long>(batch));
   for (const L& l : layers) {
     if (only && !std::strstr(l.name, only)) continue;
     I8Case c;
-    c.N = 64;
+    c.N = batch;
     c.H = c.W = l.hw;
     c.C = c.K = l.c;
     c.strides = {l.stride, l.stride};

@@ -421,6 +421,14 @@ Expected<Precision> emulateInt8OnCpu(graph::Graph& g, const BuilderConfig& cfg) 
   return Precision::kInt8;
 }
 
+/// `cfg` for a build that no whole-engine INT8 choice follows (several profiles, shape ranges
+/// and their specialisations): the GPU builder then warns at once of an INT8 build that runs no
+/// layer in INT8 (runtime/cuda_backend.h).
+BuilderConfig withoutWholeEngineChoice(BuilderConfig cfg) {
+  cfg.int8WholeEngineChoice = false;
+  return cfg;
+}
+
 /// Builds one engine (one input shape, or dynamic dims on the CPU) from the imported graph
 /// `g`: the profile's input shapes (when given), the passes, the backend's build. `pool`
 /// (optional) shares equal constants with earlier profiles (shareConstants). `cpuTail`: a GPU
@@ -544,7 +552,8 @@ Expected<std::unique_ptr<Engine>> buildRanged(graph::Graph g, const std::string&
   log(Severity::kInfo, "shape ranges " + formatShapeRanges(cfg.shapeRanges) +
                            ": building for the opt shapes " + formatShapeProfile(spec.optShapes));
   graph::Graph source = g;  // shares the constants, which the passes never write
-  auto opt = buildOne(std::move(g), modelHash, cfg, backend, &spec.optShapes, nullptr);
+  auto opt = buildOne(std::move(g), modelHash, withoutWholeEngineChoice(cfg), backend,
+                      &spec.optShapes, nullptr);
   if (!opt.ok()) return opt.status().withContext("shape ranges: the opt shapes");
   spec.tactics = runtime::cudaEngineTactics(**opt);
   const std::vector<TensorDesc>& optOutputs = (*opt)->outputs();
@@ -605,11 +614,17 @@ Expected<std::unique_ptr<Engine>> fasterInt8Engine(std::unique_ptr<Engine> timed
                                                    const std::string& modelHash,
                                                    const BuilderConfig& cfg, Backend backend,
                                                    const ShapeProfile* profile) {
+  // The GPU builder left this warning to the choice (runtime/cuda_backend.h).
+  const auto keep = [&]() {
+    if (timed->info().precision != Precision::kInt8)
+      log(Severity::kWarning, runtime::int8NowhereWarning());
+    return Expected<std::unique_ptr<Engine>>(std::move(timed));
+  };
   const auto keepTimed = [&](const Status& why) {
     log(Severity::kWarning,
         "INT8: the engine with every INT8-capable layer in INT8 was not compared (" +
             why.message() + "): the per-layer choice is kept");
-    return Expected<std::unique_ptr<Engine>>(std::move(timed));
+    return keep();
   };
   // Measured before the second build, whose timing would otherwise share the device with this
   // engine's first context.
@@ -625,7 +640,7 @@ Expected<std::unique_ptr<Engine>> fasterInt8Engine(std::unique_ptr<Engine> timed
   const auto timedTactics = runtime::cudaEngineTactics(*timed);
   if (timedTactics == runtime::cudaEngineTactics(**strict)) {
     log(Severity::kInfo, "INT8: the per-layer choice is the all-INT8 engine");
-    return Expected<std::unique_ptr<Engine>>(std::move(timed));
+    return keep();
   }
   auto strictMs = medianGpuMs(**strict);
   if (!strictMs.ok()) return keepTimed(strictMs.status());
@@ -650,7 +665,7 @@ Expected<std::unique_ptr<Engine>> fasterInt8Engine(std::unique_ptr<Engine> timed
                 strictWins ? "former" : "latter");
   log(Severity::kInfo, buf);
   if (strictWins) return std::move(strict).value();
-  return Expected<std::unique_ptr<Engine>>(std::move(timed));
+  return keep();
 }
 
 Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const BuilderConfig& cfg,
@@ -686,7 +701,8 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
     if (i > 0) {
       EI_ASSIGN_OR_RETURN(g, onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
     }
-    auto e = buildOne(std::move(g), modelHash, cfg, backend, &profiles[i], &pool);
+    auto e = buildOne(std::move(g), modelHash, withoutWholeEngineChoice(cfg), backend, &profiles[i],
+                      &pool);
     if (!e.ok()) return e.status().withContext("shape profile " + std::to_string(i));
     engines.push_back(std::move(e).value());
   }
@@ -767,7 +783,8 @@ std::string modelDir(const std::string& path) {
 Expected<std::unique_ptr<Engine>> buildForShapes(
     graph::Graph source, const std::string& modelHash, const BuilderConfig& config, Backend backend,
     const ShapeProfile& shapes, const std::map<std::string, std::string>* preferred) {
-  return buildOne(std::move(source), modelHash, config, backend, &shapes, nullptr, preferred);
+  return buildOne(std::move(source), modelHash, withoutWholeEngineChoice(config), backend, &shapes,
+                  nullptr, preferred);
 }
 
 Expected<graph::Graph> importAndOptimize(const std::string& bytes, const BuilderConfig& cfg,

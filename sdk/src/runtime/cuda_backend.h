@@ -26,6 +26,10 @@ bool cudaBackendUsable(int deviceId, std::string* why);
 /// `preferred` (layer name -> tactic id): a layer whose preferred tactic is a candidate and
 /// initialises takes it without timing (an engine with shape ranges specialising for a shape:
 /// runtime/range_engine.h).
+/// An INT8 build (precision int8) in which no layer runs an INT8 tactic is recorded as fp16, with
+/// int8NowhereWarning(); where config.int8WholeEngineChoice is on (and strictPrecision off) the
+/// caller compares the all-INT8 engine next (builder.cpp) and warns if it keeps this one: callers
+/// that make no such comparison pass the option off.
 Expected<std::unique_ptr<Engine>> buildCudaEngine(
     graph::Graph g, EngineInfo info, const BuilderConfig& config,
     const quant::ExplicitInt8* explicitInt8 = nullptr,
@@ -37,5 +41,11 @@ std::map<std::string, std::string> cudaEngineTactics(const Engine& engine);
 /// Recreates a GPU engine from its file: the graph, the facts and the plan (JSON).
 Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph g, EngineInfo info,
                                                  const std::string& plan);
+
+/// The warning of an INT8 build that runs no layer in INT8.
+inline std::string int8NowhereWarning() {
+  return "precision int8 was asked for, but no layer runs in INT8 (no quantizable layer with an "
+         "INT8 kernel, or INT8 was slower everywhere): the engine is recorded as fp16";
+}
 
 }  // namespace edgeinfer::runtime

@@ -1084,9 +1084,12 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(
                              " GPU layers run INT8 tactics (the others were faster in FP16/FP32"
                              " or have no INT8 kernel; `edgeinfer inspect` lists them)");
     if (int8Layers == 0 && cfg.precision == Precision::kInt8) {
-      log(Severity::kWarning,
-          "precision int8 was asked for, but no layer runs in INT8 (no quantizable layer with an "
-          "INT8 kernel, or INT8 was slower everywhere): the engine is recorded as fp16");
+      // With the whole-engine choice to follow (builder.cpp, fasterInt8Engine), the warning
+      // waits for its outcome: the all-INT8 engine may still be kept.
+      if (cfg.int8WholeEngineChoice && !cfg.strictPrecision)
+        log(Severity::kInfo, "INT8: the per-layer choice runs no layer in INT8");
+      else
+        log(Severity::kWarning, int8NowhereWarning());
       info.precision = Precision::kFp16;
     }
   }
