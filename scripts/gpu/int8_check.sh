@@ -4,7 +4,8 @@
 #   unit       the GPU unit tests of INT8 and of the kernels added with it (UNIT_FILTER)
 #   perf       CudaInt8Perf, CublasLtInt8Perf: the INT8 convolution kernels against cuDNN FP16
 #              on ResNet-50's 3x3 and 1x1 layers at batch 64 (EDGEINFER_PERF_LAYERS: only the
-#              3x3 layers so named)
+#              3x3 layers so named; EDGEINFER_PERF_BATCH: the 3x3 layers at another batch;
+#              PERF_FILTER: other gtest filter)
 #   blazeface  BlazeFace (back, 256x256) calibrated (min-max) on the real photos, built FP16,
 #              INT8 (timed against FP16) and INT8 strict; `edgeinfer bench` of each
 #   resnet     ResNet-50 (torchvision, random weights, dynamic batch) calibrated (min-max) on
@@ -47,7 +48,7 @@ fi
 if [[ " $steps " == *" perf "* ]]; then
   echo "== INT8 convolution kernels per layer (CudaInt8Perf)"
   EDGEINFER_PERF_TESTS=1 timeout -k 5 300 edgeinfer_unit_tests \
-    --gtest_filter='CudaInt8Perf.*:CublasLtInt8Perf.*' >"$out/perf.log" 2>&1
+    --gtest_filter="${PERF_FILTER:-CudaInt8Perf.*:CublasLtInt8Perf.*}" >"$out/perf.log" 2>&1
   echo "perf rc=$?"
   grep -E '^\[          \]|FAILED' "$out/perf.log"
 fi
@@ -95,7 +96,7 @@ PY
           --calibration-cache /tmp/ei/r50.calib) ;;
       esac
       EDGEINFER_LOG_LEVEL=info bench "r50_b${b}_$mode" "$r" --backend cuda --dynamic-dim "$b" "${args[@]}"
-      grep -E "INT8:" "$out/bench_r50_b${b}_$mode.log" | head -1
+      grep -E "INT8:" "$out/bench_r50_b${b}_$mode.log" | tail -n 2
     done
   done
 fi

@@ -62,9 +62,11 @@ cuda::Int8ConvPlan planOf(const I8Case& c) {
 /// a compute 9.0 device of a build with sm_90a code (C % 16 == 0) the wgmma ones: 128x128,
 /// 128x64, 64x128, and 128x256 for more than 128 output channels, fed by TMA where the layer
 /// fits it with 64-byte K steps, by cp.async elsewhere; with 128-byte K steps the TMA 128x128k128
-/// where the layer fits it so, else the cp.async 128x128k128 and 128x64k128 for R*S*C > 64.
+/// where the layer fits it so, else the cp.async 128x128k128 and 128x64k128 for R*S*C > 64;
+/// and each TMA kernel again for every split-K factor int8ConvTmaSplits gives it.
 struct Offered {
   size_t kernels = 3;
+  size_t splitK = 0;  ///< of those, TMA kernels with K split
   bool tma = false, cpAsyncWgmma = false;
 };
 Offered offered(const I8Case& c) {
@@ -78,6 +80,22 @@ Offered offered(const I8Case& c) {
   o.kernels = 3 + 3 + (c.K > 128 ? 1 : 0) + (tma128 ? 1 : k128 ? 2 : 0);
   o.tma = tma64 || tma128;
   o.cpAsyncWgmma = !tma64 || k128;
+  int dev = 0, sms = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  std::vector<cuda::Int8ConvKernel> tmaKernels;
+  if (tma64) {
+    tmaKernels = {cuda::Int8ConvKernel::kTma128x128, cuda::Int8ConvKernel::kTma128x64,
+                  cuda::Int8ConvKernel::kTma64x128};
+    if (c.K > 128) tmaKernels.push_back(cuda::Int8ConvKernel::kTma128x256);
+  }
+  if (tma128) tmaKernels.push_back(cuda::Int8ConvKernel::kTma128x128k128);
+  for (cuda::Int8ConvKernel k : tmaKernels) {
+    cuda::Int8ConvPlan q = p;
+    q.kernel = k;
+    o.splitK += cuda::int8ConvTmaSplits(q, sms).size();
+  }
+  o.kernels += o.splitK;
   return o;
 }
 
@@ -136,10 +154,11 @@ void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
     Int8ConvProvider prov;
     auto cands = prov.candidates(c.layer, Precision::kInt8);
     ASSERT_EQ(cands.size(), expectCandidates) << prov.lastReason();
-    size_t wgmma = 0, tma = 0;
+    size_t wgmma = 0, tma = 0, split = 0;
     for (const auto& t : cands) {
       wgmma += t->id().rfind("cuda-i8.wg", 0) == 0 ? 1 : 0;
       tma += t->id().rfind("cuda-i8.tma", 0) == 0 ? 1 : 0;
+      split += t->workspaceBytes() > 0 ? 1 : 0;  // only split K takes a workspace
       const std::string& id = t->id();
       EXPECT_EQ(id.size() > 2 && id.compare(id.size() - 2, 2, ".f") == 0, !bitExact) << id;
     }
@@ -147,6 +166,7 @@ void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
         << "wgmma candidates on compute " << major << "." << minor
         << (cuda::int8ConvBuildHasWgmma() ? "" : " (no sm_90a code)");
     EXPECT_EQ(tma > 0, wantWgmma && want.tma) << "TMA candidates";
+    EXPECT_EQ(split, c.group > 1 ? 0 : want.splitK * formats) << "split-K candidates";
     // cp.async-fed wgmma only where TMA cannot feed that tile.
     EXPECT_EQ(wgmma > 0, wantWgmma && want.cpAsyncWgmma) << "cp.async wgmma candidates";
     for (auto& t : cands) {
@@ -382,6 +402,19 @@ TEST(CudaInt8Conv, TmaKernelsAcrossStridesPaddingAndTiles) {
        {0, 0, 0, 0},
        false,
        false},
+      // Batch 1: 4 tiles or fewer, K split up to 32 ways (36 steps of 64 bytes).
+      {"3x3, C 256, one 7x7 image, K 200, residual: split K",
+       1,
+       256,
+       200,
+       7,
+       7,
+       3,
+       {1, 1},
+       {1, 1},
+       {1, 1, 1, 1},
+       true,
+       false},
       {"3x3, C 128, 7x7 images, K 130",
        5,
        128,
@@ -413,6 +446,84 @@ TEST(CudaInt8Conv, TmaKernelsAcrossStridesPaddingAndTiles) {
     c.saturate = k.saturate;
     checkAllCandidates(c, true, k.residual ? 4 : 2);  // (y i8, f16) [x (z i8, f16)]
   }
+}
+
+// Split K is offered where a layer has fewer tiles than the device multiprocessors (batch 1),
+// the two largest factors that fill at most two blocks an SM, each split at least one K step.
+TEST(CudaInt8Conv, SplitKFactorsFollowTilesAndSteps) {
+  cuda::Int8ConvPlan p;  // ResNet-50's layer4 3x3 at batch 1: 49 pixels, 512 -> 512
+  p.N = 1;
+  p.C = p.K = 512;
+  p.H = p.W = p.P = p.Q = 7;
+  p.R = p.S = 3;
+  p.padTop = p.padLeft = 1;
+  p.gemmK = p.gemmKPad = 9 * 512;
+  p.kernel = cuda::Int8ConvKernel::kTma128x128k128;  // 4 tiles, 36 steps
+  EXPECT_EQ(cuda::int8ConvTmaSplits(p, 132), (std::vector<int>{32, 16}));
+  p.kernel = cuda::Int8ConvKernel::kTma64x128;  // 4 tiles, 72 steps
+  EXPECT_EQ(cuda::int8ConvTmaSplits(p, 132), (std::vector<int>{32, 16}));
+  p.kernel = cuda::Int8ConvKernel::kTma128x64;  // 8 tiles
+  EXPECT_EQ(cuda::int8ConvTmaSplits(p, 16), (std::vector<int>{4, 2})) << "8 * 4 <= 2 * 16";
+  EXPECT_TRUE(cuda::int8ConvTmaSplits(p, 8).empty()) << "as many tiles as multiprocessors";
+  EXPECT_TRUE(cuda::int8ConvTmaSplits(p, 0).empty()) << "no device";
+  cuda::Int8ConvPlan q = p;  // 1x1, C 64: one K step, nothing to split
+  q.C = 64;
+  q.R = q.S = 1;
+  q.gemmK = q.gemmKPad = 64;
+  EXPECT_TRUE(cuda::int8ConvTmaSplits(q, 132).empty());
+  q.C = q.gemmK = q.gemmKPad = 192;  // 3 steps: 2 splits at most
+  EXPECT_EQ(cuda::int8ConvTmaSplits(q, 132), (std::vector<int>{2}));
+  p.N = 64;  // batch 64: 25 x 8 tiles of 128x64, more than 132
+  EXPECT_TRUE(cuda::int8ConvTmaSplits(p, 132).empty());
+  q.kernel = cuda::Int8ConvKernel::kMma128x128;  // not a TMA kernel
+  EXPECT_TRUE(cuda::int8ConvTmaSplits(q, 132).empty());
+  // The partial sums: S x pixels x whole tiles of channels, int32.
+  p.N = 1;
+  p.K = 500;
+  p.splitK = 4;
+  EXPECT_EQ(cuda::int8ConvWorkspaceBytes(p), size_t{4} * 49 * 512 * 4);
+  p.splitK = 1;
+  EXPECT_EQ(cuda::int8ConvWorkspaceBytes(p), 0u);
+}
+
+// A split-K tactic without its workspace, or with too small a one, is an error naming it.
+TEST(CudaInt8Conv, SplitKWithoutItsWorkspaceIsAnError_n) {
+  EI_SKIP_WITHOUT_GPU();
+  if (!cuda::int8ConvTmaAvailable()) GTEST_SKIP() << "no TMA kernels on this device or build";
+  I8Case c;
+  c.N = 1;
+  c.C = c.K = 128;
+  c.H = c.W = 7;
+  c.build();
+  Int8ConvProvider prov;
+  builder::Tactic* split = nullptr;
+  auto cands = prov.candidates(c.layer, Precision::kInt8);
+  for (auto& t : cands)
+    if (t->workspaceBytes() > 0 && !split) split = t.get();
+  ASSERT_NE(split, nullptr) << "a 7x7 layer at batch 1 gets split-K candidates";
+  EXPECT_NE(split->id().find("s"), std::string::npos);
+  ASSERT_TRUE(split->initialize(c.layer).ok());
+  void *x = nullptr, *y = nullptr, *z = nullptr;
+  ASSERT_EQ(cudaMalloc(&x, 49 * 128), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&y, 49 * 128 * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&z, split->workspaceBytes()), cudaSuccess);
+  builder::LaunchArgs args;
+  args.inputs = {x, nullptr, nullptr};
+  args.outputs = {y};
+  Status s = split->enqueue(args);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("workspace"), std::string::npos) << s.toString();
+  args.workspace = z;
+  args.workspaceBytes = split->workspaceBytes() - 1;
+  s = split->enqueue(args);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("workspace"), std::string::npos) << s.toString();
+  args.workspaceBytes = split->workspaceBytes();
+  EXPECT_TRUE(split->enqueue(args).ok());
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaFree(x);
+  cudaFree(y);
+  cudaFree(z);
 }
 
 // Geometry the TMA's im2col box cannot describe gets the other kernels, never a wrong result.
@@ -925,6 +1036,7 @@ TEST(CudaInt8Engine, TimedBuildKeepsTheFasterOfPerLayerAndAllInt8) {
   ASSERT_TRUE(f.prepare(int8Cnn64()).ok());
   const std::string said = "INT8: every INT8-capable layer in INT8 (";
   const std::string same = "INT8: the per-layer choice is the all-INT8 engine";
+  const std::string nowhere = "but no layer runs in INT8";
   std::string line;
   std::unique_ptr<Engine> chosen;
   {
@@ -934,6 +1046,10 @@ TEST(CudaInt8Engine, TimedBuildKeepsTheFasterOfPerLayerAndAllInt8) {
     chosen = std::move(e).value();
     ASSERT_EQ(log.count(Severity::kInfo, said) + log.count(Severity::kInfo, same), 1) << log.all();
     EXPECT_EQ(log.count(Severity::kWarning, "INT8: "), 0) << log.all();
+    // "No layer runs in INT8" is said of the engine kept, once, and only if it runs none.
+    EXPECT_EQ(log.count(Severity::kWarning, nowhere),
+              chosen->info().precision == Precision::kInt8 ? 0 : 1)
+        << log.all();
     const std::string all = log.all();
     const size_t at = all.find(log.count(Severity::kInfo, said) ? said : same);
     line = all.substr(at, all.find('\n', at) - at);
@@ -978,6 +1094,9 @@ TEST(CudaInt8Engine, TimedBuildKeepsTheFasterOfPerLayerAndAllInt8) {
   auto strict = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
   ASSERT_TRUE(strict.ok()) << strict.status().toString();
   EXPECT_EQ(log.count(Severity::kInfo, said) + log.count(Severity::kInfo, same), 0) << log.all();
+  EXPECT_EQ(log.count(Severity::kWarning, nowhere),
+            (*timed)->info().precision == Precision::kInt8 ? 0 : 1)
+      << log.all();
   EXPECT_EQ(int8Layers(**strict), 3);
   // Either way the engine kept computes what the CPU's INT8 emulation does, closely.
   auto cpuInt8 = f.cpuEngine(/*int8=*/true);

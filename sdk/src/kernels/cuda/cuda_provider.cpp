@@ -55,15 +55,20 @@ const char* storageName(DataType t) {
   }
 }
 
-int maxBlocksForDevice() {
+int deviceSmCount() {
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
       sms <= 0) {
     cudaGetLastError();
-    return 2048;
+    return 0;
   }
-  return sms * 16;
+  return sms;
+}
+
+int maxBlocksForDevice() {
+  const int sms = deviceSmCount();
+  return sms > 0 ? sms * 16 : 2048;
 }
 
 int deviceCapability() {

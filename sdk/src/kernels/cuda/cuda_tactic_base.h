@@ -51,6 +51,9 @@ int maxBlocksForDevice();
 /// Compute capability of the current device as major * 10 + minor; 0 without one.
 int deviceCapability();
 
+/// Multiprocessors of the current device; 0 without one.
+int deviceSmCount();
+
 /// The launch arguments of a convolution tactic: X (input 0), Y (output 0) and, with a
 /// residual, Z (input 3) present; else kInvalidArgument naming the tactic.
 inline Status checkConvLaunch(const builder::LaunchArgs& args, bool hasZ, const std::string& id) {

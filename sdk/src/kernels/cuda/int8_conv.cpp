@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <utility>
 
 #include "kernels/cuda/conv2d_layer.h"
@@ -98,8 +99,9 @@ const char* kernelName(const Int8ConvPlan& p) {
 class Int8ConvTactic final : public builder::Tactic {
  public:
   Int8ConvTactic(const Int8ConvPlan& plan, bool hasBias) : plan_(plan), hasBias_(hasBias) {
-    id_ = std::string("cuda-i8.") + kernelName(plan) + "." + (plan.yScale > 0.f ? "i8" : "f16") +
-          "." +
+    id_ = std::string("cuda-i8.") + kernelName(plan) +
+          (plan.splitK > 1 ? "s" + std::to_string(plan.splitK) : std::string()) + "." +
+          (plan.yScale > 0.f ? "i8" : "f16") + "." +
           (!plan.hasZ          ? "-"
            : plan.zScale > 0.f ? "i8"
                                : "f16") +
@@ -117,6 +119,7 @@ class Int8ConvTactic final : public builder::Tactic {
     return {plan_.yScale > 0.f ? DataType::kInt8 : DataType::kFloat16, Layout::kNHWC};
   }
   bool consumesInput(size_t index) const override { return index == 1 || index == 2; }
+  size_t workspaceBytes() const override { return int8ConvWorkspaceBytes(plan_); }
 
   Status initialize(const builder::LayerContext& layer) override {
     Int8ConvPlan p;
@@ -136,6 +139,9 @@ class Int8ConvTactic final : public builder::Tactic {
                     id_ + ": an int8 tensor of the layer has no scale");
     p.kernel = plan_.kernel;
     p.vec = plan_.vec;
+    p.splitK = plan_.splitK;
+    if (int8ConvWorkspaceBytes(p) != int8ConvWorkspaceBytes(plan_))
+      return Status(ErrorCode::kUnsupported, id_ + ": the layer changed");
     p.yScale = yScale;
     p.zScale = zScale;
     p.exact = plan_.exact;
@@ -199,6 +205,13 @@ class Int8ConvTactic final : public builder::Tactic {
     a.bias = static_cast<const float*>(dBias_.get());
     a.z = plan_.hasZ ? args.inputs[3] : nullptr;
     a.y = args.outputs[0];
+    if (const size_t ws = int8ConvWorkspaceBytes(plan_); ws > 0) {
+      if (!args.workspace || args.workspaceBytes < ws)
+        return Status(ErrorCode::kInvalidArgument,
+                      id_ + ": the workspace is missing or smaller than the " + std::to_string(ws) +
+                          " bytes of the split-K partial sums");
+      a.workspace = args.workspace;
+    }
     return launchInt8Conv(plan_, a, args.stream);
   }
 
@@ -216,6 +229,26 @@ class Int8ConvTactic final : public builder::Tactic {
 };
 
 }  // namespace
+
+size_t int8ConvWorkspaceBytes(const Int8ConvPlan& p) {
+  if (p.splitK <= 1 || !isInt8ConvTmaKernel(p.kernel)) return 0;
+  const Int8ConvTile t = int8ConvTmaTile(p.kernel);
+  const int64_t cols = (int64_t{p.K} + t.bn - 1) / t.bn * t.bn;  // whole tiles: no edge checks
+  return static_cast<size_t>(int64_t{p.splitK} * p.N * p.P * p.Q * cols) * sizeof(int32_t);
+}
+
+std::vector<int> int8ConvTmaSplits(const Int8ConvPlan& p, int sms) {
+  std::vector<int> out;
+  const Int8ConvTile t = int8ConvTmaTile(p.kernel);
+  if (t.bm == 0 || sms <= 0 || p.gemmKPad <= 0) return out;
+  const int64_t rows = int64_t{p.N} * p.P * p.Q;
+  const int64_t tiles = (rows + t.bm - 1) / t.bm * ((int64_t{p.K} + t.bn - 1) / t.bn);
+  const int64_t steps = p.gemmKPad / t.bk;
+  if (tiles >= sms) return out;
+  for (int s : {32, 16, 8, 4, 2})
+    if (tiles * s <= 2 * int64_t{sms} && s <= steps && out.size() < 2) out.push_back(s);
+  return out;
+}
 
 bool int8ConvBuildHasWgmma() {
 #ifdef EDGEINFER_HAVE_SM90A
@@ -283,12 +316,23 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
   if (positiveScale(layer.outputScale(0))) yScales.push_back(layer.outputScale(0));
   std::vector<float> zScales{0.f};
   if (plan.hasZ && positiveScale(layer.inputScale(3))) zScales.push_back(layer.inputScale(3));
-  for (const auto& [kernel, vec] : kernels)
+  // (kernel, vec, split-K): the TMA kernels also split K where the layer has few tiles.
+  std::vector<std::tuple<Int8ConvKernel, int32_t, int32_t>> variants;
+  const int sms = detail::deviceSmCount();
+  for (const auto& [kernel, vec] : kernels) {
+    variants.emplace_back(kernel, vec, 1);
+    if (!isInt8ConvTmaKernel(kernel)) continue;
+    Int8ConvPlan p = plan;
+    p.kernel = kernel;
+    for (int s : int8ConvTmaSplits(p, sms)) variants.emplace_back(kernel, vec, s);
+  }
+  for (const auto& [kernel, vec, split] : variants)
     for (float ys : yScales)
       for (float zs : zScales) {
         Int8ConvPlan p = plan;
         p.kernel = kernel;
         p.vec = vec;
+        p.splitK = split;
         p.yScale = ys;
         p.zScale = zs;
         p.exact = layer.int8BitExact;

@@ -42,6 +42,12 @@
 //           K step, consumer warpgroups that only run wgmmas (int8_conv_tma_sm90a.cu). Offered
 //           instead of the "wg" kernel of the same tile wherever it fits (faster on every
 //           layer measured).
+//           "tma<BM>x<BN>[k128]s<S>" (S = 2 to 32, int8ConvTmaSplits): the same kernel with its
+//           K steps split S ways, for layers of fewer tiles than the device has multiprocessors
+//           (batch 1: a 7x7 layer of 512 channels is 4 tiles of 128x128): block z of a tile
+//           adds up its share of the steps and stores the int32 sums to the workspace; a
+//           second kernel adds the S partial tiles (exactly: integers) and runs the epilogue,
+//           so the result equals the unsplit kernel's bit for bit.
 //           "dw<4|1>" (group == C_in == C_out): depthwise, one output pixel and 4 (C % 4 == 0)
 //           or 1 channels per thread.
 //   y       "i8" (when the output has a scale) or "f16"
@@ -109,6 +115,27 @@ inline bool isInt8ConvTmaKernel(Int8ConvKernel kernel) {
   return kernel >= Int8ConvKernel::kTma128x128 && kernel <= Int8ConvKernel::kTma128x128k128;
 }
 
+/// A TMA kernel's block tile: BM output pixels x BN output channels, K steps of BK bytes.
+struct Int8ConvTile {
+  int bm = 0, bn = 0, bk = 0;
+};
+inline Int8ConvTile int8ConvTmaTile(Int8ConvKernel kernel) {
+  switch (kernel) {
+    case Int8ConvKernel::kTma128x128:
+      return {128, 128, 64};
+    case Int8ConvKernel::kTma128x256:
+      return {128, 256, 64};
+    case Int8ConvKernel::kTma128x64:
+      return {128, 64, 64};
+    case Int8ConvKernel::kTma64x128:
+      return {64, 128, 64};
+    case Int8ConvKernel::kTma128x128k128:
+      return {128, 128, 128};
+    default:
+      return {};
+  }
+}
+
 /// Whether the wgmma kernels run here: this build carries sm_90a code and the current device is
 /// compute 9.0 (H100, H200, GH200).
 bool int8ConvWgmmaAvailable();
@@ -142,7 +169,12 @@ struct Int8ConvPlan {
   /// Fast epilogue: a NaN can reach the quantize (an fp16 residual, or a non-finite alpha,
   /// bias or multiplier), which must then give 0 as the bit-exact quantize does.
   bool nanToZero = false;
+  /// TMA kernels: the K steps split this many ways (1: not split; int8ConvTmaSplits).
+  int32_t splitK = 1;
 };
+
+/// Workspace of a launch of `plan`: int32 partial sums of a split-K TMA kernel, 0 otherwise.
+size_t int8ConvWorkspaceBytes(const Int8ConvPlan& plan);
 
 /// Device pointers of one launch. Weights: dense [K][gemmKPad] with k = (r * S + s) * C + c
 /// (zero padded), depthwise [R][S][C]; alpha[K] = s_x * s_w[k]; bias[K] (zeros without one);
@@ -154,6 +186,7 @@ struct Int8ConvArgs {
   const float* bias = nullptr;
   const void* z = nullptr;
   void* y = nullptr;
+  void* workspace = nullptr;  ///< int8ConvWorkspaceBytes(plan) bytes (split-K)
 };
 
 /// Enqueues the convolution on `stream` (cudaStream_t); never synchronises. kInvalidArgument
@@ -177,5 +210,11 @@ bool int8ConvTmaAvailable();
 /// box of a 4-D tensor map (corners within [-128, 127]: padding, and the last window's
 /// overhang past the image). False in builds without sm_90a code.
 bool int8ConvTmaFits(const Int8ConvPlan& plan, int bk);
+
+/// The split-K factors the provider offers for the TMA kernel plan.kernel on a device of `sms`
+/// multiprocessors: for a layer of fewer tiles than multiprocessors, the two largest S of 2, 4,
+/// 8, 16 and 32 with tiles * S <= 2 * sms (two blocks an SM) and at least one K step per split;
+/// none otherwise.
+std::vector<int> int8ConvTmaSplits(const Int8ConvPlan& plan, int sms);
 
 }  // namespace edgeinfer::cuda

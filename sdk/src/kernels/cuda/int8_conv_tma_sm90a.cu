@@ -52,11 +52,13 @@ constexpr int tmaSharedBytes() {
   return tmaStages(BM, BN, BK) * (BM + BN) * BK + 1024 + 2 * 8 * tmaStages(BM, BN, BK);
 }
 
-template <int BM, int BN, int BK>
+/// SPLIT: the K steps split p.splitK ways (blockIdx.z), the int32 sums to `partial` (a kernel
+/// of its own: the unsplit one keeps its registers).
+template <int BM, int BN, int BK, bool SPLIT>
 __global__ void __launch_bounds__(BM * 2 + 32, 1)
     i8ConvTma(const __grid_constant__ CUtensorMap mapX, const __grid_constant__ CUtensorMap mapW,
               const Int8ConvPlan p, const float* __restrict__ alpha, const float* __restrict__ bias,
-              const void* __restrict__ z, void* __restrict__ y) {
+              const void* __restrict__ z, void* __restrict__ y, int32_t* __restrict__ partial) {
 #ifdef EDGEINFER_WGMMA
   constexpr int kStages = tmaStages(BM, BN, BK);
   constexpr int kConsumers = BM * 2;  // BM / 64 warpgroups
@@ -73,7 +75,11 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
   const int tid = static_cast<int>(threadIdx.x);
   const int rows = p.N * p.P * p.Q;
   const int m0 = static_cast<int>(blockIdx.x) * BM, n0 = static_cast<int>(blockIdx.y) * BN;
-  const int steps = p.gemmKPad / BK;  // C % BK == 0: gemmKPad == R * S * C
+  // C % BK == 0: gemmKPad == R * S * C. Split K: block z adds up steps [kBegin, kBegin + steps).
+  const int allSteps = p.gemmKPad / BK, split = SPLIT ? static_cast<int>(blockIdx.z) : 0;
+  const int kBegin = SPLIT ? split * allSteps / p.splitK : 0;
+  const int steps = SPLIT ? (split + 1) * allSteps / p.splitK - kBegin : allSteps;
+  constexpr bool splitK = SPLIT;
 
   if (tid == kConsumers) {
     for (int s = 0; s < kStages; ++s) {
@@ -95,7 +101,8 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
   constexpr bool kPrefetchZ =
       kRows == BM && dev::WgmmaEpilogueWalk<BN, kRows, kThreads>::kSteps <= 4;
   uint4 zRaw[dev::WgmmaEpilogueWalk<BN, kRows, kThreads>::kSteps] = {};
-  if constexpr (kPrefetchZ) dev::i8LoadResidual<BN, kRows, kThreads>(p, z, m0, n0, rows, tid, zRaw);
+  if constexpr (kPrefetchZ && !SPLIT)
+    dev::i8LoadResidual<BN, kRows, kThreads>(p, z, m0, n0, rows, tid, zRaw);
 
   int32_t acc[BN / 2];
 #pragma unroll
@@ -109,14 +116,16 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
     if (tid == kConsumers) {
       const int ow = m0 % p.Q, t = m0 / p.Q;
       const int n = t / p.P, h = (t % p.P) * p.strideH - p.padTop, w = ow * p.strideW - p.padLeft;
-      int c = 0, r = 0, s = 0;  // the step's window position and first channel
+      // The first step's window position (r, s) and first channel c.
+      const int rs = kBegin * BK / p.C;
+      int c = kBegin * BK - rs * p.C, r = rs / p.S, s = rs % p.S;
       for (int kt = 0; kt < steps; ++kt) {
         const int st = kt % kStages;
         if (kt >= kStages) mbarWait(&empty[st], ((kt / kStages) - 1) & 1);
         mbarArriveExpectTx(&full[st], (BM + BN) * BK);
         tmaLoadIm2col(As + st * kStageA, &mapX, &full[st], c, w, h, n,
                       static_cast<uint16_t>(s * p.dilW), static_cast<uint16_t>(r * p.dilH));
-        tmaLoadTile(Bs + st * kStageB, &mapW, &full[st], kt * BK, n0);
+        tmaLoadTile(Bs + st * kStageB, &mapW, &full[st], (kBegin + kt) * BK, n0);
         c += BK;
         if (c == p.C) {
           c = 0;
@@ -162,12 +171,53 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
                                         2 * (lane & 3), tile);
     }
     __syncthreads();
-    dev::i8WgmmaEpilogue<BN, kRows, kThreads, kPrefetchZ>(p, tile, m0 + part * kRows, n0, rows,
-                                                          alpha, bias, z, y, tid, zRaw);
+    if constexpr (splitK)  // the int32 sums to this split's partial tile; i8SplitKEpilogue adds
+                           // them up
+      dev::i8StoreAccumulatorTile<BN, kRows, kThreads>(
+          tile, m0 + part * kRows, n0, rows, static_cast<int>(gridDim.y) * BN,
+          partial + static_cast<int64_t>(split) * rows * gridDim.y * BN, tid);
+    else
+      dev::i8WgmmaEpilogue<BN, kRows, kThreads, kPrefetchZ>(p, tile, m0 + part * kRows, n0, rows,
+                                                            alpha, bias, z, y, tid, zRaw);
   }
 #else
   __trap();  // the provider offers these tactics on compute 9.0 devices only
 #endif
+}
+
+/// Split K's second kernel: a tile of kSplitRows output pixels x 64 channels a block, the
+/// int32 partial sums of p.splitK splits added up (exactly) into shared memory, then the
+/// epilogue every kernel uses. `cols`: the partial tiles' row length.
+constexpr int kSplitRows = 32, kSplitThreads = 256;
+
+__global__ void __launch_bounds__(kSplitThreads)
+    i8SplitKEpilogue(const Int8ConvPlan p, const int32_t* __restrict__ partial, int cols,
+                     const float* __restrict__ alpha, const float* __restrict__ bias,
+                     const void* __restrict__ z, void* __restrict__ y) {
+  __shared__ __align__(16) int32_t tile[kSplitRows * dev::kWgmmaAccPitch<64>];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int rows = p.N * p.P * p.Q;
+  const int m0 = static_cast<int>(blockIdx.x) * kSplitRows, n0 = static_cast<int>(blockIdx.y) * 64;
+  const int64_t splitStride = static_cast<int64_t>(rows) * cols;
+  for (int i = tid; i < kSplitRows * 16; i += kSplitThreads) {  // 16 pieces of 4 a row
+    const int r = i / 16, c = (i % 16) * 4;
+    int4 sum = make_int4(0, 0, 0, 0);
+    if (m0 + r < rows) {
+      const int32_t* src = partial + static_cast<int64_t>(m0 + r) * cols + n0 + c;
+      for (int k = 0; k < p.splitK; ++k) {
+        const int4 v = __ldcg(reinterpret_cast<const int4*>(src + k * splitStride));
+        sum.x += v.x;
+        sum.y += v.y;
+        sum.z += v.z;
+        sum.w += v.w;
+      }
+    }
+    *reinterpret_cast<int4*>(&tile[r * dev::kWgmmaAccPitch<64> + c]) = sum;
+  }
+  __syncthreads();
+  const uint4 none[dev::WgmmaEpilogueWalk<64, kSplitRows, kSplitThreads>::kSteps] = {};
+  dev::i8WgmmaEpilogue<64, kSplitRows, kSplitThreads, false>(p, tile, m0, n0, rows, alpha, bias, z,
+                                                             y, tid, none);
 }
 
 /// The driver's tensor-map encoders, looked up once through the runtime (no link to libcuda).
@@ -256,13 +306,21 @@ Status launchTma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) 
     if (r != CUDA_SUCCESS) return encodeError("cuTensorMapEncodeTiled (the weights)", r);
   }
   constexpr int kSmem = tmaSharedBytes<BM, BN, BK>();
-  EI_RETURN_IF_ERROR(
-      allowSharedMemory(reinterpret_cast<const void*>(&i8ConvTma<BM, BN, BK>), kSmem));
+  const auto kernel = p.splitK > 1 ? &i8ConvTma<BM, BN, BK, true> : &i8ConvTma<BM, BN, BK, false>;
+  EI_RETURN_IF_ERROR(allowSharedMemory(reinterpret_cast<const void*>(kernel), kSmem));
   const int rows = p.N * p.P * p.Q;
   const dim3 grid(static_cast<unsigned>((rows + BM - 1) / BM),
-                  static_cast<unsigned>((p.K + BN - 1) / BN));
-  i8ConvTma<BM, BN, BK><<<grid, BM * 2 + 32, kSmem, st>>>(mapX, mapW, p, a.alpha, a.bias, a.z, a.y);
+                  static_cast<unsigned>((p.K + BN - 1) / BN), static_cast<unsigned>(p.splitK));
+  auto* partial = static_cast<int32_t*>(a.workspace);
+  kernel<<<grid, BM * 2 + 32, kSmem, st>>>(mapX, mapW, p, a.alpha, a.bias, a.z, a.y, partial);
   EI_CUDA_CHECK(cudaGetLastError());
+  if (p.splitK > 1) {
+    const int cols = static_cast<int>(grid.y) * BN;
+    const dim3 g2(static_cast<unsigned>((rows + kSplitRows - 1) / kSplitRows),
+                  static_cast<unsigned>(cols / 64));
+    i8SplitKEpilogue<<<g2, kSplitThreads, 0, st>>>(p, partial, cols, a.alpha, a.bias, a.z, a.y);
+    EI_CUDA_CHECK(cudaGetLastError());
+  }
   return Status::Ok();
 }
 
@@ -294,6 +352,11 @@ Status launchInt8ConvTma(const Int8ConvPlan& p, const Int8ConvArgs& a, void* str
                       ", strides, padding)");
   if (!aligned16(a.x) || !aligned16(a.w))
     return Status(ErrorCode::kInvalidArgument, "int8 TMA conv: tensors not 16-byte aligned");
+  if (p.splitK < 1 || p.splitK > p.gemmKPad / int8ConvTmaTile(p.kernel).bk ||
+      (p.splitK > 1 && (!a.workspace || !aligned16(a.workspace))))
+    return Status(ErrorCode::kInvalidArgument,
+                  "int8 TMA conv: split K " + std::to_string(p.splitK) +
+                      " needs a 16-byte aligned workspace and at most one split a K step");
   switch (p.kernel) {
     case Int8ConvKernel::kTma128x128:
       return launchTma<128, 128, 64>(p, a, st);
