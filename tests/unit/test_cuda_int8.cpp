@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -158,7 +159,7 @@ void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
     for (const auto& t : cands) {
       wgmma += t->id().rfind("cuda-i8.wg", 0) == 0 ? 1 : 0;
       tma += t->id().rfind("cuda-i8.tma", 0) == 0 ? 1 : 0;
-      split += t->workspaceBytes() > 0 ? 1 : 0;  // only split K takes a workspace
+      split += std::regex_search(t->id(), std::regex("^cuda-i8\\.tma[0-9x]+(k128)?s[0-9]+\\."));
       const std::string& id = t->id();
       EXPECT_EQ(id.size() > 2 && id.compare(id.size() - 2, 2, ".f") == 0, !bitExact) << id;
     }
@@ -449,7 +450,8 @@ TEST(CudaInt8Conv, TmaKernelsAcrossStridesPaddingAndTiles) {
 }
 
 // Split K is offered where a layer has fewer tiles than the device multiprocessors (batch 1),
-// the two largest factors that fill at most two blocks an SM, each split at least one K step.
+// the two largest factors up to 16 (blocks of a cluster) that fill at most two blocks an SM,
+// each split at least one K step; not for the 128x256 tile.
 TEST(CudaInt8Conv, SplitKFactorsFollowTilesAndSteps) {
   cuda::Int8ConvPlan p;  // ResNet-50's layer4 3x3 at batch 1: 49 pixels, 512 -> 512
   p.N = 1;
@@ -459,9 +461,11 @@ TEST(CudaInt8Conv, SplitKFactorsFollowTilesAndSteps) {
   p.padTop = p.padLeft = 1;
   p.gemmK = p.gemmKPad = 9 * 512;
   p.kernel = cuda::Int8ConvKernel::kTma128x128k128;  // 4 tiles, 36 steps
-  EXPECT_EQ(cuda::int8ConvTmaSplits(p, 132), (std::vector<int>{32, 16}));
+  EXPECT_EQ(cuda::int8ConvTmaSplits(p, 132), (std::vector<int>{16, 8}));
   p.kernel = cuda::Int8ConvKernel::kTma64x128;  // 4 tiles, 72 steps
-  EXPECT_EQ(cuda::int8ConvTmaSplits(p, 132), (std::vector<int>{32, 16}));
+  EXPECT_EQ(cuda::int8ConvTmaSplits(p, 132), (std::vector<int>{16, 8}));
+  p.kernel = cuda::Int8ConvKernel::kTma128x256;  // its sums do not fit in shared memory
+  EXPECT_TRUE(cuda::int8ConvTmaSplits(p, 132).empty());
   p.kernel = cuda::Int8ConvKernel::kTma128x64;  // 8 tiles
   EXPECT_EQ(cuda::int8ConvTmaSplits(p, 16), (std::vector<int>{4, 2})) << "8 * 4 <= 2 * 16";
   EXPECT_TRUE(cuda::int8ConvTmaSplits(p, 8).empty()) << "as many tiles as multiprocessors";
@@ -477,53 +481,35 @@ TEST(CudaInt8Conv, SplitKFactorsFollowTilesAndSteps) {
   EXPECT_TRUE(cuda::int8ConvTmaSplits(p, 132).empty());
   q.kernel = cuda::Int8ConvKernel::kMma128x128;  // not a TMA kernel
   EXPECT_TRUE(cuda::int8ConvTmaSplits(q, 132).empty());
-  // The partial sums: S x pixels x whole tiles of channels, int32.
-  p.N = 1;
-  p.K = 500;
-  p.splitK = 4;
-  EXPECT_EQ(cuda::int8ConvWorkspaceBytes(p), size_t{4} * 49 * 512 * 4);
-  p.splitK = 1;
-  EXPECT_EQ(cuda::int8ConvWorkspaceBytes(p), 0u);
 }
 
-// A split-K tactic without its workspace, or with too small a one, is an error naming it.
-TEST(CudaInt8Conv, SplitKWithoutItsWorkspaceIsAnError_n) {
-  EI_SKIP_WITHOUT_GPU();
-  if (!cuda::int8ConvTmaAvailable()) GTEST_SKIP() << "no TMA kernels on this device or build";
-  I8Case c;
-  c.N = 1;
-  c.C = c.K = 128;
-  c.H = c.W = 7;
-  c.build();
-  Int8ConvProvider prov;
-  builder::Tactic* split = nullptr;
-  auto cands = prov.candidates(c.layer, Precision::kInt8);
-  for (auto& t : cands)
-    if (t->workspaceBytes() > 0 && !split) split = t.get();
-  ASSERT_NE(split, nullptr) << "a 7x7 layer at batch 1 gets split-K candidates";
-  EXPECT_NE(split->id().find("s"), std::string::npos);
-  ASSERT_TRUE(split->initialize(c.layer).ok());
-  void *x = nullptr, *y = nullptr, *z = nullptr;
-  ASSERT_EQ(cudaMalloc(&x, 49 * 128), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&y, 49 * 128 * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&z, split->workspaceBytes()), cudaSuccess);
-  builder::LaunchArgs args;
-  args.inputs = {x, nullptr, nullptr};
-  args.outputs = {y};
-  Status s = split->enqueue(args);
-  EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("workspace"), std::string::npos) << s.toString();
-  args.workspace = z;
-  args.workspaceBytes = split->workspaceBytes() - 1;
-  s = split->enqueue(args);
-  EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("workspace"), std::string::npos) << s.toString();
-  args.workspaceBytes = split->workspaceBytes();
-  EXPECT_TRUE(split->enqueue(args).ok());
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  cudaFree(x);
-  cudaFree(y);
-  cudaFree(z);
+// A split-K plan beyond a cluster's 16 blocks, or with fewer K steps than splits, is refused
+// before anything reaches the device (builds with the TMA kernels).
+TEST(CudaInt8Conv, SplitKBeyondItsLimitsIsAnError_n) {
+  if (!cuda::int8ConvBuildHasWgmma()) GTEST_SKIP() << "this build has no TMA kernels";
+  cuda::Int8ConvPlan p;
+  p.kernel = cuda::Int8ConvKernel::kTma64x128;
+  p.N = 1;
+  p.C = p.K = 128;
+  p.H = p.W = p.P = p.Q = 7;
+  p.R = p.S = 3;
+  p.padTop = p.padLeft = 1;
+  p.gemmK = p.gemmKPad = 9 * 128;  // 18 steps of 64 bytes
+  cuda::Int8ConvArgs a;            // never dereferenced: the plan is refused first
+  a.x = a.w = a.z = a.y = reinterpret_cast<void*>(uintptr_t{1} << 20);
+  a.alpha = a.bias = reinterpret_cast<const float*>(uintptr_t{1} << 20);
+  for (const int split : {32, 17, 0}) {
+    p.splitK = split;
+    const Status s = cuda::launchInt8Conv(p, a, nullptr);
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << split << ": " << s.toString();
+    EXPECT_NE(s.message().find("split K"), std::string::npos) << s.toString();
+  }
+  p.C = p.K = 64;  // 9 steps, 16 splits
+  p.gemmK = p.gemmKPad = 9 * 64;
+  p.splitK = 16;
+  const Status s = cuda::launchInt8Conv(p, a, nullptr);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << s.toString();
+  EXPECT_NE(s.message().find("split K"), std::string::npos) << s.toString();
 }
 
 // Geometry the TMA's im2col box cannot describe gets the other kernels, never a wrong result.

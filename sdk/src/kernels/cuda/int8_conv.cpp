@@ -119,7 +119,6 @@ class Int8ConvTactic final : public builder::Tactic {
     return {plan_.yScale > 0.f ? DataType::kInt8 : DataType::kFloat16, Layout::kNHWC};
   }
   bool consumesInput(size_t index) const override { return index == 1 || index == 2; }
-  size_t workspaceBytes() const override { return int8ConvWorkspaceBytes(plan_); }
 
   Status initialize(const builder::LayerContext& layer) override {
     Int8ConvPlan p;
@@ -140,8 +139,6 @@ class Int8ConvTactic final : public builder::Tactic {
     p.kernel = plan_.kernel;
     p.vec = plan_.vec;
     p.splitK = plan_.splitK;
-    if (int8ConvWorkspaceBytes(p) != int8ConvWorkspaceBytes(plan_))
-      return Status(ErrorCode::kUnsupported, id_ + ": the layer changed");
     p.yScale = yScale;
     p.zScale = zScale;
     p.exact = plan_.exact;
@@ -205,13 +202,6 @@ class Int8ConvTactic final : public builder::Tactic {
     a.bias = static_cast<const float*>(dBias_.get());
     a.z = plan_.hasZ ? args.inputs[3] : nullptr;
     a.y = args.outputs[0];
-    if (const size_t ws = int8ConvWorkspaceBytes(plan_); ws > 0) {
-      if (!args.workspace || args.workspaceBytes < ws)
-        return Status(ErrorCode::kInvalidArgument,
-                      id_ + ": the workspace is missing or smaller than the " + std::to_string(ws) +
-                          " bytes of the split-K partial sums");
-      a.workspace = args.workspace;
-    }
     return launchInt8Conv(plan_, a, args.stream);
   }
 
@@ -230,22 +220,16 @@ class Int8ConvTactic final : public builder::Tactic {
 
 }  // namespace
 
-size_t int8ConvWorkspaceBytes(const Int8ConvPlan& p) {
-  if (p.splitK <= 1 || !isInt8ConvTmaKernel(p.kernel)) return 0;
-  const Int8ConvTile t = int8ConvTmaTile(p.kernel);
-  const int64_t cols = (int64_t{p.K} + t.bn - 1) / t.bn * t.bn;  // whole tiles: no edge checks
-  return static_cast<size_t>(int64_t{p.splitK} * p.N * p.P * p.Q * cols) * sizeof(int32_t);
-}
-
 std::vector<int> int8ConvTmaSplits(const Int8ConvPlan& p, int sms) {
   std::vector<int> out;
   const Int8ConvTile t = int8ConvTmaTile(p.kernel);
-  if (t.bm == 0 || sms <= 0 || p.gemmKPad <= 0) return out;
+  if (t.bm == 0 || p.kernel == Int8ConvKernel::kTma128x256 || sms <= 0 || p.gemmKPad <= 0)
+    return out;
   const int64_t rows = int64_t{p.N} * p.P * p.Q;
   const int64_t tiles = (rows + t.bm - 1) / t.bm * ((int64_t{p.K} + t.bn - 1) / t.bn);
   const int64_t steps = p.gemmKPad / t.bk;
   if (tiles >= sms) return out;
-  for (int s : {32, 16, 8, 4, 2})
+  for (int s : {16, 8, 4, 2})
     if (tiles * s <= 2 * int64_t{sms} && s <= steps && out.size() < 2) out.push_back(s);
   return out;
 }

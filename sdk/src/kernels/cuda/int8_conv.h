@@ -42,12 +42,14 @@
 //           K step, consumer warpgroups that only run wgmmas (int8_conv_tma_sm90a.cu). Offered
 //           instead of the "wg" kernel of the same tile wherever it fits (faster on every
 //           layer measured).
-//           "tma<BM>x<BN>[k128]s<S>" (S = 2 to 32, int8ConvTmaSplits): the same kernel with its
-//           K steps split S ways, for layers of fewer tiles than the device has multiprocessors
-//           (batch 1: a 7x7 layer of 512 channels is 4 tiles of 128x128): block z of a tile
-//           adds up its share of the steps and stores the int32 sums to the workspace; a
-//           second kernel adds the S partial tiles (exactly: integers) and runs the epilogue,
-//           so the result equals the unsplit kernel's bit for bit.
+//           "tma<BM>x<BN>[k128]s<S>" (S = 2 to 16, int8ConvTmaSplits; not the 128x256 tile,
+//           whose sums do not fit in shared memory at once): the same kernel with its K steps
+//           split S ways, for layers of fewer tiles than the device has multiprocessors (batch
+//           1: a 7x7 layer of 512 channels is 4 tiles of 128x128). The S blocks of a tile form
+//           a thread block cluster; each leaves its int32 sums in its shared memory, and block z
+//           adds up the z-th S-th of the tile's rows of all S through distributed shared memory
+//           (integers: exact, the unsplit kernel's result bit for bit) and runs the epilogue on
+//           them. One launch, no workspace.
 //           "dw<4|1>" (group == C_in == C_out): depthwise, one output pixel and 4 (C % 4 == 0)
 //           or 1 channels per thread.
 //   y       "i8" (when the output has a scale) or "f16"
@@ -173,8 +175,8 @@ struct Int8ConvPlan {
   int32_t splitK = 1;
 };
 
-/// Workspace of a launch of `plan`: int32 partial sums of a split-K TMA kernel, 0 otherwise.
-size_t int8ConvWorkspaceBytes(const Int8ConvPlan& plan);
+/// The largest split-K factor: blocks in a cluster (16, a non-portable size Hopper allows).
+constexpr int32_t kInt8ConvMaxSplitK = 16;
 
 /// Device pointers of one launch. Weights: dense [K][gemmKPad] with k = (r * S + s) * C + c
 /// (zero padded), depthwise [R][S][C]; alpha[K] = s_x * s_w[k]; bias[K] (zeros without one);
@@ -186,7 +188,6 @@ struct Int8ConvArgs {
   const float* bias = nullptr;
   const void* z = nullptr;
   void* y = nullptr;
-  void* workspace = nullptr;  ///< int8ConvWorkspaceBytes(plan) bytes (split-K)
 };
 
 /// Enqueues the convolution on `stream` (cudaStream_t); never synchronises. kInvalidArgument
@@ -211,10 +212,10 @@ bool int8ConvTmaAvailable();
 /// overhang past the image). False in builds without sm_90a code.
 bool int8ConvTmaFits(const Int8ConvPlan& plan, int bk);
 
-/// The split-K factors the provider offers for the TMA kernel plan.kernel on a device of `sms`
-/// multiprocessors: for a layer of fewer tiles than multiprocessors, the two largest S of 2, 4,
-/// 8, 16 and 32 with tiles * S <= 2 * sms (two blocks an SM) and at least one K step per split;
-/// none otherwise.
+/// The split-K factors the provider offers for the TMA kernel plan.kernel (not 128x256) on a
+/// device of `sms` multiprocessors: for a layer of fewer tiles than multiprocessors, the two
+/// largest S of 2, 4, 8 and 16 with tiles * S <= 2 * sms (two blocks an SM) and at least one K
+/// step per split; none otherwise.
 std::vector<int> int8ConvTmaSplits(const Int8ConvPlan& plan, int sms);
 
 }  // namespace edgeinfer::cuda

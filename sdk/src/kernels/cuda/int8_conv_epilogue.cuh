@@ -310,21 +310,6 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
   }
 }
 
-/// Split K: NROWS rows of a shared int32 accumulator tile (i8StoreWgmmaAccumulators; output
-/// pixel m0 and channel n0 at its origin) to the partial sums `part` (rows `cols` int32 apart,
-/// whole tiles wide), 16 bytes a thread and step; rows past the output are left out.
-template <int BN, int NROWS, int THREADS>
-__device__ __forceinline__ void i8StoreAccumulatorTile(const int32_t* tile, int m0, int n0,
-                                                       int rows, int cols, int32_t* part, int tid) {
-  constexpr int kPieces = BN / 4;  // of 4 int32 a row
-  for (int i = tid; i < NROWS * kPieces; i += THREADS) {
-    const int r = i / kPieces, c = (i % kPieces) * 4;
-    if (m0 + r >= rows) continue;
-    __stcg(reinterpret_cast<int4*>(part + static_cast<int64_t>(m0 + r) * cols + n0 + c),
-           *reinterpret_cast<const int4*>(&tile[r * kWgmmaAccPitch<BN> + c]));
-  }
-}
-
 /// The shared output tile (BM rows of BN elements, `ldo` bytes apart) to y in whole 16-byte
 /// pieces of output rows (coalesced), by `threads` threads; partial pieces byte by byte.
 template <int BM, int BN>

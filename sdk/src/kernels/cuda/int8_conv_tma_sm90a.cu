@@ -22,6 +22,7 @@
 // at every launch (a few hundred nanoseconds, no driver call to the GPU) and passed as
 // __grid_constant__ parameters; a CUDA graph captured with them is captured again when an
 // input moves (runtime/cuda/cuda_context.cpp).
+#include <cooperative_groups.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeIm2col, PFN_cuTensorMapEncodeTiled
 #include <cuda_runtime.h>
@@ -52,13 +53,16 @@ constexpr int tmaSharedBytes() {
   return tmaStages(BM, BN, BK) * (BM + BN) * BK + 1024 + 2 * 8 * tmaStages(BM, BN, BK);
 }
 
-/// SPLIT: the K steps split p.splitK ways (blockIdx.z), the int32 sums to `partial` (a kernel
-/// of its own: the unsplit one keeps its registers).
+/// SPLIT (a kernel of its own: the unsplit one keeps its registers): the K steps split
+/// p.splitK ways, block z of a cluster of p.splitK blocks (1 x 1 x splitK) adding up its share.
+/// Each block leaves its int32 sums in its shared memory; after a cluster barrier block z adds
+/// up rows [z BM / S, (z + 1) BM / S) of all S tiles through distributed shared memory (integer
+/// sums: exact, the unsplit kernel's result bit for bit) and runs the epilogue on them.
 template <int BM, int BN, int BK, bool SPLIT>
 __global__ void __launch_bounds__(BM * 2 + 32, 1)
     i8ConvTma(const __grid_constant__ CUtensorMap mapX, const __grid_constant__ CUtensorMap mapW,
               const Int8ConvPlan p, const float* __restrict__ alpha, const float* __restrict__ bias,
-              const void* __restrict__ z, void* __restrict__ y, int32_t* __restrict__ partial) {
+              const void* __restrict__ z, void* __restrict__ y) {
 #ifdef EDGEINFER_WGMMA
   constexpr int kStages = tmaStages(BM, BN, BK);
   constexpr int kConsumers = BM * 2;  // BM / 64 warpgroups
@@ -171,53 +175,37 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
                                         2 * (lane & 3), tile);
     }
     __syncthreads();
-    if constexpr (splitK)  // the int32 sums to this split's partial tile; i8SplitKEpilogue adds
-                           // them up
-      dev::i8StoreAccumulatorTile<BN, kRows, kThreads>(
-          tile, m0 + part * kRows, n0, rows, static_cast<int>(gridDim.y) * BN,
-          partial + static_cast<int64_t>(split) * rows * gridDim.y * BN, tid);
-    else
+    if constexpr (splitK) {
+      static_assert(!SPLIT || kRows == BM, "split K keeps the whole tile in shared memory");
+      namespace cg = cooperative_groups;
+      cg::cluster_group cluster = cg::this_cluster();
+      cluster.sync();                  // every split's sums are in its shared memory
+      constexpr int kPieces = BN / 4;  // of 4 int32 a row
+      const int r0 = split * BM / p.splitK, r1 = (split + 1) * BM / p.splitK;
+      for (int i = tid; i < (r1 - r0) * kPieces; i += kThreads) {
+        const int off = (r0 + i / kPieces) * dev::kWgmmaAccPitch<BN> + (i % kPieces) * 4;
+        int4 sum = make_int4(0, 0, 0, 0);
+        for (int q = 0; q < p.splitK; ++q) {
+          const int4 v = *reinterpret_cast<const int4*>(cluster.map_shared_rank(tile + off, q));
+          sum.x += v.x;
+          sum.y += v.y;
+          sum.z += v.z;
+          sum.w += v.w;
+        }
+        *reinterpret_cast<int4*>(tile + off) = sum;  // rows of this block's slice only
+      }
+      cluster.sync();  // no block reads another's shared memory from here on
+      dev::i8WgmmaEpilogue<BN, BM, kThreads, false>(p, tile + r0 * dev::kWgmmaAccPitch<BN>, m0 + r0,
+                                                    n0, min(rows, m0 + r1), alpha, bias, z, y, tid,
+                                                    zRaw);
+    } else {
       dev::i8WgmmaEpilogue<BN, kRows, kThreads, kPrefetchZ>(p, tile, m0 + part * kRows, n0, rows,
                                                             alpha, bias, z, y, tid, zRaw);
+    }
   }
 #else
   __trap();  // the provider offers these tactics on compute 9.0 devices only
 #endif
-}
-
-/// Split K's second kernel: a tile of kSplitRows output pixels x 64 channels a block, the
-/// int32 partial sums of p.splitK splits added up (exactly) into shared memory, then the
-/// epilogue every kernel uses. `cols`: the partial tiles' row length.
-constexpr int kSplitRows = 32, kSplitThreads = 256;
-
-__global__ void __launch_bounds__(kSplitThreads)
-    i8SplitKEpilogue(const Int8ConvPlan p, const int32_t* __restrict__ partial, int cols,
-                     const float* __restrict__ alpha, const float* __restrict__ bias,
-                     const void* __restrict__ z, void* __restrict__ y) {
-  __shared__ __align__(16) int32_t tile[kSplitRows * dev::kWgmmaAccPitch<64>];
-  const int tid = static_cast<int>(threadIdx.x);
-  const int rows = p.N * p.P * p.Q;
-  const int m0 = static_cast<int>(blockIdx.x) * kSplitRows, n0 = static_cast<int>(blockIdx.y) * 64;
-  const int64_t splitStride = static_cast<int64_t>(rows) * cols;
-  for (int i = tid; i < kSplitRows * 16; i += kSplitThreads) {  // 16 pieces of 4 a row
-    const int r = i / 16, c = (i % 16) * 4;
-    int4 sum = make_int4(0, 0, 0, 0);
-    if (m0 + r < rows) {
-      const int32_t* src = partial + static_cast<int64_t>(m0 + r) * cols + n0 + c;
-      for (int k = 0; k < p.splitK; ++k) {
-        const int4 v = __ldcg(reinterpret_cast<const int4*>(src + k * splitStride));
-        sum.x += v.x;
-        sum.y += v.y;
-        sum.z += v.z;
-        sum.w += v.w;
-      }
-    }
-    *reinterpret_cast<int4*>(&tile[r * dev::kWgmmaAccPitch<64> + c]) = sum;
-  }
-  __syncthreads();
-  const uint4 none[dev::WgmmaEpilogueWalk<64, kSplitRows, kSplitThreads>::kSteps] = {};
-  dev::i8WgmmaEpilogue<64, kSplitRows, kSplitThreads, false>(p, tile, m0, n0, rows, alpha, bias, z,
-                                                             y, tid, none);
 }
 
 /// The driver's tensor-map encoders, looked up once through the runtime (no link to libcuda).
@@ -306,22 +294,38 @@ Status launchTma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) 
     if (r != CUDA_SUCCESS) return encodeError("cuTensorMapEncodeTiled (the weights)", r);
   }
   constexpr int kSmem = tmaSharedBytes<BM, BN, BK>();
-  const auto kernel = p.splitK > 1 ? &i8ConvTma<BM, BN, BK, true> : &i8ConvTma<BM, BN, BK, false>;
-  EI_RETURN_IF_ERROR(allowSharedMemory(reinterpret_cast<const void*>(kernel), kSmem));
   const int rows = p.N * p.P * p.Q;
   const dim3 grid(static_cast<unsigned>((rows + BM - 1) / BM),
                   static_cast<unsigned>((p.K + BN - 1) / BN), static_cast<unsigned>(p.splitK));
-  auto* partial = static_cast<int32_t*>(a.workspace);
-  kernel<<<grid, BM * 2 + 32, kSmem, st>>>(mapX, mapW, p, a.alpha, a.bias, a.z, a.y, partial);
-  EI_CUDA_CHECK(cudaGetLastError());
-  if (p.splitK > 1) {
-    const int cols = static_cast<int>(grid.y) * BN;
-    const dim3 g2(static_cast<unsigned>((rows + kSplitRows - 1) / kSplitRows),
-                  static_cast<unsigned>(cols / 64));
-    i8SplitKEpilogue<<<g2, kSplitThreads, 0, st>>>(p, partial, cols, a.alpha, a.bias, a.z, a.y);
+  if (p.splitK == 1) {
+    const auto kernel = &i8ConvTma<BM, BN, BK, false>;
+    EI_RETURN_IF_ERROR(allowSharedMemory(reinterpret_cast<const void*>(kernel), kSmem));
+    kernel<<<grid, BM * 2 + 32, kSmem, st>>>(mapX, mapW, p, a.alpha, a.bias, a.z, a.y);
     EI_CUDA_CHECK(cudaGetLastError());
+    return Status::Ok();
   }
-  return Status::Ok();
+  if constexpr (dev::wgmmaEpilogueRows<BM, BN>(tmaStages(BM, BN, BK) * (BM + BN) * BK) != BM) {
+    return Status(ErrorCode::kInvalidArgument, "int8 TMA conv: this tile has no split-K kernel");
+  } else {
+    // One cluster a tile: its splits (clusters of more than 8 blocks are a non-portable size).
+    const auto kernel = &i8ConvTma<BM, BN, BK, true>;
+    EI_RETURN_IF_ERROR(allowSharedMemory(reinterpret_cast<const void*>(kernel), kSmem,
+                                         /*nonPortableClusters=*/true));
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(BM * 2 + 32);
+    cfg.dynamicSmemBytes = kSmem;
+    cfg.stream = st;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = static_cast<unsigned>(p.splitK);
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    EI_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, mapX, mapW, p, a.alpha, a.bias, a.z, a.y));
+    return Status::Ok();
+  }
 }
 
 }  // namespace
@@ -352,11 +356,11 @@ Status launchInt8ConvTma(const Int8ConvPlan& p, const Int8ConvArgs& a, void* str
                       ", strides, padding)");
   if (!aligned16(a.x) || !aligned16(a.w))
     return Status(ErrorCode::kInvalidArgument, "int8 TMA conv: tensors not 16-byte aligned");
-  if (p.splitK < 1 || p.splitK > p.gemmKPad / int8ConvTmaTile(p.kernel).bk ||
-      (p.splitK > 1 && (!a.workspace || !aligned16(a.workspace))))
+  if (p.splitK < 1 || p.splitK > kInt8ConvMaxSplitK ||
+      p.splitK > p.gemmKPad / int8ConvTmaTile(p.kernel).bk)
     return Status(ErrorCode::kInvalidArgument,
-                  "int8 TMA conv: split K " + std::to_string(p.splitK) +
-                      " needs a 16-byte aligned workspace and at most one split a K step");
+                  "int8 TMA conv: split K " + std::to_string(p.splitK) + " is not 1 to " +
+                      std::to_string(kInt8ConvMaxSplitK) + " with a K step or more a split");
   switch (p.kernel) {
     case Int8ConvKernel::kTma128x128:
       return launchTma<128, 128, 64>(p, a, st);
