@@ -122,6 +122,8 @@ struct I8Case {
                                                       : 0.f;
     const float be = a == ref::Activation::kClip ? actBeta : 0.f;
     Tensor y = Tensor::zeros(DataType::kFloat32, ys);
+    std::vector<int8_t> xq(static_cast<size_t>(x.numel()));  // quantized once, not per use
+    for (size_t i = 0; i < xq.size(); ++i) xq[i] = quantizeHost(x.data<float>()[i], sx);
     if (pre) pre->assign(static_cast<size_t>(y.numel()), 0.f);
     if (terms) terms->assign(static_cast<size_t>(y.numel()), 0.f);
     for (int64_t n = 0; n < N; ++n)
@@ -137,8 +139,7 @@ struct I8Case {
                   const int64_t iw = q * strides[1] - pads[1] + s * dilations[1];
                   if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
                   const int64_t ci = grp * cpg + c;
-                  const float xv = x.data<float>()[((n * C + ci) * H + ih) * W + iw];
-                  acc += int64_t{quantizeHost(xv, sx)} *
+                  acc += int64_t{xq[static_cast<size_t>(((n * C + ci) * H + ih) * W + iw)]} *
                          wq[static_cast<size_t>(((k * cpg + c) * R + r) * S + s)];
                 }
             const float alpha = sx * ws[static_cast<size_t>(k)];
