@@ -95,7 +95,8 @@ Offered offered(const I8Case& c) {
   for (cuda::Int8ConvKernel k : tmaKernels) {
     cuda::Int8ConvPlan q = p;
     q.kernel = k;
-    o.splitK += cuda::int8ConvTmaSplits(q, sms).size();
+    for (int split : cuda::int8ConvTmaSplits(q, sms))
+      o.splitK += cuda::int8ConvTmaSplitRuns(k, split) ? 1 : 0;
   }
   o.kernels += o.splitK;
   return o;
@@ -414,7 +415,7 @@ TEST(CudaInt8Conv, TmaKernelsAcrossStridesPaddingAndTiles) {
        {0, 0, 0, 0},
        false,
        false},
-      // Batch 1: 4 tiles or fewer, K split up to 32 ways (36 steps of 64 bytes).
+      // Batch 1: 4 tiles or fewer, K split up to 16 ways (36 steps of 64 bytes).
       {"3x3, C 256, one 7x7 image, K 200, residual: split K",
        1,
        256,
@@ -492,6 +493,43 @@ TEST(CudaInt8Conv, SplitKFactorsFollowTilesAndSteps) {
   EXPECT_TRUE(cuda::int8ConvTmaSplits(p, 132).empty());
   q.kernel = cuda::Int8ConvKernel::kMma128x128;  // not a TMA kernel
   EXPECT_TRUE(cuda::int8ConvTmaSplits(q, 132).empty());
+}
+
+// On Hopper a batch-1 layer of few tiles gets split-K TMA candidates, 16 ways included (the
+// clusters run on a whole H100 / H200); every candidate's id, split or not, is found again by
+// find() (an engine load) as the same tactic.
+TEST(CudaInt8Conv, Batch1LayersGetSplitKCandidatesAndIdsRoundTrip) {
+  EI_SKIP_WITHOUT_GPU();
+  I8Case c;  // ResNet-50's layer4 3x3 at batch 1, fewer channels: 49 pixels, 256 -> 256
+  c.N = 1;
+  c.C = c.K = 256;
+  c.H = c.W = 7;
+  c.build();
+  for (const bool bitExact : {true, false}) {
+    c.layer.int8BitExact = bitExact;
+    Int8ConvProvider prov;
+    auto cands = prov.candidates(c.layer, Precision::kInt8);
+    ASSERT_FALSE(cands.empty()) << prov.lastReason();
+    size_t s16 = 0, s8 = 0;
+    for (auto& t : cands) {
+      s16 += t->id().find("s16.") != std::string::npos ? 1 : 0;
+      s8 += t->id().find("s8.") != std::string::npos ? 1 : 0;
+      auto again = prov.find(c.layer, Precision::kInt8, t->id());
+      ASSERT_NE(again, nullptr) << t->id();
+      EXPECT_EQ(again->id(), t->id());
+    }
+    if (cuda::int8ConvTmaAvailable()) {
+      int dev = 0, sms = 0;
+      cudaGetDevice(&dev);
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+      if (sms >= 100) {  // a whole H100 / H200, not a MIG slice
+        EXPECT_GT(s16, 0u) << "no 16-way split among " << cands.size() << " candidates";
+        EXPECT_GT(s8, 0u);
+      }
+    } else {
+      EXPECT_EQ(s16 + s8, 0u) << "split K without the TMA kernels";
+    }
+  }
 }
 
 // A split-K plan beyond a cluster's 16 blocks, or with fewer K steps than splits, is refused

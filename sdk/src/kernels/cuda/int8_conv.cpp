@@ -308,7 +308,8 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
     if (!isInt8ConvTmaKernel(kernel)) continue;
     Int8ConvPlan p = plan;
     p.kernel = kernel;
-    for (int s : int8ConvTmaSplits(p, sms)) variants.emplace_back(kernel, vec, s);
+    for (int s : int8ConvTmaSplits(p, sms))
+      if (int8ConvTmaSplitRuns(kernel, s)) variants.emplace_back(kernel, vec, s);
   }
   for (const auto& [kernel, vec, split] : variants)
     for (float ys : yScales)

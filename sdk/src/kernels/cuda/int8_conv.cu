@@ -361,6 +361,10 @@ bool int8ConvTmaAvailable() {
 bool int8ConvTmaFits(const Int8ConvPlan&, int) {
   return false;
 }
+
+bool int8ConvTmaSplitRuns(Int8ConvKernel, int split) {
+  return split <= 1;
+}
 #endif
 
 }  // namespace edgeinfer::cuda

@@ -212,6 +212,12 @@ bool int8ConvTmaAvailable();
 /// overhang past the image). False in builds without sm_90a code.
 bool int8ConvTmaFits(const Int8ConvPlan& plan, int bk);
 
+/// Whether the split-K TMA kernel `kernel` runs in clusters of `split` blocks on the current
+/// device (asked of the driver once per device, kernel and split: cudaOccupancyMaxActiveClusters);
+/// true for split 1, false for the 128x256 tile and in builds without sm_90a code. The provider
+/// offers only the splits that run.
+bool int8ConvTmaSplitRuns(Int8ConvKernel kernel, int split);
+
 /// The split-K factors the provider offers for the TMA kernel plan.kernel (not 128x256) on a
 /// device of `sms` multiprocessors: for a layer of fewer tiles than multiprocessors, the two
 /// largest S of 2, 4, 8 and 16 with tiles * S <= 2 * sms (two blocks an SM) and at least one K

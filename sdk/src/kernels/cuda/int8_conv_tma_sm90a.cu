@@ -28,7 +28,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/int8_conv.h"
@@ -261,6 +264,24 @@ Status encodeError(const char* what, CUresult r) {
                 std::string("int8 conv: ") + what + " failed (CUresult " + std::to_string(r) + ")");
 }
 
+/// The launch configuration of the split-K kernel: one cluster of `split` blocks a tile, along
+/// z (clusters of more than 8 blocks are a non-portable size: allowSharedMemory allows them).
+template <int BM, int BN, int BK>
+cudaLaunchConfig_t clusterLaunch(dim3 grid, int split, cudaStream_t st, cudaLaunchAttribute* attr) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(BM * 2 + 32);
+  cfg.dynamicSmemBytes = tmaSharedBytes<BM, BN, BK>();
+  cfg.stream = st;
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = 1;
+  attr->val.clusterDim.y = 1;
+  attr->val.clusterDim.z = static_cast<unsigned>(split);
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
 template <int BM, int BN, int BK>
 Status launchTma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
   const TensorMapEncoders& enc = encoders();
@@ -307,24 +328,46 @@ Status launchTma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) 
   if constexpr (dev::wgmmaEpilogueRows<BM, BN>(tmaStages(BM, BN, BK) * (BM + BN) * BK) != BM) {
     return Status(ErrorCode::kInvalidArgument, "int8 TMA conv: this tile has no split-K kernel");
   } else {
-    // One cluster a tile: its splits (clusters of more than 8 blocks are a non-portable size).
     const auto kernel = &i8ConvTma<BM, BN, BK, true>;
     EI_RETURN_IF_ERROR(allowSharedMemory(reinterpret_cast<const void*>(kernel), kSmem,
                                          /*nonPortableClusters=*/true));
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(BM * 2 + 32);
-    cfg.dynamicSmemBytes = kSmem;
-    cfg.stream = st;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = static_cast<unsigned>(p.splitK);
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    EI_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, mapX, mapW, p, a.alpha, a.bias, a.z, a.y));
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = clusterLaunch<BM, BN, BK>(grid, p.splitK, st, &attr);
+    const cudaError_t err =
+        cudaLaunchKernelEx(&cfg, kernel, mapX, mapW, p, a.alpha, a.bias, a.z, a.y);
+    if (err != cudaSuccess) {
+      cudaGetLastError();  // not left for the next launch to report
+      return Status(ErrorCode::kCudaError,
+                    std::string("int8 TMA conv: a cluster of ") + std::to_string(p.splitK) +
+                        " blocks did not launch: " + cudaGetErrorString(err));
+    }
     return Status::Ok();
+  }
+}
+
+/// Whether a cluster of `split` blocks of the split-K kernel of this tile can be resident on
+/// the current device (cudaOccupancyMaxActiveClusters; a cluster of 16 needs 8 multiprocessors
+/// of one GPC with room for two blocks each, which a partitioned GPU may not have).
+template <int BM, int BN, int BK>
+bool clusterRuns(int split) {
+  if constexpr (dev::wgmmaEpilogueRows<BM, BN>(tmaStages(BM, BN, BK) * (BM + BN) * BK) != BM) {
+    return false;
+  } else {
+    const auto kernel = &i8ConvTma<BM, BN, BK, true>;
+    constexpr int kSmem = tmaSharedBytes<BM, BN, BK>();
+    if (!allowSharedMemory(reinterpret_cast<const void*>(kernel), kSmem, true).ok()) {
+      cudaGetLastError();
+      return false;
+    }
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg =
+        clusterLaunch<BM, BN, BK>(dim3(1, 1, static_cast<unsigned>(split)), split, nullptr, &attr);
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return clusters > 0;
   }
 }
 
@@ -334,6 +377,41 @@ bool int8ConvTmaAvailable() {
   if (!int8ConvWgmmaAvailable()) return false;
   const TensorMapEncoders& enc = encoders();
   return enc.im2col && enc.tiled;
+}
+
+bool int8ConvTmaSplitRuns(Int8ConvKernel kernel, int split) {
+  if (split <= 1) return true;
+  if (!int8ConvTmaAvailable() || split > kInt8ConvMaxSplitK) return false;
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, int>, bool> known;  // (device, kernel, split)
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  const auto key = std::make_tuple(dev, static_cast<int>(kernel), split);
+  std::lock_guard<std::mutex> lock(mu);
+  const auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  bool runs = false;
+  switch (kernel) {
+    case Int8ConvKernel::kTma128x128:
+      runs = clusterRuns<128, 128, 64>(split);
+      break;
+    case Int8ConvKernel::kTma128x64:
+      runs = clusterRuns<128, 64, 64>(split);
+      break;
+    case Int8ConvKernel::kTma64x128:
+      runs = clusterRuns<64, 128, 64>(split);
+      break;
+    case Int8ConvKernel::kTma128x128k128:
+      runs = clusterRuns<128, 128, 128>(split);
+      break;
+    default:  // 128x256: no split-K kernel
+      break;
+  }
+  known[key] = runs;
+  return runs;
 }
 
 bool int8ConvTmaFits(const Int8ConvPlan& p, int bk) {
