@@ -65,38 +65,45 @@ cuda::Int8ConvPlan planOf(const I8Case& c) {
 /// 128x64, 64x128, and 128x256 for more than 128 output channels, fed by TMA where the layer
 /// fits it with 64-byte K steps, by cp.async elsewhere; with 128-byte K steps the TMA 128x128k128
 /// where the layer fits it so, else the cp.async 128x128k128 and 128x64k128 for R*S*C > 64;
-/// and each TMA kernel again for every split-K factor int8ConvTmaSplits gives it.
+/// and each mma.sync and TMA kernel again for every split-K factor int8ConvSplits gives it.
 struct Offered {
   size_t kernels = 3;
-  size_t splitK = 0;  ///< of those, TMA kernels with K split
+  size_t splitK = 0;  ///< of those, kernels with K split
   bool tma = false, cpAsyncWgmma = false;
 };
 Offered offered(const I8Case& c) {
   Offered o;
-  if (!cuda::int8ConvWgmmaAvailable() || c.C % 16 != 0) return o;
   const cuda::Int8ConvPlan p = planOf(c);
-  const bool tma = cuda::int8ConvTmaAvailable();
-  const bool tma64 = tma && cuda::int8ConvTmaFits(p, 64);
-  const bool tma128 = tma && cuda::int8ConvTmaFits(p, 128);
-  const bool k128 = !tma128 && c.R * c.S * c.C > 64;
-  o.kernels = 3 + 3 + (c.K > 128 ? 1 : 0) + (tma128 ? 1 : k128 ? 2 : 0);
-  o.tma = tma64 || tma128;
-  o.cpAsyncWgmma = !tma64 || k128;
   int dev = 0, sms = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  std::vector<cuda::Int8ConvKernel> tmaKernels;
-  if (tma64) {
-    tmaKernels = {cuda::Int8ConvKernel::kTma128x128, cuda::Int8ConvKernel::kTma128x64,
-                  cuda::Int8ConvKernel::kTma64x128};
-    if (c.K > 128) tmaKernels.push_back(cuda::Int8ConvKernel::kTma128x256);
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    cudaGetLastError();
+    sms = 0;
   }
-  if (tma128) tmaKernels.push_back(cuda::Int8ConvKernel::kTma128x128k128);
-  for (cuda::Int8ConvKernel k : tmaKernels) {
+  std::vector<cuda::Int8ConvKernel> splitKernels = {cuda::Int8ConvKernel::kMma128x128,
+                                                    cuda::Int8ConvKernel::kMma128x64,
+                                                    cuda::Int8ConvKernel::kMma64x128};
+  if (cuda::int8ConvWgmmaAvailable() && c.C % 16 == 0) {
+    const bool tma = cuda::int8ConvTmaAvailable();
+    const bool tma64 = tma && cuda::int8ConvTmaFits(p, 64);
+    const bool tma128 = tma && cuda::int8ConvTmaFits(p, 128);
+    const bool k128 = !tma128 && c.R * c.S * c.C > 64;
+    o.kernels = 3 + 3 + (c.K > 128 ? 1 : 0) + (tma128 ? 1 : k128 ? 2 : 0);
+    o.tma = tma64 || tma128;
+    o.cpAsyncWgmma = !tma64 || k128;
+    if (tma64) {
+      splitKernels.insert(splitKernels.end(),
+                          {cuda::Int8ConvKernel::kTma128x128, cuda::Int8ConvKernel::kTma128x64,
+                           cuda::Int8ConvKernel::kTma64x128});
+      if (c.K > 128) splitKernels.push_back(cuda::Int8ConvKernel::kTma128x256);
+    }
+    if (tma128) splitKernels.push_back(cuda::Int8ConvKernel::kTma128x128k128);
+  }
+  for (cuda::Int8ConvKernel k : splitKernels) {
     cuda::Int8ConvPlan q = p;
     q.kernel = k;
-    for (int split : cuda::int8ConvTmaSplits(q, sms))
-      o.splitK += cuda::int8ConvTmaSplitRuns(k, split) ? 1 : 0;
+    for (int split : cuda::int8ConvSplits(q, sms))
+      o.splitK += !cuda::isInt8ConvTmaKernel(k) || cuda::int8ConvTmaSplitRuns(k, split) ? 1 : 0;
   }
   o.kernels += o.splitK;
   return o;
@@ -167,7 +174,8 @@ void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
     for (const auto& t : cands) {
       wgmma += t->id().rfind("cuda-i8.wg", 0) == 0 ? 1 : 0;
       tma += t->id().rfind("cuda-i8.tma", 0) == 0 ? 1 : 0;
-      split += std::regex_search(t->id(), std::regex("^cuda-i8\\.tma[0-9x]+(k128)?s[0-9]+\\."));
+      split += std::regex_search(
+          t->id(), std::regex("^cuda-i8\\.(tma[0-9x]+(k128)?|mma[0-9x]+v(16|4))s[0-9]+\\."));
       const std::string& id = t->id();
       EXPECT_EQ(id.size() > 2 && id.compare(id.size() - 2, 2, ".f") == 0, !bitExact) << id;
     }
@@ -473,26 +481,44 @@ TEST(CudaInt8Conv, SplitKFactorsFollowTilesAndSteps) {
   p.padTop = p.padLeft = 1;
   p.gemmK = p.gemmKPad = 9 * 512;
   p.kernel = cuda::Int8ConvKernel::kTma128x128k128;  // 4 tiles, 36 steps
-  EXPECT_EQ(cuda::int8ConvTmaSplits(p, 132), (std::vector<int>{16, 8}));
+  EXPECT_EQ(cuda::int8ConvSplits(p, 132), (std::vector<int>{16, 8}));
   p.kernel = cuda::Int8ConvKernel::kTma64x128;  // 4 tiles, 72 steps
-  EXPECT_EQ(cuda::int8ConvTmaSplits(p, 132), (std::vector<int>{16, 8}));
+  EXPECT_EQ(cuda::int8ConvSplits(p, 132), (std::vector<int>{16, 8}));
   p.kernel = cuda::Int8ConvKernel::kTma128x256;  // its sums do not fit in shared memory
-  EXPECT_TRUE(cuda::int8ConvTmaSplits(p, 132).empty());
+  EXPECT_TRUE(cuda::int8ConvSplits(p, 132).empty());
   p.kernel = cuda::Int8ConvKernel::kTma128x64;  // 8 tiles
-  EXPECT_EQ(cuda::int8ConvTmaSplits(p, 16), (std::vector<int>{4, 2})) << "8 * 4 <= 2 * 16";
-  EXPECT_TRUE(cuda::int8ConvTmaSplits(p, 8).empty()) << "as many tiles as multiprocessors";
-  EXPECT_TRUE(cuda::int8ConvTmaSplits(p, 0).empty()) << "no device";
+  EXPECT_EQ(cuda::int8ConvSplits(p, 16), (std::vector<int>{4, 2})) << "8 * 4 <= 2 * 16";
+  EXPECT_TRUE(cuda::int8ConvSplits(p, 8).empty()) << "as many tiles as multiprocessors";
+  EXPECT_TRUE(cuda::int8ConvSplits(p, 0).empty()) << "no device";
   cuda::Int8ConvPlan q = p;  // 1x1, C 64: one K step, nothing to split
   q.C = 64;
   q.R = q.S = 1;
   q.gemmK = q.gemmKPad = 64;
-  EXPECT_TRUE(cuda::int8ConvTmaSplits(q, 132).empty());
+  EXPECT_TRUE(cuda::int8ConvSplits(q, 132).empty());
   q.C = q.gemmK = q.gemmKPad = 192;  // 3 steps: 2 splits at most
-  EXPECT_EQ(cuda::int8ConvTmaSplits(q, 132), (std::vector<int>{2}));
+  EXPECT_EQ(cuda::int8ConvSplits(q, 132), (std::vector<int>{2}));
   p.N = 64;  // batch 64: 25 x 8 tiles of 128x64, more than 132
-  EXPECT_TRUE(cuda::int8ConvTmaSplits(p, 132).empty());
-  q.kernel = cuda::Int8ConvKernel::kMma128x128;  // not a TMA kernel
-  EXPECT_TRUE(cuda::int8ConvTmaSplits(q, 132).empty());
+  EXPECT_TRUE(cuda::int8ConvSplits(p, 132).empty());
+  q.kernel = cuda::Int8ConvKernel::kWgmma128x128;  // the cp.async-fed wgmma kernels do not split
+  EXPECT_TRUE(cuda::int8ConvSplits(q, 132).empty());
+  q.kernel = cuda::Int8ConvKernel::kDepthwise;
+  EXPECT_TRUE(cuda::int8ConvSplits(q, 132).empty());
+  // The mma.sync kernels (Orin: 16 multiprocessors): layer4's 3x3 at batch 1 is 4 tiles of
+  // 128x128, 72 steps of 64 bytes.
+  p.N = 1;
+  p.kernel = cuda::Int8ConvKernel::kMma128x128;
+  EXPECT_EQ(cuda::int8ConvSplits(p, 16), (std::vector<int>{8, 4})) << "4 * 8 <= 2 * 16";
+  p.kernel = cuda::Int8ConvKernel::kMma128x64;  // 8 tiles
+  EXPECT_EQ(cuda::int8ConvSplits(p, 16), (std::vector<int>{4, 2}));
+  // Their partial sums: S x pixels x whole tiles of channels, int32; none unsplit or for TMA.
+  p.K = 500;
+  p.splitK = 4;
+  EXPECT_EQ(cuda::int8ConvWorkspaceBytes(p), size_t{4} * 49 * 512 * 4);
+  p.kernel = cuda::Int8ConvKernel::kTma128x64;
+  EXPECT_EQ(cuda::int8ConvWorkspaceBytes(p), 0u) << "TMA kernels add up in a cluster";
+  p.kernel = cuda::Int8ConvKernel::kMma128x64;
+  p.splitK = 1;
+  EXPECT_EQ(cuda::int8ConvWorkspaceBytes(p), 0u);
 }
 
 // On Hopper a batch-1 layer of few tiles gets split-K TMA candidates, 16 ways included (the
@@ -512,8 +538,9 @@ TEST(CudaInt8Conv, Batch1LayersGetSplitKCandidatesAndIdsRoundTrip) {
     ASSERT_FALSE(cands.empty()) << prov.lastReason();
     size_t s16 = 0, s8 = 0;
     for (auto& t : cands) {
-      s16 += t->id().find("s16.") != std::string::npos ? 1 : 0;
-      s8 += t->id().find("s8.") != std::string::npos ? 1 : 0;
+      const bool tma = t->id().rfind("cuda-i8.tma", 0) == 0;  // (the mma.sync kernels split too)
+      s16 += tma && t->id().find("s16.") != std::string::npos ? 1 : 0;
+      s8 += tma && t->id().find("s8.") != std::string::npos ? 1 : 0;
       auto again = prov.find(c.layer, Precision::kInt8, t->id());
       ASSERT_NE(again, nullptr) << t->id();
       EXPECT_EQ(again->id(), t->id());
@@ -527,7 +554,7 @@ TEST(CudaInt8Conv, Batch1LayersGetSplitKCandidatesAndIdsRoundTrip) {
         EXPECT_GT(s8, 0u);
       }
     } else {
-      EXPECT_EQ(s16 + s8, 0u) << "split K without the TMA kernels";
+      EXPECT_EQ(s16 + s8, 0u) << "TMA splits without the TMA kernels";
     }
   }
 }
@@ -535,9 +562,8 @@ TEST(CudaInt8Conv, Batch1LayersGetSplitKCandidatesAndIdsRoundTrip) {
 // A split-K plan beyond a cluster's 16 blocks, or with fewer K steps than splits, is refused
 // before anything reaches the device (builds with the TMA kernels).
 TEST(CudaInt8Conv, SplitKBeyondItsLimitsIsAnError_n) {
-  if (!cuda::int8ConvBuildHasWgmma()) GTEST_SKIP() << "this build has no TMA kernels";
   cuda::Int8ConvPlan p;
-  p.kernel = cuda::Int8ConvKernel::kTma64x128;
+  p.kernel = cuda::Int8ConvKernel::kMma128x128;
   p.N = 1;
   p.C = p.K = 128;
   p.H = p.W = p.P = p.Q = 7;
@@ -547,6 +573,22 @@ TEST(CudaInt8Conv, SplitKBeyondItsLimitsIsAnError_n) {
   cuda::Int8ConvArgs a;            // never dereferenced: the plan is refused first
   a.x = a.w = a.z = a.y = reinterpret_cast<void*>(uintptr_t{1} << 20);
   a.alpha = a.bias = reinterpret_cast<const float*>(uintptr_t{1} << 20);
+  {  // mma.sync: its partial sums need a workspace
+    p.splitK = 2;
+    Status s = cuda::launchInt8Conv(p, a, nullptr);
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << s.toString();
+    EXPECT_NE(s.message().find("workspace"), std::string::npos) << s.toString();
+    a.workspace = reinterpret_cast<void*>((uintptr_t{1} << 20) + 4);  // misaligned
+    s = cuda::launchInt8Conv(p, a, nullptr);
+    EXPECT_NE(s.message().find("workspace"), std::string::npos) << s.toString();
+    a.workspace = nullptr;
+    p.kernel = cuda::Int8ConvKernel::kWgmma128x128;  // no split-K variant
+    s = cuda::launchInt8Conv(p, a, nullptr);
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << s.toString();
+    EXPECT_NE(s.message().find("split K"), std::string::npos) << s.toString();
+  }
+  if (!cuda::int8ConvBuildHasWgmma()) GTEST_SKIP() << "this build has no TMA kernels";
+  p.kernel = cuda::Int8ConvKernel::kTma64x128;
   for (const int split : {32, 17, 0}) {
     p.splitK = split;
     const Status s = cuda::launchInt8Conv(p, a, nullptr);
@@ -559,6 +601,46 @@ TEST(CudaInt8Conv, SplitKBeyondItsLimitsIsAnError_n) {
   const Status s = cuda::launchInt8Conv(p, a, nullptr);
   EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << s.toString();
   EXPECT_NE(s.message().find("split K"), std::string::npos) << s.toString();
+}
+
+// A split-K mma.sync tactic without its workspace, or with too small a one, is an error naming
+// it; with it, it runs.
+TEST(CudaInt8Conv, SplitKWithoutItsWorkspaceIsAnError_n) {
+  EI_SKIP_WITHOUT_GPU();
+  I8Case c;
+  c.N = 1;
+  c.C = c.K = 128;
+  c.H = c.W = 7;
+  c.build();
+  Int8ConvProvider prov;
+  builder::Tactic* split = nullptr;
+  auto cands = prov.candidates(c.layer, Precision::kInt8);
+  for (auto& t : cands)
+    if (t->workspaceBytes() > 0 && !split) split = t.get();
+  ASSERT_NE(split, nullptr) << "a 7x7 layer at batch 1 gets split-K mma.sync candidates";
+  EXPECT_EQ(split->id().rfind("cuda-i8.mma", 0), 0u) << split->id();
+  ASSERT_TRUE(split->initialize(c.layer).ok());
+  void *x = nullptr, *y = nullptr, *ws = nullptr;
+  ASSERT_EQ(cudaMalloc(&x, 49 * 128), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&y, 49 * 128 * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&ws, split->workspaceBytes()), cudaSuccess);
+  builder::LaunchArgs args;
+  args.inputs = {x, nullptr, nullptr};
+  args.outputs = {y};
+  Status s = split->enqueue(args);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("workspace"), std::string::npos) << s.toString();
+  args.workspace = ws;
+  args.workspaceBytes = split->workspaceBytes() - 1;
+  s = split->enqueue(args);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("workspace"), std::string::npos) << s.toString();
+  args.workspaceBytes = split->workspaceBytes();
+  EXPECT_TRUE(split->enqueue(args).ok());
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaFree(x);
+  cudaFree(y);
+  cudaFree(ws);
 }
 
 // Geometry the TMA's im2col box cannot describe gets the other kernels, never a wrong result.

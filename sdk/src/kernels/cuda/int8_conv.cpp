@@ -119,6 +119,7 @@ class Int8ConvTactic final : public builder::Tactic {
     return {plan_.yScale > 0.f ? DataType::kInt8 : DataType::kFloat16, Layout::kNHWC};
   }
   bool consumesInput(size_t index) const override { return index == 1 || index == 2; }
+  size_t workspaceBytes() const override { return int8ConvWorkspaceBytes(plan_); }
 
   Status initialize(const builder::LayerContext& layer) override {
     Int8ConvPlan p;
@@ -139,6 +140,8 @@ class Int8ConvTactic final : public builder::Tactic {
     p.kernel = plan_.kernel;
     p.vec = plan_.vec;
     p.splitK = plan_.splitK;
+    if (int8ConvWorkspaceBytes(p) != int8ConvWorkspaceBytes(plan_))
+      return Status(ErrorCode::kUnsupported, id_ + ": the layer changed");
     p.yScale = yScale;
     p.zScale = zScale;
     p.exact = plan_.exact;
@@ -202,6 +205,13 @@ class Int8ConvTactic final : public builder::Tactic {
     a.bias = static_cast<const float*>(dBias_.get());
     a.z = plan_.hasZ ? args.inputs[3] : nullptr;
     a.y = args.outputs[0];
+    if (const size_t ws = int8ConvWorkspaceBytes(plan_); ws > 0) {
+      if (!args.workspace || args.workspaceBytes < ws)
+        return Status(ErrorCode::kInvalidArgument,
+                      id_ + ": the workspace is missing or smaller than the " + std::to_string(ws) +
+                          " bytes of the split-K partial sums");
+      a.workspace = args.workspace;
+    }
     return launchInt8Conv(plan_, a, args.stream);
   }
 
@@ -220,7 +230,14 @@ class Int8ConvTactic final : public builder::Tactic {
 
 }  // namespace
 
-std::vector<int> int8ConvTmaSplits(const Int8ConvPlan& p, int sms) {
+size_t int8ConvWorkspaceBytes(const Int8ConvPlan& p) {
+  if (p.splitK <= 1 || !isInt8ConvMmaKernel(p.kernel)) return 0;
+  const Int8ConvTile t = int8ConvTmaTile(p.kernel);
+  const int64_t cols = (int64_t{p.K} + t.bn - 1) / t.bn * t.bn;  // whole tiles: no edge checks
+  return static_cast<size_t>(int64_t{p.splitK} * p.N * p.P * p.Q * cols) * sizeof(int32_t);
+}
+
+std::vector<int> int8ConvSplits(const Int8ConvPlan& p, int sms) {
   std::vector<int> out;
   const Int8ConvTile t = int8ConvTmaTile(p.kernel);
   if (t.bm == 0 || p.kernel == Int8ConvKernel::kTma128x256 || sms <= 0 || p.gemmKPad <= 0)
@@ -300,16 +317,17 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
   if (positiveScale(layer.outputScale(0))) yScales.push_back(layer.outputScale(0));
   std::vector<float> zScales{0.f};
   if (plan.hasZ && positiveScale(layer.inputScale(3))) zScales.push_back(layer.inputScale(3));
-  // (kernel, vec, split-K): the TMA kernels also split K where the layer has few tiles.
+  // (kernel, vec, split-K): the TMA and mma.sync kernels also split K where the layer has few
+  // tiles.
   std::vector<std::tuple<Int8ConvKernel, int32_t, int32_t>> variants;
   const int sms = detail::deviceSmCount();
   for (const auto& [kernel, vec] : kernels) {
     variants.emplace_back(kernel, vec, 1);
-    if (!isInt8ConvTmaKernel(kernel)) continue;
     Int8ConvPlan p = plan;
     p.kernel = kernel;
-    for (int s : int8ConvTmaSplits(p, sms))
-      if (int8ConvTmaSplitRuns(kernel, s)) variants.emplace_back(kernel, vec, s);
+    for (int s : int8ConvSplits(p, sms))
+      if (!isInt8ConvTmaKernel(kernel) || int8ConvTmaSplitRuns(kernel, s))
+        variants.emplace_back(kernel, vec, s);
   }
   for (const auto& [kernel, vec, split] : variants)
     for (float ys : yScales)

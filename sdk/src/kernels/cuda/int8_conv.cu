@@ -67,12 +67,14 @@ __device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void* p) {
 /// Dense INT8 convolution as an implicit GEMM (see the top of this file): 8 warps, a BM x BN
 /// block tile, K steps of 64 bytes through a two-stage cp.async pipeline, fragments read with
 /// ldmatrix. Rows of the shared tiles are 80 bytes apart: the 8 rows one ldmatrix phase reads
-/// fall in 8 different 4-bank groups.
-template <int BM, int BN, int VEC>
+/// fall in 8 different 4-bank groups. SPLIT (a kernel of its own, so the unsplit one keeps its
+/// registers): block z adds up its share of the K steps (p.splitK ways) and stores the int32
+/// sums to `partial` (split z's tile of S x rows x gridDim.y * BN), for i8SplitKEpilogue.
+template <int BM, int BN, int VEC, bool SPLIT>
 __global__ void __launch_bounds__(kThreads, 2)
     i8ConvMma(const Int8ConvPlan p, const int8_t* __restrict__ x, const int8_t* __restrict__ w,
               const float* __restrict__ alpha, const float* __restrict__ bias,
-              const void* __restrict__ z, void* __restrict__ y) {
+              const void* __restrict__ z, void* __restrict__ y, int32_t* __restrict__ partial) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int kWarpsM = BM / 32, kWarpsN = (kThreads / 32) / kWarpsM;
   constexpr int kWN = BN / kWarpsN;  // warp tile: 32 x kWN
@@ -151,12 +153,15 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[a][b][e] = 0;
 
-  const int steps = p.gemmKPad / kBK;
-  loadStage(0, 0);
+  // Split K: this block's steps [kBegin, kBegin + steps).
+  const int allSteps = p.gemmKPad / kBK, split = SPLIT ? static_cast<int>(blockIdx.z) : 0;
+  const int kBegin = SPLIT ? split * allSteps / p.splitK : 0;
+  const int steps = SPLIT ? (split + 1) * allSteps / p.splitK - kBegin : allSteps;
+  loadStage(kBegin, 0);
   for (int kt = 0; kt < steps; ++kt) {
     const int st = kt & 1;
     if (kt + 1 < steps) {
-      loadStage(kt + 1, st ^ 1);
+      loadStage(kBegin + kt + 1, st ^ 1);
       asm volatile("cp.async.wait_group 1;\n" ::);
     } else {
       asm volatile("cp.async.wait_group 0;\n" ::);
@@ -192,6 +197,24 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();  // the next iteration's loads overwrite this stage
   }
 
+  if constexpr (SPLIT) {  // the int32 sums to this split's partial tile, two columns a store
+    const int cols = static_cast<int>(gridDim.y) * BN;
+    int32_t* part = partial + static_cast<int64_t>(split) * rows * cols;
+#pragma unroll
+    for (int a = 0; a < kMT; ++a)
+#pragma unroll
+      for (int b = 0; b < kNT; ++b)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int m = m0 + wm * 32 + a * 16 + g + 8 * h;
+          const int col = n0 + wn * kWN + b * 8 + 2 * t4;
+          if (m < rows)
+            __stcg(reinterpret_cast<int2*>(part + static_cast<int64_t>(m) * cols + col),
+                   make_int2(acc[a][b][2 * h], acc[a][b][2 * h + 1]));
+        }
+    return;
+  }
+
   // Epilogue: each value into the shared output tile (rows of BN elements, 16 bytes of padding),
   // then whole 16-byte pieces of output rows to memory, coalesced. (The stages are free: the
   // loop ended with a barrier.)
@@ -210,6 +233,41 @@ __global__ void __launch_bounds__(kThreads, 2)
 #else
   __trap();  // the provider offers these tactics on sm_80 and newer only
 #endif
+}
+
+/// Split K's second kernel (the mma.sync kernels'): a tile of kSplitRows output pixels x 64
+/// channels a block, the int32 partial sums of p.splitK splits added up (exactly) into shared
+/// memory, then the epilogue every kernel uses. `cols`: the partial tiles' row length.
+constexpr int kSplitRows = 32, kSplitThreads = 256;
+
+__global__ void __launch_bounds__(kSplitThreads)
+    i8SplitKEpilogue(const Int8ConvPlan p, const int32_t* __restrict__ partial, int cols,
+                     const float* __restrict__ alpha, const float* __restrict__ bias,
+                     const void* __restrict__ z, void* __restrict__ y) {
+  __shared__ __align__(16) int32_t tile[kSplitRows * dev::kWgmmaAccPitch<64>];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int rows = p.N * p.P * p.Q;
+  const int m0 = static_cast<int>(blockIdx.x) * kSplitRows, n0 = static_cast<int>(blockIdx.y) * 64;
+  const int64_t splitStride = static_cast<int64_t>(rows) * cols;
+  for (int i = tid; i < kSplitRows * 16; i += kSplitThreads) {  // 16 pieces of 4 a row
+    const int r = i / 16, c = (i % 16) * 4;
+    int4 sum = make_int4(0, 0, 0, 0);
+    if (m0 + r < rows) {
+      const int32_t* src = partial + static_cast<int64_t>(m0 + r) * cols + n0 + c;
+      for (int k = 0; k < p.splitK; ++k) {
+        const int4 v = __ldcg(reinterpret_cast<const int4*>(src + k * splitStride));
+        sum.x += v.x;
+        sum.y += v.y;
+        sum.z += v.z;
+        sum.w += v.w;
+      }
+    }
+    *reinterpret_cast<int4*>(&tile[r * dev::kWgmmaAccPitch<64> + c]) = sum;
+  }
+  __syncthreads();
+  const uint4 none[dev::WgmmaEpilogueWalk<64, kSplitRows, kSplitThreads>::kSteps] = {};
+  dev::i8WgmmaEpilogue<64, kSplitRows, kSplitThreads, false>(p, tile, m0, n0, rows, alpha, bias, z,
+                                                             y, tid, none);
 }
 
 /// Depthwise: one output pixel and V channels per thread, channels fastest (coalesced).
@@ -266,10 +324,21 @@ template <int BM, int BN, int VEC>
 void launchMma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
   const int rows = p.N * p.P * p.Q;
   const dim3 grid(static_cast<unsigned>((rows + BM - 1) / BM),
-                  static_cast<unsigned>((p.K + BN - 1) / BN));
-  i8ConvMma<BM, BN, VEC><<<grid, kThreads, 0, st>>>(p, static_cast<const int8_t*>(a.x),
-                                                    static_cast<const int8_t*>(a.w), a.alpha,
-                                                    a.bias, a.z, a.y);
+                  static_cast<unsigned>((p.K + BN - 1) / BN), static_cast<unsigned>(p.splitK));
+  const auto* x = static_cast<const int8_t*>(a.x);
+  const auto* w = static_cast<const int8_t*>(a.w);
+  if (p.splitK == 1) {
+    i8ConvMma<BM, BN, VEC, false>
+        <<<grid, kThreads, 0, st>>>(p, x, w, a.alpha, a.bias, a.z, a.y, nullptr);
+    return;
+  }
+  auto* partial = static_cast<int32_t*>(a.workspace);
+  i8ConvMma<BM, BN, VEC, true>
+      <<<grid, kThreads, 0, st>>>(p, x, w, a.alpha, a.bias, a.z, a.y, partial);
+  const int cols = static_cast<int>(grid.y) * BN;
+  const dim3 g2(static_cast<unsigned>((rows + kSplitRows - 1) / kSplitRows),
+                static_cast<unsigned>(cols / 64));
+  i8SplitKEpilogue<<<g2, kSplitThreads, 0, st>>>(p, partial, cols, a.alpha, a.bias, a.z, a.y);
 }
 
 /// Whether one launch of a dense kernel covers the layer: 2^31 - 1 blocks of BM output pixels,
@@ -309,6 +378,18 @@ Status launchInt8Conv(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream
     return Status(ErrorCode::kInvalidArgument,
                   "int8 conv: the input is not aligned to " + std::to_string(p.vec) + " bytes");
   if (p.N <= 0 || p.P <= 0 || p.Q <= 0 || p.K <= 0) return Status::Ok();
+  // Split K: the TMA and mma.sync kernels only, 1 to 16 ways, a K step or more a split; the
+  // mma.sync kernels' partial sums in a 16-byte aligned workspace.
+  const bool splits = isInt8ConvTmaKernel(p.kernel) || isInt8ConvMmaKernel(p.kernel);
+  if (p.splitK < 1 || p.splitK > kInt8ConvMaxSplitK || (p.splitK > 1 && !splits) ||
+      (splits && p.splitK > p.gemmKPad / int8ConvTmaTile(p.kernel).bk))
+    return Status(ErrorCode::kInvalidArgument,
+                  "int8 conv: split K " + std::to_string(p.splitK) + " is not 1 to " +
+                      std::to_string(kInt8ConvMaxSplitK) +
+                      " for a TMA or mma.sync kernel, with a K step or more a split");
+  if (int8ConvWorkspaceBytes(p) > 0 && (!a.workspace || !aligned(a.workspace, 16)))
+    return Status(ErrorCode::kInvalidArgument,
+                  "int8 conv: split K needs a 16-byte aligned workspace for its partial sums");
   if (p.kernel == Int8ConvKernel::kDepthwise) {
     const int64_t total = static_cast<int64_t>(p.N) * p.P * p.Q * (p.C / p.vec);
     const int threads = 256;

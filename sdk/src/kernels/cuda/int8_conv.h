@@ -31,6 +31,11 @@
 //           BM output pixels by BN output channels, a two-stage cp.async pipeline, ldmatrix
 //           fragments; v16 copies the input in 16-byte pieces (C % 16 == 0), v4 in 4-byte ones
 //           (C % 4 == 0).
+//           "mma<BM>x<BN>v<16|4>s<S>" (S = 2 to 16, int8ConvSplits): the same kernel with its K
+//           steps split S ways, for layers of fewer tiles than the device has multiprocessors
+//           (batch 1 on Orin's 16): block z of a tile stores its int32 sums to the workspace,
+//           a second kernel adds up the S partial tiles (integers: exact) and runs the epilogue,
+//           so the result equals the unsplit kernel's bit for bit.
 //           "wg<BM>x<BN>[k128]" (group 1, C % 16 == 0, compute 9.0 devices, builds with sm_90a
 //           code: 128x128, 128x256, 128x64, 64x128 with K steps of 64 bytes; 128x128k128 and
 //           128x64k128 with steps of 128): the same implicit GEMM with Hopper's warpgroup MMA,
@@ -42,7 +47,7 @@
 //           K step, consumer warpgroups that only run wgmmas (int8_conv_tma_sm90a.cu). Offered
 //           instead of the "wg" kernel of the same tile wherever it fits (faster on every
 //           layer measured).
-//           "tma<BM>x<BN>[k128]s<S>" (S = 2 to 16, int8ConvTmaSplits; not the 128x256 tile,
+//           "tma<BM>x<BN>[k128]s<S>" (S = 2 to 16, int8ConvSplits; not the 128x256 tile,
 //           whose sums do not fit in shared memory at once): the same kernel with its K steps
 //           split S ways, for layers of fewer tiles than the device has multiprocessors (batch
 //           1: a 7x7 layer of 512 channels is 4 tiles of 128x128). The S blocks of a tile form
@@ -117,12 +122,19 @@ inline bool isInt8ConvTmaKernel(Int8ConvKernel kernel) {
   return kernel >= Int8ConvKernel::kTma128x128 && kernel <= Int8ConvKernel::kTma128x128k128;
 }
 
-/// A TMA kernel's block tile: BM output pixels x BN output channels, K steps of BK bytes.
+/// A TMA or mma.sync kernel's block tile: BM output pixels x BN output channels, K steps of BK
+/// bytes (zeros for the other kernels).
 struct Int8ConvTile {
   int bm = 0, bn = 0, bk = 0;
 };
 inline Int8ConvTile int8ConvTmaTile(Int8ConvKernel kernel) {
   switch (kernel) {
+    case Int8ConvKernel::kMma128x128:
+      return {128, 128, 64};
+    case Int8ConvKernel::kMma128x64:
+      return {128, 64, 64};
+    case Int8ConvKernel::kMma64x128:
+      return {64, 128, 64};
     case Int8ConvKernel::kTma128x128:
       return {128, 128, 64};
     case Int8ConvKernel::kTma128x256:
@@ -171,11 +183,22 @@ struct Int8ConvPlan {
   /// Fast epilogue: a NaN can reach the quantize (an fp16 residual, or a non-finite alpha,
   /// bias or multiplier), which must then give 0 as the bit-exact quantize does.
   bool nanToZero = false;
-  /// TMA kernels: the K steps split this many ways (1: not split; int8ConvTmaSplits).
+  /// TMA and mma.sync kernels: the K steps split this many ways (1: not split; int8ConvSplits).
   int32_t splitK = 1;
 };
 
-/// The largest split-K factor: blocks in a cluster (16, a non-portable size Hopper allows).
+/// Whether `kernel` is one of the mma.sync kernels.
+inline bool isInt8ConvMmaKernel(Int8ConvKernel kernel) {
+  return kernel == Int8ConvKernel::kMma128x128 || kernel == Int8ConvKernel::kMma128x64 ||
+         kernel == Int8ConvKernel::kMma64x128;
+}
+
+/// Workspace of a launch of `plan`: the int32 partial sums of a split-K mma.sync kernel (S x
+/// output pixels x whole tiles of channels); 0 otherwise (the TMA kernels add up in a cluster).
+size_t int8ConvWorkspaceBytes(const Int8ConvPlan& plan);
+
+/// The largest split-K factor: blocks in a cluster of the TMA kernels (16, a non-portable size
+/// Hopper allows), and the mma.sync kernels' too.
 constexpr int32_t kInt8ConvMaxSplitK = 16;
 
 /// Device pointers of one launch. Weights: dense [K][gemmKPad] with k = (r * S + s) * C + c
@@ -188,6 +211,7 @@ struct Int8ConvArgs {
   const float* bias = nullptr;
   const void* z = nullptr;
   void* y = nullptr;
+  void* workspace = nullptr;  ///< int8ConvWorkspaceBytes(plan) bytes, 16-byte aligned
 };
 
 /// Enqueues the convolution on `stream` (cudaStream_t); never synchronises. kInvalidArgument
@@ -218,10 +242,11 @@ bool int8ConvTmaFits(const Int8ConvPlan& plan, int bk);
 /// offers only the splits that run.
 bool int8ConvTmaSplitRuns(Int8ConvKernel kernel, int split);
 
-/// The split-K factors the provider offers for the TMA kernel plan.kernel (not 128x256) on a
-/// device of `sms` multiprocessors: for a layer of fewer tiles than multiprocessors, the two
-/// largest S of 2, 4, 8 and 16 with tiles * S <= 2 * sms (two blocks an SM) and at least one K
-/// step per split; none otherwise.
-std::vector<int> int8ConvTmaSplits(const Int8ConvPlan& plan, int sms);
+/// The split-K factors the provider offers for plan.kernel, a TMA kernel (not 128x256) or an
+/// mma.sync one, on a device of `sms` multiprocessors: for a layer of fewer tiles than
+/// multiprocessors, the two largest S of 2, 4, 8 and 16 with tiles * S <= 2 * sms (two blocks
+/// an SM) and at least one K step per split; none otherwise (TMA kernels: the provider also
+/// asks int8ConvTmaSplitRuns).
+std::vector<int> int8ConvSplits(const Int8ConvPlan& plan, int sms);
 
 }  // namespace edgeinfer::cuda
