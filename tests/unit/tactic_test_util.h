@@ -190,7 +190,9 @@ inline Expected<std::vector<Tensor>> runTactic(builder::Tactic& tactic,
     args.outputs.push_back(dOut[i]);
   }
   args.workspaceBytes = tactic.workspaceBytes();
-  if (args.workspaceBytes && cudaMalloc(&ws, args.workspaceBytes) != cudaSuccess) {
+  // Poison too: a tactic must not read workspace it did not write (split K's partial sums).
+  if (args.workspaceBytes && (cudaMalloc(&ws, args.workspaceBytes) != cudaSuccess ||
+                              cudaMemset(ws, 0xa5, args.workspaceBytes) != cudaSuccess)) {
     cleanup();
     return Status(ErrorCode::kCudaError, "workspace allocation failed");
   }

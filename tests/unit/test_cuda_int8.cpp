@@ -65,7 +65,8 @@ cuda::Int8ConvPlan planOf(const I8Case& c) {
 /// 128x64, 64x128, and 128x256 for more than 128 output channels, fed by TMA where the layer
 /// fits it with 64-byte K steps, by cp.async elsewhere; with 128-byte K steps the TMA 128x128k128
 /// where the layer fits it so, else the cp.async 128x128k128 and 128x64k128 for R*S*C > 64;
-/// and each mma.sync and TMA kernel again for every split-K factor int8ConvSplits gives it.
+/// and each TMA kernel again for every split-K factor int8ConvSplits gives it (and the driver
+/// says runs), or where no TMA kernel runs the layer, each mma.sync kernel.
 struct Offered {
   size_t kernels = 3;
   size_t splitK = 0;  ///< of those, kernels with K split
@@ -91,6 +92,7 @@ Offered offered(const I8Case& c) {
     o.kernels = 3 + 3 + (c.K > 128 ? 1 : 0) + (tma128 ? 1 : k128 ? 2 : 0);
     o.tma = tma64 || tma128;
     o.cpAsyncWgmma = !tma64 || k128;
+    if (tma64 || tma128) splitKernels.clear();  // mma.sync splits only where no TMA kernel runs
     if (tma64) {
       splitKernels.insert(splitKernels.end(),
                           {cuda::Int8ConvKernel::kTma128x128, cuda::Int8ConvKernel::kTma128x64,
@@ -545,6 +547,22 @@ TEST(CudaInt8Conv, Batch1LayersGetSplitKCandidatesAndIdsRoundTrip) {
       ASSERT_NE(again, nullptr) << t->id();
       EXPECT_EQ(again->id(), t->id());
     }
+    // A split mma.sync id the candidates do not list (built on a device of another SM count,
+    // or where TMA kernels took the layer) is found all the same, within 2 to 16 ways of a K
+    // step or more each (this layer: 36 steps); beyond them it is not.
+    const std::string tail = bitExact ? ".i8.-" : ".i8.-.f";
+    for (const char* split : {"s4", "s16"}) {
+      const std::string id = std::string("cuda-i8.mma128x128v16") + split + tail;
+      auto t = prov.find(c.layer, Precision::kInt8, id);
+      ASSERT_NE(t, nullptr) << id;
+      EXPECT_EQ(t->id(), id);
+      EXPECT_EQ(t->workspaceBytes(), size_t{std::stoul(split + 1)} * 49 * 256 * 4) << id;
+    }
+    for (const char* split : {"s1", "s17", "s0", "sx"})
+      EXPECT_EQ(
+          prov.find(c.layer, Precision::kInt8, std::string("cuda-i8.mma128x128v16") + split + tail),
+          nullptr)
+          << split;
     if (cuda::int8ConvTmaAvailable()) {
       int dev = 0, sms = 0;
       cudaGetDevice(&dev);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <regex>
 #include <tuple>
 #include <utility>
 
@@ -109,6 +111,8 @@ class Int8ConvTactic final : public builder::Tactic {
   }
 
   std::string id() const override { return id_; }
+  const Int8ConvPlan& plan() const { return plan_; }
+  bool hasBias() const { return hasBias_; }
   TensorFormat inputFormat(size_t index) const override {
     if (index == 1 || index == 2) return TensorFormat{DataType::kFloat32, Layout::kLinear};
     if (index == 3)
@@ -231,7 +235,9 @@ class Int8ConvTactic final : public builder::Tactic {
 }  // namespace
 
 size_t int8ConvWorkspaceBytes(const Int8ConvPlan& p) {
-  if (p.splitK <= 1 || !isInt8ConvMmaKernel(p.kernel)) return 0;
+  if (p.splitK <= 1 || !isInt8ConvMmaKernel(p.kernel) || p.N <= 0 || p.P <= 0 || p.Q <= 0 ||
+      p.K <= 0)
+    return 0;
   const Int8ConvTile t = int8ConvTmaTile(p.kernel);
   const int64_t cols = (int64_t{p.K} + t.bn - 1) / t.bn * t.bn;  // whole tiles: no edge checks
   return static_cast<size_t>(int64_t{p.splitK} * p.N * p.P * p.Q * cols) * sizeof(int32_t);
@@ -317,12 +323,16 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
   if (positiveScale(layer.outputScale(0))) yScales.push_back(layer.outputScale(0));
   std::vector<float> zScales{0.f};
   if (plan.hasZ && positiveScale(layer.inputScale(3))) zScales.push_back(layer.inputScale(3));
-  // (kernel, vec, split-K): the TMA and mma.sync kernels also split K where the layer has few
-  // tiles.
+  // (kernel, vec, split-K): the TMA kernels also split K where the layer has few tiles, and
+  // the mma.sync ones where no TMA kernel runs the layer (Orin; layers the TMA cannot describe):
+  // beside the TMA kernels they would only add candidates to time.
   std::vector<std::tuple<Int8ConvKernel, int32_t, int32_t>> variants;
   const int sms = detail::deviceSmCount();
+  const bool anyTma = std::any_of(kernels.begin(), kernels.end(),
+                                  [](const auto& k) { return isInt8ConvTmaKernel(k.first); });
   for (const auto& [kernel, vec] : kernels) {
     variants.emplace_back(kernel, vec, 1);
+    if (isInt8ConvMmaKernel(kernel) && anyTma) continue;
     Int8ConvPlan p = plan;
     p.kernel = kernel;
     for (int s : int8ConvSplits(p, sms))
@@ -349,8 +359,24 @@ std::unique_ptr<builder::Tactic> Int8ConvProvider::find(const builder::LayerCont
                                                         const std::string& id) {
   builder::LayerContext l = layer;
   l.int8BitExact = !(id.size() > 2 && id.compare(id.size() - 2, 2, ".f") == 0);
-  for (auto& t : candidates(l, precision))
+  auto cands = candidates(l, precision);
+  for (auto& t : cands)
     if (t->id() == id) return std::move(t);
+  // A split mma.sync tactic the candidates do not list here (an engine built on a device of
+  // another multiprocessor count, or where TMA kernels ran the layer): the split does not depend
+  // on the device, so any 2 to 16 ways of at least one K step each is found.
+  std::smatch m;
+  static const std::regex kSplitMma("^(cuda-i8\\.mma[0-9]+x[0-9]+v[0-9]+)s([0-9]+)(\\..*)$");
+  if (!std::regex_match(id, m, kSplitMma)) return nullptr;
+  const std::string base = m[1].str() + m[3].str();
+  const int split = std::atoi(m[2].str().c_str());
+  for (auto& t : cands) {
+    if (t->id() != base) continue;
+    Int8ConvPlan p = static_cast<const Int8ConvTactic&>(*t).plan();
+    p.splitK = split;
+    if (split < 2 || split > kInt8ConvMaxSplitK || split > p.gemmKPad / 64) return nullptr;
+    return std::make_unique<Int8ConvTactic>(p, static_cast<const Int8ConvTactic&>(*t).hasBias());
+  }
   return nullptr;
 }
 

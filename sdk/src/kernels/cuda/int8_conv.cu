@@ -337,7 +337,7 @@ void launchMma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
       <<<grid, kThreads, 0, st>>>(p, x, w, a.alpha, a.bias, a.z, a.y, partial);
   const int cols = static_cast<int>(grid.y) * BN;
   const dim3 g2(static_cast<unsigned>((rows + kSplitRows - 1) / kSplitRows),
-                static_cast<unsigned>(cols / 64));
+                static_cast<unsigned>((p.K + 63) / 64));  // no block past the last channel
   i8SplitKEpilogue<<<g2, kSplitThreads, 0, st>>>(p, partial, cols, a.alpha, a.bias, a.z, a.y);
 }
 
@@ -387,6 +387,8 @@ Status launchInt8Conv(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream
                   "int8 conv: split K " + std::to_string(p.splitK) + " is not 1 to " +
                       std::to_string(kInt8ConvMaxSplitK) +
                       " for a TMA or mma.sync kernel, with a K step or more a split");
+  if (int8ConvWorkspaceBytes(p) > 0 && (p.K + 63) / 64 > 65535)
+    return Status(ErrorCode::kUnsupported, "int8 conv: too many channels to split K");
   if (int8ConvWorkspaceBytes(p) > 0 && (!a.workspace || !aligned(a.workspace, 16)))
     return Status(ErrorCode::kInvalidArgument,
                   "int8 conv: split K needs a 16-byte aligned workspace for its partial sums");
