@@ -8,15 +8,19 @@
 #include <cuda_runtime.h>
 
 #include <array>
+#include <atomic>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string>
 #include <unordered_map>
 #include <utility>
 
 #include "graph/ops/conv_geometry.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_tactic_base.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/eltwise.h"
 #include "kernels/cuda/pool.h"
 #include "kernels/cuda/softmax.h"
@@ -70,6 +74,31 @@ int maxBlocksForDevice() {
   const int sms = deviceSmCount();
   return sms > 0 ? sms * 16 : 2048;
 }
+
+}  // namespace detail
+
+bool dependentLaunchEnabled() {
+  static const bool off = [] {
+    const char* e = std::getenv("EDGEINFER_DISABLE_PDL");
+    return e && *e && std::string(e) != "0";
+  }();
+  if (off) return false;
+  constexpr int kDevices = 64;
+  static std::array<std::atomic<int>, kDevices> known{};  // 0 unknown, 1 no, 2 yes
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kDevices) {
+    cudaGetLastError();
+    return false;
+  }
+  int k = known[static_cast<size_t>(dev)].load(std::memory_order_relaxed);
+  if (k == 0) {
+    k = detail::deviceCapability() >= 90 ? 2 : 1;
+    known[static_cast<size_t>(dev)].store(k, std::memory_order_relaxed);
+  }
+  return k == 2;
+}
+
+namespace detail {
 
 int deviceCapability() {
   int dev = 0, major = 0, minor = 0;

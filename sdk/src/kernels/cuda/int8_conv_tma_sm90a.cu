@@ -34,6 +34,7 @@
 #include <tuple>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/int8_conv.h"
 #include "kernels/cuda/int8_conv_epilogue.cuh"
 #include "kernels/cuda/wgmma_sm90a.cuh"
@@ -98,6 +99,17 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
     tmaPrefetch(&mapW);
   }
   __syncthreads();
+  // Programmatic dependent launch (dependent_launch.cuh): the next layer's blocks may set up
+  // now; the first stages' weights (this tactic's constants) load before this one waits for
+  // the layer before.
+  dev::allowDependentGrids();
+  const int firstSteps = steps < kStages ? steps : kStages;
+  if (tid == kConsumers)
+    for (int kt = 0; kt < firstSteps; ++kt) {
+      mbarArriveExpectTx(&full[kt], (BM + BN) * BK);
+      tmaLoadTile(Bs + kt * kStageB, &mapW, &full[kt], (kBegin + kt) * BK, n0);
+    }
+  dev::waitForPriorGrids();
 
   // The residual this thread's epilogue steps add, requested now: its latency hides behind
   // the main loop (where the epilogue handles all rows at once).
@@ -128,11 +140,13 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
       int c = kBegin * BK - rs * p.C, r = rs / p.S, s = rs % p.S;
       for (int kt = 0; kt < steps; ++kt) {
         const int st = kt % kStages;
-        if (kt >= kStages) mbarWait(&empty[st], ((kt / kStages) - 1) & 1);
-        mbarArriveExpectTx(&full[st], (BM + BN) * BK);
+        if (kt >= firstSteps) {  // the first stages' weights are on their way
+          mbarWait(&empty[st], ((kt / kStages) - 1) & 1);
+          mbarArriveExpectTx(&full[st], (BM + BN) * BK);
+          tmaLoadTile(Bs + st * kStageB, &mapW, &full[st], (kBegin + kt) * BK, n0);
+        }
         tmaLoadIm2col(As + st * kStageA, &mapX, &full[st], c, w, h, n,
                       static_cast<uint16_t>(s * p.dilW), static_cast<uint16_t>(r * p.dilH));
-        tmaLoadTile(Bs + st * kStageB, &mapW, &full[st], (kBegin + kt) * BK, n0);
         c += BK;
         if (c == p.C) {
           c = 0;
@@ -264,21 +278,26 @@ Status encodeError(const char* what, CUresult r) {
                 std::string("int8 conv: ") + what + " failed (CUresult " + std::to_string(r) + ")");
 }
 
-/// The launch configuration of the split-K kernel: one cluster of `split` blocks a tile, along
-/// z (clusters of more than 8 blocks are a non-portable size: allowSharedMemory allows them).
+/// The launch configuration: a programmatic dependent launch where the device has it
+/// (dependent_launch.cuh: the kernel keeps its contract) and, for the split-K kernel, one
+/// cluster of `split` blocks a tile along z (clusters of more than 8 blocks are a non-portable
+/// size: allowSharedMemory allows them). `attrs` has room for two.
 template <int BM, int BN, int BK>
-cudaLaunchConfig_t clusterLaunch(dim3 grid, int split, cudaStream_t st, cudaLaunchAttribute* attr) {
+cudaLaunchConfig_t tmaLaunch(dim3 grid, int split, cudaStream_t st, cudaLaunchAttribute* attrs) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(BM * 2 + 32);
   cfg.dynamicSmemBytes = tmaSharedBytes<BM, BN, BK>();
   cfg.stream = st;
-  attr->id = cudaLaunchAttributeClusterDimension;
-  attr->val.clusterDim.x = 1;
-  attr->val.clusterDim.y = 1;
-  attr->val.clusterDim.z = static_cast<unsigned>(split);
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cfg.attrs = attrs;
+  if (split > 1) {
+    cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = 1;
+    a.val.clusterDim.y = 1;
+    a.val.clusterDim.z = static_cast<unsigned>(split);
+  }
+  addDependentLaunch(&cfg, attrs);
   return cfg;
 }
 
@@ -321,8 +340,9 @@ Status launchTma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) 
   if (p.splitK == 1) {
     const auto kernel = &i8ConvTma<BM, BN, BK, false>;
     EI_RETURN_IF_ERROR(allowSharedMemory(reinterpret_cast<const void*>(kernel), kSmem));
-    kernel<<<grid, BM * 2 + 32, kSmem, st>>>(mapX, mapW, p, a.alpha, a.bias, a.z, a.y);
-    EI_CUDA_CHECK(cudaGetLastError());
+    cudaLaunchAttribute attrs[2];
+    const cudaLaunchConfig_t cfg = tmaLaunch<BM, BN, BK>(grid, 1, st, attrs);
+    EI_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, mapX, mapW, p, a.alpha, a.bias, a.z, a.y));
     return Status::Ok();
   }
   if constexpr (dev::wgmmaEpilogueRows<BM, BN>(tmaStages(BM, BN, BK) * (BM + BN) * BK) != BM) {
@@ -331,8 +351,8 @@ Status launchTma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) 
     const auto kernel = &i8ConvTma<BM, BN, BK, true>;
     EI_RETURN_IF_ERROR(allowSharedMemory(reinterpret_cast<const void*>(kernel), kSmem,
                                          /*nonPortableClusters=*/true));
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = clusterLaunch<BM, BN, BK>(grid, p.splitK, st, &attr);
+    cudaLaunchAttribute attrs[2];
+    const cudaLaunchConfig_t cfg = tmaLaunch<BM, BN, BK>(grid, p.splitK, st, attrs);
     const cudaError_t err =
         cudaLaunchKernelEx(&cfg, kernel, mapX, mapW, p, a.alpha, a.bias, a.z, a.y);
     if (err != cudaSuccess) {
@@ -359,9 +379,10 @@ bool clusterRuns(int split) {
       cudaGetLastError();
       return false;
     }
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg =
-        clusterLaunch<BM, BN, BK>(dim3(1, 1, static_cast<unsigned>(split)), split, nullptr, &attr);
+    cudaLaunchAttribute attrs[2];
+    cudaLaunchConfig_t cfg =
+        tmaLaunch<BM, BN, BK>(dim3(1, 1, static_cast<unsigned>(split)), split, nullptr, attrs);
+    cfg.numAttrs = 1;  // the cluster's shape only: the launch order does not change residency
     int clusters = 0;
     if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
       cudaGetLastError();

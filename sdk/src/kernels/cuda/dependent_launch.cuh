@@ -1,0 +1,56 @@
+// Programmatic dependent launch (compute 9.0 and newer): a kernel launched with it may be
+// scheduled while the kernel before it in the stream is still running, once every block of
+// that kernel has allowed it (allowDependentGrids) or exited. Its blocks then set up (shared
+// memory, barriers, tensor maps, loads of their own constant weights) in the shadow of the
+// kernel before, and wait for it (waitForPriorGrids) only where they touch what it writes. At
+// batch 1 a layer is a few microseconds of work and about as much launch latency and
+// prologue; this is how back-to-back kernels hide the second part. cuDNN and cuBLASLt take no
+// such attribute: an edge into one of their kernels stays an ordinary one.
+//
+// The contract of a kernel launched with dependentLaunchAttributes(): every thread calls
+// waitForPriorGrids() before it reads memory an earlier kernel may write and before it writes
+// any global memory at all (its output may be a buffer the kernel before still reads: the
+// planner reuses activation memory). Only constants (the tactic's own weights, bias, scales
+// and tensor maps) may be read before. waitForPriorGrids() waits for the whole of the earlier
+// kernel, its memory included, and that one waited for its own predecessor: the order of a
+// stream holds transitively.
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace edgeinfer::cuda {
+
+/// Whether kernels on the current device are launched as programmatic dependents: compute
+/// 9.0 or newer, unless EDGEINFER_DISABLE_PDL=1 (to measure without). Cached per device.
+bool dependentLaunchEnabled();
+
+/// Adds the programmatic-stream-serialization attribute to `cfg` (whose attrs array has room
+/// for one more) when dependentLaunchEnabled(); the kernel must keep the contract above.
+inline void addDependentLaunch(cudaLaunchConfig_t* cfg, cudaLaunchAttribute* attrs) {
+  if (!dependentLaunchEnabled()) return;
+  cudaLaunchAttribute& a = attrs[cfg->numAttrs++];
+  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  a.val.programmaticStreamSerializationAllowed = 1;
+  cfg->attrs = attrs;
+}
+
+namespace dev {
+
+/// Waits for the kernels this one depends on, their memory included (a no-op without them,
+/// and before compute 9.0).
+__device__ __forceinline__ void waitForPriorGrids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+/// Lets the next kernel's blocks be scheduled once every block of this one has called it (or
+/// exited): they wait in waitForPriorGrids() for this kernel to finish.
+__device__ __forceinline__ void allowDependentGrids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+}  // namespace dev
+}  // namespace edgeinfer::cuda
