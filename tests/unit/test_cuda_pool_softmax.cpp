@@ -183,8 +183,9 @@ TEST(CudaPool, GlobalPools) {
   uint32_t seed = 30;
   for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
     const double tol = std::string(op) == "GlobalMaxPool" ? 1e-6 : 1e-5;
-    for (const Shape& s : {Shape{2, 3, 7, 5}, Shape{2, 16, 9, 8}, Shape{1, 24, 64, 64},
-                           Shape{2, 8, 1, 1}, Shape{1, 200, 7, 7}, Shape{3, 5, 50, 41}})
+    for (const Shape& s :
+         {Shape{2, 3, 7, 5}, Shape{2, 16, 9, 8}, Shape{1, 24, 64, 64}, Shape{2, 8, 1, 1},
+          Shape{1, 200, 7, 7}, Shape{3, 5, 50, 41}, Shape{1, 2048, 7, 7}, Shape{1, 1000, 13, 13}})
       checkAll(makeNode(op), randomTensor(s, seed++), tol, 4);
   }
 }

@@ -7,9 +7,11 @@
 // input, or with count_include_pad by the number inside the padded input; LpPool sums |x|^p
 // over the taps inside (padding counts as zero) and takes the p-th root.
 // Global pools: a warp (or a block, for large planes) per NCHW plane; for NHWC a block per
-// (image, channel slice), its rows splitting the pixels and reduced in shared memory.
+// (image, channel slice), its rows splitting the pixels and reduced pairwise in shared memory;
+// slices as narrow as it takes to give every multiprocessor about two blocks.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <climits>
 
@@ -201,17 +203,24 @@ __global__ void __launch_bounds__(kThreads)
       for (int k = 0; k < VEC; ++k) acc[k] = kMax ? refMax(acc[k], v[k]) : acc[k] + v[k];
     }
   }
+  // The rows' partials, reduced pairwise (blockDim.y is a power of two): log2 steps, not one
+  // thread walking every row (at batch 1 a block has up to 128 rows).
   const int slot = (ty * blockDim.x + tx) * VEC;
 #pragma unroll
   for (int k = 0; k < VEC; ++k) partial[slot + k] = acc[k];
   __syncthreads();
-  if (ty == 0 && c < C) {
-    for (int r = 1; r < static_cast<int>(blockDim.y); ++r) {
-      const int s = (r * blockDim.x + tx) * VEC;
+  for (int half = static_cast<int>(blockDim.y) / 2; half > 0; half /= 2) {
+    if (ty < half) {
+      const int s = ((ty + half) * blockDim.x + tx) * VEC;
 #pragma unroll
-      for (int k = 0; k < VEC; ++k)
+      for (int k = 0; k < VEC; ++k) {
         acc[k] = kMax ? refMax(acc[k], partial[s + k]) : acc[k] + partial[s + k];
+        partial[slot + k] = acc[k];
+      }
     }
+    __syncthreads();
+  }
+  if (ty == 0 && c < C) {
     if constexpr (!kMax) {
 #pragma unroll
       for (int k = 0; k < VEC; ++k) acc[k] /= static_cast<float>(size);
@@ -302,6 +311,10 @@ Status launchGlobal(const PoolPlan& p, const void* in, void* out, int maxBlocks,
     const int64_t vecs = vec ? p.C / V : p.C;
     int tx = 1;
     while (tx < 32 && tx < vecs) tx *= 2;
+    // Narrower blocks (more of them, more rows each) until there are about two a
+    // multiprocessor: at batch 1, 2048 fp16 channels made 8 blocks of 32 columns.
+    const int64_t wanted = std::max(1, maxBlocks / 8);
+    while (tx > 1 && (vecs + tx - 1) / tx * p.N < wanted) tx /= 2;
     const dim3 block(tx, kThreads / tx);
     const dim3 grid(static_cast<unsigned>((vecs + tx - 1) / tx), static_cast<unsigned>(p.N));
     if (vec)
