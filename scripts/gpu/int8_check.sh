@@ -11,6 +11,8 @@
 #   resnet     ResNet-50 (torchvision, random weights, dynamic batch) calibrated (min-max) on
 #              2 random tensors, then R50_MODES (fp16 int8 int8_strict; int8_strict_exact on
 #              request: --int8-bit-exact) at R50_BATCHES (1 64)
+#   pdl        R50_BATCHES x R50_MODES (fp16, int8_strict) ResNet-50 engines, each benched AB_REPS
+#              (3) times with programmatic dependent launch on and off (EDGEINFER_DISABLE_PDL)
 #   tactics    every timing cache's tables to $OUT/timing_*.txt, and how many layers chose each
 #              tactic family (e.g. cuda-i8.wg128x128, cublaslt-i8, cudnn)
 # Fresh binaries come as .devcarry/fresh/<program>.xz and replace the bundle's (CARRY_DIR: another
@@ -68,8 +70,8 @@ if [[ " $steps " == *" blazeface "* ]]; then
   grep -E "INT8:" "$out/bench_bf_int8_strict.log" | head -2
 fi
 
-if [[ " $steps " == *" resnet "* ]]; then
-  echo "== ResNet-50 (random weights): calibrate on 2 random tensors, FP16 / INT8 at batch 1 and 64"
+r50_prepare() {  # ResNet-50 as /tmp/ei/resnet50.onnx and its calibration cache /tmp/ei/r50.calib, once
+  [ -f /tmp/ei/r50.calib ] && return 0
   /opt/torch/.venv/bin/python - <<'PY'
 import numpy as np, os, torch, torchvision
 torch.manual_seed(0)
@@ -86,6 +88,12 @@ PY
   /usr/bin/time -f "calibrate wall %e s" edgeinfer calibrate "$r" --data /tmp/ei/r50data \
     --method minmax --dynamic-dim 1 -o /tmp/ei/r50.calib >"$out/r50_calibrate.log" 2>&1
   echo "calibrate rc=$? $(tail -n 1 "$out/r50_calibrate.log")"
+}
+
+if [[ " $steps " == *" resnet "* ]]; then
+  echo "== ResNet-50 (random weights): calibrate on 2 random tensors, FP16 / INT8 at batch 1 and 64"
+  r50_prepare
+  r=/tmp/ei/resnet50.onnx
   for b in ${R50_BATCHES:-1 64}; do
     for mode in ${R50_MODES:-fp16 int8 int8_strict}; do
       case $mode in
@@ -97,6 +105,28 @@ PY
       esac
       EDGEINFER_LOG_LEVEL=info bench "r50_b${b}_$mode" "$r" --backend cuda --dynamic-dim "$b" "${args[@]}"
       grep -E "INT8:" "$out/bench_r50_b${b}_$mode.log" | tail -n 2
+    done
+  done
+fi
+
+if [[ " $steps " == *" pdl "* ]]; then
+  echo "== programmatic dependent launch on and off: one engine per batch and mode, benched alternately"
+  r50_prepare
+  r=/tmp/ei/resnet50.onnx
+  for b in ${R50_BATCHES:-1 64}; do
+    for mode in ${R50_MODES:-fp16 int8_strict}; do
+      case $mode in
+        fp16) args=(--fp16) ;;
+        *) args=(--int8 --strict-precision --calibration-cache /tmp/ei/r50.calib) ;;
+      esac
+      e=/tmp/ei/r50_b${b}_$mode.engine
+      edgeinfer build "$r" --backend cuda --dynamic-dim "$b" "${args[@]}" -o "$e" \
+        >"$out/build_r50_b${b}_$mode.log" 2>&1 || echo "build b$b $mode failed"
+      for rep in $(seq "${AB_REPS:-3}"); do
+        for off in 0 1; do
+          EDGEINFER_DISABLE_PDL=$off bench "pdl_b${b}_${mode}_off${off}_$rep" "$e"
+        done
+      done
     done
   done
 fi
