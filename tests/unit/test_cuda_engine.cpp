@@ -411,6 +411,112 @@ TEST(CudaEngine, CudaGraphsSwitchOffByOptionAndEnvironment) {
   unsetenv("EDGEINFER_DISABLE_CUDA_GRAPHS");
 }
 
+/// Branches to run side by side: an Inception-style block (a 1x1, a 3x3, a 1x1 -> 3x3 and a
+/// max-pool -> 1x1 tower off one input, concatenated) and a ResNet bottleneck whose
+/// projection shortcut (a strided 1x1) runs beside its 1x1 -> 3x3 chain.
+TestModel branchyCnn() {
+  TestModel m(13);
+  m.input("x", {1, 16, 20, 20});
+  const auto conv = [&](const std::string& name, const std::string& in, int64_t cin, int64_t cout,
+                        int64_t k, int64_t stride, uint32_t seed) -> std::string {
+    m.randomInitializer("w_" + name, {cout, cin, k, k}, seed, -0.3f, 0.3f);
+    m.randomInitializer("b_" + name, {cout}, seed + 100);
+    auto& n = m.node("Conv", {in, "w_" + name, "b_" + name}, {name}, name);
+    const int64_t pad = k / 2;
+    TestModel::attrInts(n, "pads", {pad, pad, pad, pad});
+    TestModel::attrInts(n, "strides", {stride, stride});
+    m.node("Relu", {name}, {name + "_r"}, name + "_relu");
+    return name + "_r";
+  };
+  const std::string t1 = conv("t1", "x", 16, 8, 1, 1, 1);
+  const std::string t2 = conv("t2", "x", 16, 8, 3, 1, 2);
+  const std::string t3 = conv("t3b", conv("t3a", "x", 16, 8, 1, 1, 3), 8, 8, 3, 1, 4);
+  auto& pool = m.node("MaxPool", {"x"}, {"pool"}, "pool");
+  TestModel::attrInts(pool, "kernel_shape", {3, 3});
+  TestModel::attrInts(pool, "pads", {1, 1, 1, 1});
+  const std::string t4 = conv("t4", "pool", 16, 8, 1, 1, 5);
+  auto& cat = m.node("Concat", {t1, t2, t3, t4}, {"cat"}, "concat");
+  TestModel::attr(cat, "axis", 1);
+  // Bottleneck, 32 -> 64 channels at stride 2, the shortcut projected.
+  const std::string a = conv("b_c1", "cat", 32, 16, 1, 1, 6);
+  const std::string b = conv("b_c2", a, 16, 16, 3, 2, 7);
+  m.randomInitializer("w_b_c3", {64, 16, 1, 1}, 8, -0.3f, 0.3f);
+  m.node("Conv", {b, "w_b_c3"}, {"b_c3"}, "b_c3");
+  m.randomInitializer("w_b_ds", {64, 32, 1, 1}, 9, -0.3f, 0.3f);
+  auto& ds = m.node("Conv", {"cat", "w_b_ds"}, {"b_ds"}, "b_ds");
+  TestModel::attrInts(ds, "strides", {2, 2});
+  m.node("Add", {"b_c3", "b_ds"}, {"b_sum"}, "b_add");
+  m.node("Relu", {"b_sum"}, {"y"}, "b_relu");
+  m.output("y");
+  return m;
+}
+
+// Independent branches run on streams of their own, in plain runs, in the CUDA graph captured
+// from them and in its updates, with the same results bit for bit as the engine on one stream
+// (the same engine file loaded twice: the same tactics) and close to the CPU's.
+TEST(CudaEngine, BranchesRunSideBySideWithTheSameResults) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  const TestModel m = branchyCnn();
+  const Tensor x = randomInput(Shape{1, 16, 20, 20}, 77),
+               x2 = randomInput(Shape{1, 16, 20, 20}, 78);
+  const Tensor want = cpuReference(m, x);
+  for (Precision p : {Precision::kFp32, Precision::kFp16}) {
+    SCOPED_TRACE(precisionName(p));
+    auto built = build(m, gpuConfig(dir, p));
+    ASSERT_TRUE(built.ok()) << built.status().toString();
+    auto bytes = (*built)->serialize();
+    ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
+    setenv("EDGEINFER_DISABLE_CONCURRENT_BRANCHES", "1", 1);
+    auto serial = Engine::deserialize(bytes->data(), bytes->size());
+    unsetenv("EDGEINFER_DISABLE_CONCURRENT_BRANCHES");
+    auto branched = Engine::deserialize(bytes->data(), bytes->size());
+    ASSERT_TRUE(serial.ok() && branched.ok());
+    auto one = (*serial)->createExecutionContext();
+    auto many = (*branched)->createExecutionContext();
+    ASSERT_TRUE(one.ok() && many.ok());
+    std::vector<Tensor> ref;
+    for (int run = 0; run < 3; ++run) {  // plain, captured, replayed
+      auto out = (*one)->run({{"x", x}});
+      ASSERT_TRUE(out.ok()) << out.status().toString();
+      ref.push_back(out->at("y").clone());
+    }
+    EXPECT_EQ((*one)->stats().streams, 1);
+    EXPECT_LT(relL2(ref[0], want), p == Precision::kFp32 ? 1e-5 : 5e-3);
+    for (int run = 0; run < 3; ++run) {
+      auto out = (*many)->run({{"x", x}});
+      ASSERT_TRUE(out.ok()) << out.status().toString();
+      EXPECT_EQ(
+          std::memcmp(out->at("y").raw(), ref[static_cast<size_t>(run)].raw(), ref[0].bytes()), 0)
+          << "run " << run;
+    }
+    const ContextStats st = (*many)->stats();
+    EXPECT_GE(st.streams, 2) << "the towers and the shortcut are independent branches";
+    EXPECT_EQ(st.graphCaptures, 1);
+    EXPECT_EQ(st.graphReplays, 2);
+    // Device inputs at two addresses: the graph is patched with every branch in it.
+    const Tensor want2 = runEngine(**serial, x2);
+    auto d1 = copyToDevice(x), d2 = copyToDevice(x2);
+    ASSERT_TRUE(d1.ok() && d2.ok());
+    for (const auto* d : {&*d2, &*d1, &*d2}) {
+      ASSERT_TRUE((*many)->setInput("x", *d).ok());
+      ASSERT_TRUE((*many)->execute().ok());
+      auto y = (*many)->getOutput("y");
+      ASSERT_TRUE(y.ok());
+      const Tensor& w = d == &*d2 ? want2 : ref[0];
+      EXPECT_EQ(std::memcmp(y->raw(), w.raw(), w.bytes()), 0);
+    }
+    EXPECT_GE((*many)->stats().graphUpdates, 2);
+    // The branches' bytes are apart in the arena: a little more memory than one stream needs.
+    EXPECT_GE(st.activationArenaBytes, (*one)->stats().activationArenaBytes);
+    std::printf(
+        "[          ] branchy CNN %s: %lld streams, arena %lld KiB (one stream: %lld KiB)\n",
+        precisionName(p), static_cast<long long>(st.streams),
+        static_cast<long long>(st.activationArenaBytes / 1024),
+        static_cast<long long>((*one)->stats().activationArenaBytes / 1024));
+  }
+}
+
 TEST(CudaEngine, ContextsShareOneEngineAcrossThreads) {
   EI_SKIP_WITHOUT_GPU();
   TempDir dir;

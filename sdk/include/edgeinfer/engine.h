@@ -84,7 +84,10 @@ struct ContextStats {
   /// For an engine built in this process it undercounts: the tactics' weights were uploaded
   /// while they were timed, so only later uploads count.
   int64_t weightBytes = 0;
-  bool cudaGraphs = false;        ///< runs replay CUDA graphs
+  bool cudaGraphs = false;  ///< runs replay CUDA graphs
+  /// CUDA streams the layers run on: independent branches side by side (GPU; 1 elsewhere,
+  /// or with EDGEINFER_DISABLE_CONCURRENT_BRANCHES=1).
+  int64_t streams = 1;
   int64_t graphCaptures = 0;      ///< graphs captured and instantiated (one per shape)
   int64_t graphUpdates = 0;       ///< cudaGraphExecUpdate calls for new buffer addresses
   int64_t graphReplays = 0;       ///< runs that replayed a graph

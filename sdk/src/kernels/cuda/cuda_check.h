@@ -26,3 +26,6 @@ inline Status cudaStatus(cudaError_t e, const char* expr, const char* file, int 
         ::edgeinfer::cuda::cudaStatus((expr), #expr, __FILE__, __LINE__); \
     if (!ei_cuda_status_.ok()) return ei_cuda_status_;                    \
   } while (0)
+
+/// The Status of a CUDA call (kCudaError naming it on failure), for code that must go on.
+#define EI_CUDA_STATUS(expr) ::edgeinfer::cuda::cudaStatus((expr), #expr, __FILE__, __LINE__)

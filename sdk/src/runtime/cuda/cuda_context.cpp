@@ -1,6 +1,10 @@
-// The GPU engine's execution context: one CUDA stream, one activation arena (offsets planned
-// by liveness in the engine), one workspace shared by the layers (they run one after another
-// on the stream), pinned host buffers for the outputs.
+// The GPU engine's execution context: CUDA streams (the context's own, and one more for each
+// further branch the engine's schedule runs side by side: stream_schedule.h), one activation
+// arena (offsets planned by liveness and the schedule in the engine), one workspace a stream
+// (a stream's layers run one after another), pinned host buffers for the outputs. A run
+// forks the other streams off the context's stream after its input copies and joins them
+// back before its output copies; within, events order a step after the steps of other
+// streams it waits for.
 //
 // CUDA graphs: the first run of a context runs the layers one by one (warm-up: lazy module
 // loads, cuDNN/cuBLAS first-call work); the second captures them into one CUDA graph and
@@ -57,9 +61,14 @@ class CudaContext final : public ExecutionContext {
     if (exec_) cudaGraphExecDestroy(exec_);
     if (evStart_) cudaEventDestroy(evStart_);
     if (evStop_) cudaEventDestroy(evStop_);
-    if (stream_) {
-      edgeinfer::cuda::releaseStream(stream_);  // no cuDNN handle may be left on it
-      cudaStreamDestroy(stream_);
+    for (cudaEvent_t e : stepEvents_)
+      if (e) cudaEventDestroy(e);
+    for (cudaEvent_t e : joinEvents_)
+      if (e) cudaEventDestroy(e);
+    if (forkEvent_) cudaEventDestroy(forkEvent_);
+    for (cudaStream_t s : streams_) {     // streams_[0] is stream_
+      edgeinfer::cuda::releaseStream(s);  // no cuDNN handle may be left on it
+      cudaStreamDestroy(s);
     }
     if (arena_) cudaFree(arena_);
     if (workspace_) cudaFree(workspace_);
@@ -67,13 +76,29 @@ class CudaContext final : public ExecutionContext {
 
   Status init() {
     EI_CUDA_CHECK(cudaSetDevice(engine_.deviceId()));
-    EI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    const StreamSchedule& sched = engine_.streams();
+    streams_.assign(static_cast<size_t>(sched.streams), nullptr);
+    for (cudaStream_t& st : streams_)
+      EI_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    stream_ = streams_[0];
     EI_CUDA_CHECK(cudaEventCreate(&evStart_));
     EI_CUDA_CHECK(cudaEventCreate(&evStop_));
+    if (sched.streams > 1) {
+      EI_CUDA_CHECK(cudaEventCreateWithFlags(&forkEvent_, cudaEventDisableTiming));
+      joinEvents_.assign(streams_.size(), nullptr);
+      for (size_t k = 1; k < streams_.size(); ++k)
+        EI_CUDA_CHECK(cudaEventCreateWithFlags(&joinEvents_[k], cudaEventDisableTiming));
+    }
+    stepEvents_.assign(sched.record.size(), nullptr);
+    for (size_t i = 0; i < sched.record.size(); ++i)
+      if (sched.record[i])
+        EI_CUDA_CHECK(cudaEventCreateWithFlags(&stepEvents_[i], cudaEventDisableTiming));
     const int64_t arenaBytes = engine_.memoryPlan().arenaBytes;
     if (arenaBytes > 0) EI_CUDA_CHECK(cudaMalloc(&arena_, static_cast<size_t>(arenaBytes)));
+    // One workspace a stream, each on a 256-byte boundary (cuBLASLt's alignment).
+    workspaceStride_ = (engine_.workspaceBytes() + 255) / 256 * 256;
     if (engine_.workspaceBytes() > 0)
-      EI_CUDA_CHECK(cudaMalloc(&workspace_, engine_.workspaceBytes()));
+      EI_CUDA_CHECK(cudaMalloc(&workspace_, workspaceStride_ * streams_.size()));
     const auto& plan = engine_.plan();
     for (const auto& d : engine_.outputs()) {
       const int t = plan.graphOutputs.at(d.name);
@@ -87,7 +112,9 @@ class CudaContext final : public ExecutionContext {
     ptrs_.assign(plan.tensors.size(), nullptr);
     stats_.activationArenaBytes = engine_.memoryPlan().arenaBytes;
     stats_.activationNaiveBytes = engine_.memoryPlan().naiveBytes;
-    stats_.workspaceBytes = static_cast<int64_t>(engine_.workspaceBytes());
+    stats_.workspaceBytes =
+        static_cast<int64_t>(engine_.workspaceBytes() > 0 ? workspaceStride_ * streams_.size() : 0);
+    stats_.streams = static_cast<int64_t>(streams_.size());
     stats_.weightBytes = engine_.weightBytes();
     stats_.cudaGraphs = useGraphs_;
     stats_.cpuFallbackLayers = engine_.cpuSteps();
@@ -239,45 +266,75 @@ class CudaContext final : public ExecutionContext {
 
   Status enqueueSteps(const std::vector<void*>& ptrs) {
     const auto& plan = engine_.plan();
+    const StreamSchedule& sched = engine_.streams();
+    // Fork: the other streams start after what the context's stream holds so far (the input
+    // copies; in a capture, this is what draws them into the graph).
+    if (streams_.size() > 1) {
+      EI_CUDA_CHECK(cudaEventRecord(forkEvent_, stream_));
+      for (size_t k = 1; k < streams_.size(); ++k)
+        EI_CUDA_CHECK(cudaStreamWaitEvent(streams_[k], forkEvent_, 0));
+    }
     builder::LaunchArgs args;
-    args.workspace = workspace_;
     args.workspaceBytes = engine_.workspaceBytes();
-    args.stream = stream_;
-    for (size_t i = 0; i < plan.steps.size(); ++i) {
-      const PlanStep& s = plan.steps[i];
-      switch (s.kind) {
-        case StepKind::kView:
-          break;
-        case StepKind::kReformat: {
-          const int in = s.inputs[0], out = s.outputs[0];
-          const auto& ti = plan.tensors[static_cast<size_t>(in)];
-          const auto& to = plan.tensors[static_cast<size_t>(out)];
-          const auto& fi = ti.format;
-          const auto& fo = to.format;
-          int64_t n, c, hw;
-          reformatDims(engine_.tensorShape(in), &n, &c, &hw);
-          EI_RETURN_IF_ERROR(edgeinfer::cuda::launchReformat(
-              ptrs[static_cast<size_t>(in)], fi.dtype, fi.layout == Layout::kNHWC,
-              ptrs[static_cast<size_t>(out)], fo.dtype, fo.layout == Layout::kNHWC, n, c, hw,
-              stream_, std::max(ti.scale, to.scale)));
-          break;
-        }
-        case StepKind::kTactic: {
-          args.inputs.assign(s.inputs.size(), nullptr);
-          args.outputs.assign(s.outputs.size(), nullptr);
-          for (size_t k = 0; k < s.inputs.size(); ++k)
-            if (s.inputs[k] >= 0) args.inputs[k] = ptrs[static_cast<size_t>(s.inputs[k])];
-          for (size_t k = 0; k < s.outputs.size(); ++k)
-            args.outputs[k] = ptrs[static_cast<size_t>(s.outputs[k])];
-          EI_RETURN_IF_ERROR(engine_.tactic(i)->enqueue(args).withContext(
-              "layer '" + engine_.layer(i).node->name + "' (" + s.tactic + ")"));
-          break;
-        }
-        case StepKind::kCpu:
-          EI_RETURN_IF_ERROR(runCpuStep(i, ptrs).withContext(
-              "layer '" + engine_.layer(i).node->name + "' on the CPU"));
-          break;
+    Status st = Status::Ok();
+    for (size_t i = 0; i < plan.steps.size() && st.ok(); ++i) {
+      const int k = sched.stream[i] < 0 ? 0 : sched.stream[i];
+      const cudaStream_t stream = streams_[static_cast<size_t>(k)];
+      for (int w : sched.waits[i])
+        if (st.ok())
+          st = EI_CUDA_STATUS(cudaStreamWaitEvent(stream, stepEvents_[static_cast<size_t>(w)], 0));
+      args.stream = stream;
+      args.workspace =
+          workspace_ ? static_cast<uint8_t*>(workspace_) + static_cast<size_t>(k) * workspaceStride_
+                     : nullptr;
+      if (st.ok()) st = enqueueStep(i, ptrs, args, stream);
+      if (st.ok() && sched.record[i]) st = EI_CUDA_STATUS(cudaEventRecord(stepEvents_[i], stream));
+    }
+    // Join, after an error too (a capture must end with every stream joined): the context's
+    // stream goes on after every other stream's last step.
+    for (size_t k = 1; k < streams_.size(); ++k) {
+      EI_CUDA_CHECK(cudaEventRecord(joinEvents_[k], streams_[k]));
+      EI_CUDA_CHECK(cudaStreamWaitEvent(stream_, joinEvents_[k], 0));
+    }
+    return st;
+  }
+
+  Status enqueueStep(size_t i, const std::vector<void*>& ptrs, builder::LaunchArgs& args,
+                     cudaStream_t stream) {
+    const auto& plan = engine_.plan();
+    const PlanStep& s = plan.steps[i];
+    switch (s.kind) {
+      case StepKind::kView:
+        break;
+      case StepKind::kReformat: {
+        const int in = s.inputs[0], out = s.outputs[0];
+        const auto& ti = plan.tensors[static_cast<size_t>(in)];
+        const auto& to = plan.tensors[static_cast<size_t>(out)];
+        const auto& fi = ti.format;
+        const auto& fo = to.format;
+        int64_t n, c, hw;
+        reformatDims(engine_.tensorShape(in), &n, &c, &hw);
+        EI_RETURN_IF_ERROR(edgeinfer::cuda::launchReformat(
+            ptrs[static_cast<size_t>(in)], fi.dtype, fi.layout == Layout::kNHWC,
+            ptrs[static_cast<size_t>(out)], fo.dtype, fo.layout == Layout::kNHWC, n, c, hw, stream,
+            std::max(ti.scale, to.scale)));
+        break;
       }
+      case StepKind::kTactic: {
+        args.inputs.assign(s.inputs.size(), nullptr);
+        args.outputs.assign(s.outputs.size(), nullptr);
+        for (size_t k = 0; k < s.inputs.size(); ++k)
+          if (s.inputs[k] >= 0) args.inputs[k] = ptrs[static_cast<size_t>(s.inputs[k])];
+        for (size_t k = 0; k < s.outputs.size(); ++k)
+          args.outputs[k] = ptrs[static_cast<size_t>(s.outputs[k])];
+        EI_RETURN_IF_ERROR(engine_.tactic(i)->enqueue(args).withContext(
+            "layer '" + engine_.layer(i).node->name + "' (" + s.tactic + ")"));
+        break;
+      }
+      case StepKind::kCpu:
+        EI_RETURN_IF_ERROR(runCpuStep(i, ptrs).withContext("layer '" + engine_.layer(i).node->name +
+                                                           "' on the CPU"));
+        break;
     }
     return Status::Ok();
   }
@@ -330,10 +387,15 @@ class CudaContext final : public ExecutionContext {
 
   const CudaEngine& engine_;
   const bool useGraphs_;
-  cudaStream_t stream_ = nullptr;
+  std::vector<cudaStream_t> streams_;    // per stream of the engine's schedule
+  cudaStream_t stream_ = nullptr;        // streams_[0]: inputs, outputs, CPU layers, events
+  std::vector<cudaEvent_t> stepEvents_;  // per step the schedule records an event after
+  std::vector<cudaEvent_t> joinEvents_;  // per stream (not 0): its last step of a run
+  cudaEvent_t forkEvent_ = nullptr;
   cudaEvent_t waitEvent_ = nullptr;  // waitForEvent: the next execute() waits for it
   void* arena_ = nullptr;
   void* workspace_ = nullptr;
+  size_t workspaceStride_ = 0;  // bytes from one stream's workspace to the next
   std::map<std::string, Tensor> bound_;
   std::map<std::string, Tensor> outputs_;
   std::map<size_t, std::vector<Tensor>> cpuInputs_;

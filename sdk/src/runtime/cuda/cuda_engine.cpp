@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "builder/engine_format.h"
@@ -23,6 +24,13 @@ using builder::TensorFormat;
 namespace {
 
 constexpr int64_t kArenaAlignment = 256;
+/// Streams a context runs independent branches on (stream_schedule.h).
+constexpr int kMaxStreams = 4;
+
+bool concurrencyDisabledByEnv() {
+  const char* v = std::getenv("EDGEINFER_DISABLE_CONCURRENT_BRANCHES");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -233,9 +241,26 @@ Status CudaEngine::materialize(std::vector<std::unique_ptr<builder::Tactic>> tac
   }
   const double constantsMs = msSince(tc);
 
+  // Streams (stream_schedule.h): steps touching no common storage may run side by side.
+  std::vector<StepAccess> access(numSteps);
+  for (size_t i = 0; i < numSteps; ++i) {
+    const PlanStep& s = plan_.steps[i];
+    StepAccess& a = access[i];
+    a.work = s.kind == StepKind::kTactic || s.kind == StepKind::kReformat;
+    const auto root = [&](int t) { return roots_[static_cast<size_t>(t)]; };
+    for (int t : s.inputs)
+      if (t >= 0 && !plan_.tensors[static_cast<size_t>(t)].constant) a.reads.push_back(root(t));
+    for (int t : s.outputs)
+      if (t >= 0) a.writes.push_back(root(t));
+  }
+  schedule_ =
+      scheduleStreams(access, cpuSteps_ > 0 || concurrencyDisabledByEnv() ? 1 : kMaxStreams);
+
   // Activation memory: one arena per context, offsets by liveness. A root lives from the step
   // that writes it (graph inputs: before the first) to the last step reading it or any of its
-  // views (graph outputs: to the end).
+  // views (graph outputs: to the end), and on over every step that may run beside one of
+  // those (the schedule's windows): bytes a step uses are never reused by a step running at
+  // the same time.
   std::vector<int64_t> first(numTensors, -1), last(numTensors, -1);
   const int64_t end = static_cast<int64_t>(numSteps);
   for (const auto& [name, t] : plan_.graphInputs) first[static_cast<size_t>(roots_[t])] = 0;
@@ -252,6 +277,17 @@ Status CudaEngine::materialize(std::vector<std::unique_ptr<builder::Tactic>> tac
       auto& l = last[static_cast<size_t>(roots_[static_cast<size_t>(t)])];
       l = std::max(l, static_cast<int64_t>(i));
     }
+  }
+  for (size_t i = 0; i < numSteps; ++i) {
+    const int64_t hi = schedule_.window[i].second;
+    if (hi <= static_cast<int64_t>(i)) continue;
+    const PlanStep& s = plan_.steps[i];
+    for (const std::vector<int>* ts : {&s.inputs, &s.outputs})
+      for (int t : *ts)
+        if (t >= 0) {
+          auto& l = last[static_cast<size_t>(roots_[static_cast<size_t>(t)])];
+          l = std::max(l, hi);
+        }
   }
   for (const auto& [name, t] : plan_.graphOutputs) last[static_cast<size_t>(roots_[t])] = end;
   for (const auto& [name, t] : plan_.graphInputs) {

@@ -1,8 +1,9 @@
 // A GPU engine: the optimised graph, its execution plan (cuda_plan.h), one initialised tactic
 // per GPU layer (weights already converted and on the device, shared by every context, and
 // with every other engine of the process holding the same bytes: kernels/cuda/device_weights.h),
-// the constants the tactics read as inputs, and the activation memory plan. Contexts
-// (cuda_context.cpp) add a stream, an arena, a workspace and the CUDA graphs.
+// the constants the tactics read as inputs, the streams of its steps (stream_schedule.h) and the
+// activation memory plan. Contexts (cuda_context.cpp) add the streams, an arena, a workspace a
+// stream and the CUDA graphs.
 #pragma once
 
 #include <memory>
@@ -13,6 +14,7 @@
 #include "edgeinfer/engine.h"
 #include "graph/graph.h"
 #include "runtime/cuda/cuda_plan.h"
+#include "runtime/cuda/stream_schedule.h"
 #include "runtime/memory_planner.h"
 
 namespace edgeinfer::runtime::cuda {
@@ -52,6 +54,9 @@ class CudaEngine final : public Engine {
   /// Byte offset of a (root, non-constant) tensor in a context's arena.
   int64_t arenaOffset(int tensor) const { return offsets_[static_cast<size_t>(tensor)]; }
   const MemoryPlan& memoryPlan() const { return memory_; }
+  /// Which stream each step runs on and what it waits for (EDGEINFER_DISABLE_CONCURRENT_BRANCHES=1
+  /// or a CPU-fallback layer: one stream).
+  const StreamSchedule& streams() const { return schedule_; }
   size_t workspaceBytes() const { return workspace_; }
   int64_t weightBytes() const { return weightBytes_; }
   int deviceId() const { return deviceId_; }
@@ -74,6 +79,7 @@ class CudaEngine final : public Engine {
   std::vector<int64_t> bytes_;
   std::vector<int64_t> offsets_;
   MemoryPlan memory_;
+  StreamSchedule schedule_;
   size_t workspace_ = 0;
   int64_t weightBytes_ = 0;
   int64_t cpuSteps_ = 0;
