@@ -11,8 +11,9 @@
 #   resnet     ResNet-50 (torchvision, random weights, dynamic batch) calibrated (min-max) on
 #              2 random tensors, then R50_MODES (fp16 int8 int8_strict; int8_strict_exact on
 #              request: --int8-bit-exact) at R50_BATCHES (1 64)
-#   pdl        R50_BATCHES x R50_MODES (fp16, int8_strict) ResNet-50 engines, each benched AB_REPS
-#              (3) times with programmatic dependent launch on and off (EDGEINFER_DISABLE_PDL)
+#   ab         R50_BATCHES x R50_MODES (fp16, int8_strict) ResNet-50 engines, each run with the
+#              switch AB_ENV (EDGEINFER_DISABLE_PDL; or EDGEINFER_DISABLE_CONCURRENT_BRANCHES) =0
+#              and =1 (outputs compared) and benched AB_REPS (3) times with it =0 and =1 in turn
 #   tactics    every timing cache's tables to $OUT/timing_*.txt, and how many layers chose each
 #              tactic family (e.g. cuda-i8.wg128x128, cublaslt-i8, cudnn)
 # Fresh binaries come as .devcarry/fresh/<program>.xz and replace the bundle's (CARRY_DIR: another
@@ -109,8 +110,9 @@ if [[ " $steps " == *" resnet "* ]]; then
   done
 fi
 
-if [[ " $steps " == *" pdl "* ]]; then
-  echo "== programmatic dependent launch on and off: one engine per batch and mode, benched alternately"
+if [[ " $steps " == *" ab "* ]]; then
+  sw=${AB_ENV:-EDGEINFER_DISABLE_PDL}
+  echo "== $sw=0 and =1: one engine per batch and mode, outputs compared, benched alternately"
   r50_prepare
   r=/tmp/ei/resnet50.onnx
   for b in ${R50_BATCHES:-1 64}; do
@@ -122,9 +124,23 @@ if [[ " $steps " == *" pdl "* ]]; then
       e=/tmp/ei/r50_b${b}_$mode.engine
       edgeinfer build "$r" --backend cuda --dynamic-dim "$b" "${args[@]}" -o "$e" \
         >"$out/build_r50_b${b}_$mode.log" 2>&1 || echo "build b$b $mode failed"
+      for off in 0 1; do  # 3 runs: plain, captured into a CUDA graph, replayed
+        env "$sw=$off" edgeinfer run "$e" --seed 3 --dim N="$b" --iterations 3 \
+          --outputs "/tmp/ei/ab_out$off" >"$out/run_b${b}_${mode}_$off.log" 2>&1 ||
+          echo "run b$b $mode $sw=$off failed: $(tail -n 2 "$out/run_b${b}_${mode}_$off.log")"
+      done
+      /opt/torch/.venv/bin/python - "b$b $mode" <<'PY'
+import glob, os, sys, numpy as np
+for f in sorted(glob.glob("/tmp/ei/ab_out0/*.npy")):
+    a, b = np.load(f), np.load(f.replace("ab_out0", "ab_out1"))
+    print(f"{sys.argv[1]} {os.path.basename(f)}: {'identical' if np.array_equal(a, b) else 'DIFFER'}"
+          f" (max |diff| {float(np.abs(a.astype(np.float64) - b).max()):.3g})")
+PY
       for rep in $(seq "${AB_REPS:-3}"); do
         for off in 0 1; do
-          EDGEINFER_DISABLE_PDL=$off bench "pdl_b${b}_${mode}_off${off}_$rep" "$e"
+          export "$sw=$off"
+          bench "ab_b${b}_${mode}_off${off}_$rep" "$e"
+          unset "$sw"
         done
       done
     done
