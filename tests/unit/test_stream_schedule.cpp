@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/cuda/stream_schedule.h"
+#include "runtime/memory_planner.h"
 
 namespace edgeinfer {
 namespace {
@@ -39,7 +40,7 @@ std::vector<std::vector<bool>> orderOf(const std::vector<StepAccess>& steps,
     if (tail[static_cast<size_t>(s)] >= 0) direct.push_back(tail[static_cast<size_t>(s)]);
     for (int d : direct) {
       EXPECT_LT(d, static_cast<int>(i)) << "step " << i << " waits for a later step";
-      EXPECT_TRUE(r.record[static_cast<size_t>(d)] || r.stream[static_cast<size_t>(d)] == s)
+      EXPECT_TRUE(r.record[static_cast<size_t>(d)] || d == tail[static_cast<size_t>(s)])
           << "step " << i << " waits for step " << d << ", which records no event";
       before[i][static_cast<size_t>(d)] = true;
       for (size_t j = 0; j < n; ++j)
@@ -79,8 +80,9 @@ void expectSafe(const std::vector<StepAccess>& steps, const StreamSchedule& r) {
       }
       const bool inWindow =
           static_cast<int>(j) >= r.window[i].first && static_cast<int>(j) <= r.window[i].second;
-      if (!order[i][j]) {
+      if (!order[i][j]) {  // unordered: each in the other's window
         EXPECT_TRUE(inWindow) << j << " may run beside " << i;
+        EXPECT_GE(r.window[j].second, static_cast<int>(i)) << i << " may run beside " << j;
       }
     }
   }
@@ -183,6 +185,66 @@ TEST(StreamSchedule, RandomPlansKeepEveryDependency) {
     expectSafe(s, r);
     EXPECT_LE(r.streams, 1 + trial % 5);
   }
+}
+
+// Random plans (every tensor written once, read by later steps) through the schedule, the
+// stretched lifetimes and the memory planner: two tensors given overlapping bytes never have
+// accessors that may run at the same time. Without the stretch some plans break that, so the
+// check can fail.
+TEST(StreamSchedule, SharedBytesAreNeverTouchedAtTheSameTime) {
+  std::mt19937 rng(11);
+  int brokenWithoutStretch = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = 2 + static_cast<int>(rng() % 30);
+    std::vector<StepAccess> s(static_cast<size_t>(n));
+    std::vector<std::vector<int>> accessors(static_cast<size_t>(n));  // per root = its writer
+    for (int i = 0; i < n; ++i) {
+      StepAccess& a = s[static_cast<size_t>(i)];
+      a.work = true;
+      a.writes = {i};
+      accessors[static_cast<size_t>(i)].push_back(i);
+      for (int k = i == 0 ? 0 : 1 + static_cast<int>(rng() % 2); k > 0; --k) {
+        const int r = static_cast<int>(rng() % static_cast<unsigned>(i));
+        a.reads.push_back(r);
+        accessors[static_cast<size_t>(r)].push_back(i);
+      }
+    }
+    const StreamSchedule r = scheduleStreams(s, 4);
+    std::vector<int64_t> last(static_cast<size_t>(n));
+    for (int t = 0; t < n; ++t)
+      for (int a : accessors[static_cast<size_t>(t)])
+        last[static_cast<size_t>(t)] = std::max<int64_t>(last[static_cast<size_t>(t)], a);
+    for (bool stretch : {false, true}) {
+      std::vector<int64_t> l = last;
+      if (stretch) runtime::cuda::stretchLifetimes(s, r, &l);
+      std::vector<runtime::BufferRequest> req;
+      for (int t = 0; t < n; ++t)
+        req.push_back({std::to_string(t), 1 + static_cast<int64_t>(rng() % 64), t,
+                       l[static_cast<size_t>(t)]});
+      auto plan = runtime::planMemory(req, 1);
+      ASSERT_TRUE(plan.ok()) << plan.status().toString();
+      int broken = 0;
+      for (int t1 = 0; t1 < n; ++t1)
+        for (int t2 = t1 + 1; t2 < n; ++t2) {
+          const int64_t o1 = plan->offsets.at(req[static_cast<size_t>(t1)].name),
+                        o2 = plan->offsets.at(req[static_cast<size_t>(t2)].name);
+          if (o1 + req[static_cast<size_t>(t1)].bytes <= o2 ||
+              o2 + req[static_cast<size_t>(t2)].bytes <= o1)
+            continue;  // apart
+          for (int a : accessors[static_cast<size_t>(t1)])
+            for (int b : accessors[static_cast<size_t>(t2)])
+              if (a != b && !r.happensBefore[static_cast<size_t>(a)][static_cast<size_t>(b)] &&
+                  !r.happensBefore[static_cast<size_t>(b)][static_cast<size_t>(a)])
+                ++broken;
+        }
+      if (stretch) {
+        EXPECT_EQ(broken, 0) << "trial " << trial;
+      } else {
+        brokenWithoutStretch += broken > 0;
+      }
+    }
+  }
+  EXPECT_GT(brokenWithoutStretch, 0) << "no plan needed the stretch: the check proves nothing";
 }
 
 }  // namespace

@@ -13,7 +13,8 @@
 // planner reuses activation memory). Only constants (the tactic's own weights, bias, scales
 // and tensor maps) may be read before. waitForPriorGrids() waits for the whole of the earlier
 // kernel, its memory included, and that one waited for its own predecessor: the order of a
-// stream holds transitively.
+// stream holds transitively, as long as every block calls waitForPriorGrids() before it exits
+// (a grid whose blocks all left without waiting could finish before its predecessor).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -67,6 +67,7 @@ class CudaContext final : public ExecutionContext {
       if (e) cudaEventDestroy(e);
     if (forkEvent_) cudaEventDestroy(forkEvent_);
     for (cudaStream_t s : streams_) {     // streams_[0] is stream_
+      if (!s) continue;                   // init() failed before creating it
       edgeinfer::cuda::releaseStream(s);  // no cuDNN handle may be left on it
       cudaStreamDestroy(s);
     }
@@ -269,14 +270,14 @@ class CudaContext final : public ExecutionContext {
     const StreamSchedule& sched = engine_.streams();
     // Fork: the other streams start after what the context's stream holds so far (the input
     // copies; in a capture, this is what draws them into the graph).
+    Status st = Status::Ok();
     if (streams_.size() > 1) {
-      EI_CUDA_CHECK(cudaEventRecord(forkEvent_, stream_));
-      for (size_t k = 1; k < streams_.size(); ++k)
-        EI_CUDA_CHECK(cudaStreamWaitEvent(streams_[k], forkEvent_, 0));
+      st = EI_CUDA_STATUS(cudaEventRecord(forkEvent_, stream_));
+      for (size_t k = 1; k < streams_.size() && st.ok(); ++k)
+        st = EI_CUDA_STATUS(cudaStreamWaitEvent(streams_[k], forkEvent_, 0));
     }
     builder::LaunchArgs args;
     args.workspaceBytes = engine_.workspaceBytes();
-    Status st = Status::Ok();
     for (size_t i = 0; i < plan.steps.size() && st.ok(); ++i) {
       const int k = sched.stream[i] < 0 ? 0 : sched.stream[i];
       const cudaStream_t stream = streams_[static_cast<size_t>(k)];
@@ -290,11 +291,13 @@ class CudaContext final : public ExecutionContext {
       if (st.ok()) st = enqueueStep(i, ptrs, args, stream);
       if (st.ok() && sched.record[i]) st = EI_CUDA_STATUS(cudaEventRecord(stepEvents_[i], stream));
     }
-    // Join, after an error too (a capture must end with every stream joined): the context's
-    // stream goes on after every other stream's last step.
+    // Join, after an error too and every stream even if one fails (a capture must end with
+    // every stream joined): the context's stream goes on after every other stream's last step.
+    // The first error is the one returned.
     for (size_t k = 1; k < streams_.size(); ++k) {
-      EI_CUDA_CHECK(cudaEventRecord(joinEvents_[k], streams_[k]));
-      EI_CUDA_CHECK(cudaStreamWaitEvent(stream_, joinEvents_[k], 0));
+      Status j = EI_CUDA_STATUS(cudaEventRecord(joinEvents_[k], streams_[k]));
+      if (j.ok()) j = EI_CUDA_STATUS(cudaStreamWaitEvent(stream_, joinEvents_[k], 0));
+      if (st.ok() && !j.ok()) st = j;
     }
     return st;
   }

@@ -278,17 +278,7 @@ Status CudaEngine::materialize(std::vector<std::unique_ptr<builder::Tactic>> tac
       l = std::max(l, static_cast<int64_t>(i));
     }
   }
-  for (size_t i = 0; i < numSteps; ++i) {
-    const int64_t hi = schedule_.window[i].second;
-    if (hi <= static_cast<int64_t>(i)) continue;
-    const PlanStep& s = plan_.steps[i];
-    for (const std::vector<int>* ts : {&s.inputs, &s.outputs})
-      for (int t : *ts)
-        if (t >= 0) {
-          auto& l = last[static_cast<size_t>(roots_[static_cast<size_t>(t)])];
-          l = std::max(l, hi);
-        }
-  }
+  stretchLifetimes(access, schedule_, &last);
   for (const auto& [name, t] : plan_.graphOutputs) last[static_cast<size_t>(roots_[t])] = end;
   for (const auto& [name, t] : plan_.graphInputs) {
     auto& l = last[static_cast<size_t>(roots_[t])];

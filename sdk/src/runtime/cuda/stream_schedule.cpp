@@ -113,4 +113,16 @@ StreamSchedule scheduleStreams(const std::vector<StepAccess>& steps, int maxStre
   return r;
 }
 
+void stretchLifetimes(const std::vector<StepAccess>& steps, const StreamSchedule& schedule,
+                      std::vector<int64_t>* last) {
+  for (size_t i = 0; i < steps.size() && i < schedule.window.size(); ++i) {
+    const int64_t hi = schedule.window[i].second;
+    if (!steps[i].work || hi <= static_cast<int64_t>(i)) continue;
+    for (const std::vector<int>* roots : {&steps[i].reads, &steps[i].writes})
+      for (int r : *roots)
+        if (r >= 0 && static_cast<size_t>(r) < last->size())
+          (*last)[static_cast<size_t>(r)] = std::max((*last)[static_cast<size_t>(r)], hi);
+  }
+}
+
 }  // namespace edgeinfer::runtime::cuda

@@ -13,6 +13,7 @@
 // Plain C++ (no CUDA headers): the schedule is a function of the plan, tested on the host.
 #pragma once
 
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -44,5 +45,12 @@ struct StreamSchedule {
 /// stream whose last step it depends on anyway, else a new stream, else the stream idle the
 /// longest; it waits for every dependency its stream does not already order before it.
 StreamSchedule scheduleStreams(const std::vector<StepAccess>& steps, int maxStreams);
+
+/// Stretches the liveness of storage for a memory planner working in step order: `last[root]`
+/// (the last step index at which the root is live) goes on to the end of the window of every
+/// step that touches it. Two roots whose stretched lifetimes do not overlap then have every
+/// pair of their accessors ordered by the schedule, so they may share bytes.
+void stretchLifetimes(const std::vector<StepAccess>& steps, const StreamSchedule& schedule,
+                      std::vector<int64_t>* last);
 
 }  // namespace edgeinfer::runtime::cuda
