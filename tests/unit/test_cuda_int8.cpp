@@ -18,6 +18,7 @@
 #include <random>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/npy.h"
@@ -66,7 +67,10 @@ cuda::Int8ConvPlan planOf(const I8Case& c) {
 /// fits it with 64-byte K steps, by cp.async elsewhere; with 128-byte K steps the TMA 128x128k128
 /// where the layer fits it so, else the cp.async 128x128k128 and 128x64k128 for R*S*C > 64;
 /// and each TMA kernel again for every split-K factor int8ConvSplits gives it (and the driver
-/// says runs), or where no TMA kernel runs the layer, each mma.sync kernel.
+/// says runs), or where no TMA kernel runs the layer, each mma.sync kernel; for 1x1 layers the
+/// pointwise kernels int8ConvPointwiseFits admits, 128x64, 128x128 (K > 64) and 64x256
+/// (K > 128) (every case here has C <= 128, whose shared memory any sm_80 device allows in
+/// every output format).
 struct Offered {
   size_t kernels = 3;
   size_t splitK = 0;  ///< of those, kernels with K split
@@ -107,6 +111,8 @@ Offered offered(const I8Case& c) {
     for (int split : cuda::int8ConvSplits(q, sms))
       o.splitK += !cuda::isInt8ConvTmaKernel(k) || cuda::int8ConvTmaSplitRuns(k, split) ? 1 : 0;
   }
+  if (c.C % 16 == 0 && cuda::int8ConvPointwiseFits(p))
+    o.kernels += 1 + (c.K > 64 ? 1 : 0) + (c.K > 128 ? 1 : 0);
   o.kernels += o.splitK;
   return o;
 }
@@ -147,8 +153,9 @@ Agreement compare(const Tensor& got, const Tensor& want, const std::vector<float
 /// activations) int8 within one step and fp16 within 1e-3 relative. Fast tactics: differences
 /// only where compare() finds rounding noise (where `exact`), the same bounds otherwise.
 /// `formats`: output (and residual) format combinations per dense kernel, or the candidates of
-/// a depthwise layer.
-void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
+/// a depthwise layer. `only`: just the candidates whose id starts with it (the offered list's
+/// size and families unchecked).
+void checkAllCandidates(I8Case& c, bool exact, size_t formats, const char* only = nullptr) {
   c.build();
   struct Reference {
     bool done = false;
@@ -171,7 +178,14 @@ void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
     c.layer.int8BitExact = bitExact;
     Int8ConvProvider prov;
     auto cands = prov.candidates(c.layer, Precision::kInt8);
-    ASSERT_EQ(cands.size(), expectCandidates) << prov.lastReason();
+    if (only) {  // only the candidates whose id starts with `only`
+      cands.erase(std::remove_if(cands.begin(), cands.end(),
+                                 [&](const auto& t) { return t->id().rfind(only, 0) != 0; }),
+                  cands.end());
+      ASSERT_FALSE(cands.empty()) << "no " << only << " candidate: " << prov.lastReason();
+    } else {
+      ASSERT_EQ(cands.size(), expectCandidates) << prov.lastReason();
+    }
     size_t wgmma = 0, tma = 0, split = 0;
     for (const auto& t : cands) {
       wgmma += t->id().rfind("cuda-i8.wg", 0) == 0 ? 1 : 0;
@@ -181,13 +195,15 @@ void checkAllCandidates(I8Case& c, bool exact, size_t formats) {
       const std::string& id = t->id();
       EXPECT_EQ(id.size() > 2 && id.compare(id.size() - 2, 2, ".f") == 0, !bitExact) << id;
     }
-    EXPECT_EQ(wgmma + tma > 0, wantWgmma)
-        << "wgmma candidates on compute " << major << "." << minor
-        << (cuda::int8ConvBuildHasWgmma() ? "" : " (no sm_90a code)");
-    EXPECT_EQ(tma > 0, wantWgmma && want.tma) << "TMA candidates";
-    EXPECT_EQ(split, c.group > 1 ? 0 : want.splitK * formats) << "split-K candidates";
-    // cp.async-fed wgmma only where TMA cannot feed that tile.
-    EXPECT_EQ(wgmma > 0, wantWgmma && want.cpAsyncWgmma) << "cp.async wgmma candidates";
+    if (!only) {  // which families are offered (of the whole list)
+      EXPECT_EQ(wgmma + tma > 0, wantWgmma)
+          << "wgmma candidates on compute " << major << "." << minor
+          << (cuda::int8ConvBuildHasWgmma() ? "" : " (no sm_90a code)");
+      EXPECT_EQ(tma > 0, wantWgmma && want.tma) << "TMA candidates";
+      EXPECT_EQ(split, c.group > 1 ? 0 : want.splitK * formats) << "split-K candidates";
+      // cp.async-fed wgmma only where TMA cannot feed that tile.
+      EXPECT_EQ(wgmma > 0, wantWgmma && want.cpAsyncWgmma) << "cp.async wgmma candidates";
+    }
     for (auto& t : cands) {
       SCOPED_TRACE(t->id());
       ASSERT_TRUE(t->initialize(c.layer).ok());
@@ -469,6 +485,114 @@ TEST(CudaInt8Conv, TmaKernelsAcrossStridesPaddingAndTiles) {
     c.saturate = k.saturate;
     checkAllCandidates(c, true, k.residual ? 4 : 2);  // (y i8, f16) [x (z i8, f16)]
   }
+}
+
+// The pointwise kernels (int8_conv_pointwise.cu) walk their tiles in persistent blocks: with
+// 51,182 output pixels (400 tiles of 128; 25,591 in 400 tiles of 64 in the second case, the
+// last tiles partial) a block takes two or more tiles, so stages are refilled while others are
+// in use; 96 and 288 output channels make partial slices for every tile width (96 of 128; 32 of
+// 64, 128 and 256), C = 64 two K steps, C = 32 one.
+TEST(CudaInt8Conv, PointwiseKernelsStreamManyTilesWithResiduals) {
+  EI_SKIP_WITHOUT_GPU();
+  for (const auto& [C, K, N] : {std::tuple<int64_t, int64_t, int64_t>{64, 96, 2}, {32, 288, 1}}) {
+    SCOPED_TRACE("C = " + std::to_string(C) + ", K = " + std::to_string(K));
+    I8Case c;
+    c.op = "FusedConv";
+    c.act = "Relu";
+    c.N = N;
+    c.C = C;
+    c.K = K;
+    c.H = 157;
+    c.W = 163;
+    c.R = c.S = 1;
+    c.pads = {0, 0, 0, 0};
+    c.residual = true;
+    c.build();
+    Int8ConvProvider prov;
+    size_t pw = 0;
+    for (const auto& t : prov.candidates(c.layer, Precision::kInt8))
+      pw += t->id().rfind("cuda-i8.pw", 0) == 0 ? 1 : 0;
+    EXPECT_EQ(pw, (K > 128 ? 3u : 2u) * 4u)
+        << "pw128x64, pw128x128 (and pw64x256), each with (y i8, f16) x (z i8, f16)";
+    checkAllCandidates(c, true, 4, "cuda-i8.pw");  // (the other kernels: the cases above)
+  }
+}
+
+// Which layers the pointwise kernels take, and launches they refuse (no GPU needed: the checks
+// come before anything reaches the device).
+TEST(CudaInt8Conv, PointwiseKernelsOnlyForUnpadded1x1Layers_n) {
+  cuda::Int8ConvPlan p;  // ResNet-50's layer1 expansion at batch 64: 64 -> 256 at 56x56
+  p.N = 64;
+  p.C = 64;
+  p.H = p.W = p.P = p.Q = 56;
+  p.K = 256;
+  p.R = p.S = 1;
+  p.gemmK = 64;
+  p.gemmKPad = 64;
+  EXPECT_TRUE(cuda::int8ConvPointwiseFits(p));
+  cuda::Int8ConvPlan q = p;  // a strided downsample: 56 -> 28
+  q.strideH = q.strideW = 2;
+  q.P = q.Q = 28;
+  EXPECT_TRUE(cuda::int8ConvPointwiseFits(q));
+  q.P = q.Q = 29;  // padding at the far side: one more output row and column
+  EXPECT_FALSE(cuda::int8ConvPointwiseFits(q));
+  q = p;
+  q.R = q.S = 3;  // not 1x1
+  q.gemmK = q.gemmKPad = 576;
+  EXPECT_FALSE(cuda::int8ConvPointwiseFits(q));
+  q = p;
+  q.padTop = 1;
+  EXPECT_FALSE(cuda::int8ConvPointwiseFits(q));
+  q = p;
+  q.C = q.gemmK = 48;  // C % 32 != 0
+  EXPECT_FALSE(cuda::int8ConvPointwiseFits(q));
+  q = p;
+  q.C = q.gemmK = q.gemmKPad = 288;  // beyond 256 input channels
+  EXPECT_FALSE(cuda::int8ConvPointwiseFits(q));
+  q = p;
+  q.K = 40;  // K % 32 != 0
+  EXPECT_FALSE(cuda::int8ConvPointwiseFits(q));
+
+  // Shared memory grows with the input channels, the tile's width and the residual's format.
+  p.kernel = cuda::Int8ConvKernel::kPw128x64;
+  const int plain = cuda::int8ConvPointwiseSharedBytes(p);
+  p.hasZ = true;
+  p.zScale = 0.1f;
+  const int i8z = cuda::int8ConvPointwiseSharedBytes(p);
+  p.zScale = 0.f;
+  const int f16z = cuda::int8ConvPointwiseSharedBytes(p);
+  EXPECT_LT(plain, i8z);
+  EXPECT_LT(i8z, f16z);
+  p.kernel = cuda::Int8ConvKernel::kPw128x128;
+  const int wider = cuda::int8ConvPointwiseSharedBytes(p);
+  EXPECT_LT(f16z, wider);
+  p.kernel = cuda::Int8ConvKernel::kPw64x256;
+  const int narrow = cuda::int8ConvPointwiseSharedBytes(p);
+  p.C = p.gemmK = p.gemmKPad = 256;  // weights and input rows 4 times as long
+  EXPECT_LT(narrow, cuda::int8ConvPointwiseSharedBytes(p));
+  p.C = p.gemmK = p.gemmKPad = 64;
+
+  // A launch of a layer the kernels do not take, or of misaligned tensors, is refused.
+  alignas(16) static int8_t buf[64];
+  cuda::Int8ConvArgs a;
+  a.x = a.w = a.z = buf;
+  a.alpha = a.bias = reinterpret_cast<const float*>(buf);
+  a.y = buf + 8;  // 8-byte aligned only
+  p.hasZ = false;
+  Status st = cuda::launchInt8ConvPointwise(p, a, nullptr);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("aligned"), std::string::npos) << st.toString();
+  a.y = buf;
+  q = p;
+  q.padLeft = 1;
+  st = cuda::launchInt8ConvPointwise(q, a, nullptr);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("1x1"), std::string::npos) << st.toString();
+  q = p;
+  q.kernel = cuda::Int8ConvKernel::kTma128x64;
+  st = cuda::launchInt8ConvPointwise(q, a, nullptr);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("not a pointwise kernel"), std::string::npos) << st.toString();
 }
 
 // Split K is offered where a layer has fewer tiles than the device multiprocessors (batch 1),

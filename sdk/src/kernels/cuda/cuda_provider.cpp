@@ -59,15 +59,28 @@ const char* storageName(DataType t) {
   }
 }
 
-int deviceSmCount() {
-  int dev = 0, sms = 0;
+namespace {
+int deviceAttribute(cudaDeviceAttr attr) {
+  int dev = 0, value = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-      sms <= 0) {
+      cudaDeviceGetAttribute(&value, attr, dev) != cudaSuccess || value <= 0) {
     cudaGetLastError();
     return 0;
   }
-  return sms;
+  return value;
+}
+}  // namespace
+
+int deviceSmCount() {
+  return deviceAttribute(cudaDevAttrMultiProcessorCount);
+}
+
+int deviceSharedMemoryOptin() {
+  return deviceAttribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
+}
+
+int deviceSharedMemoryPerSm() {
+  return deviceAttribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
 }
 
 int maxBlocksForDevice() {

@@ -54,6 +54,12 @@ int deviceCapability();
 /// Multiprocessors of the current device; 0 without one.
 int deviceSmCount();
 
+/// Shared memory a block of the current device may opt in to (bytes); 0 without a device.
+int deviceSharedMemoryOptin();
+
+/// Shared memory of a multiprocessor of the current device (bytes); 0 without a device.
+int deviceSharedMemoryPerSm();
+
 /// The launch arguments of a convolution tactic: X (input 0), Y (output 0) and, with a
 /// residual, Z (input 3) present; else kInvalidArgument naming the tactic.
 inline Status checkConvLaunch(const builder::LaunchArgs& args, bool hasZ, const std::string& id) {

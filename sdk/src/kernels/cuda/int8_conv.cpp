@@ -94,6 +94,12 @@ const char* kernelName(const Int8ConvPlan& p) {
       return "tma64x128";
     case Int8ConvKernel::kTma128x128k128:
       return "tma128x128k128";
+    case Int8ConvKernel::kPw128x128:
+      return "pw128x128";
+    case Int8ConvKernel::kPw128x64:
+      return "pw128x64";
+    case Int8ConvKernel::kPw64x256:
+      return "pw64x256";
   }
   return "?";
 }
@@ -246,7 +252,8 @@ size_t int8ConvWorkspaceBytes(const Int8ConvPlan& p) {
 std::vector<int> int8ConvSplits(const Int8ConvPlan& p, int sms) {
   std::vector<int> out;
   const Int8ConvTile t = int8ConvTmaTile(p.kernel);
-  if (t.bm == 0 || p.kernel == Int8ConvKernel::kTma128x256 || sms <= 0 || p.gemmKPad <= 0)
+  if (t.bm == 0 || t.bk == 0 || p.kernel == Int8ConvKernel::kTma128x256 || sms <= 0 ||
+      p.gemmKPad <= 0)
     return out;
   const int64_t rows = int64_t{p.N} * p.P * p.Q;
   const int64_t tiles = (rows + t.bm - 1) / t.bm * ((int64_t{p.K} + t.bn - 1) / t.bn);
@@ -297,6 +304,11 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
     kernels.emplace_back(Int8ConvKernel::kMma128x128, vec);
     kernels.emplace_back(Int8ConvKernel::kMma128x64, vec);
     kernels.emplace_back(Int8ConvKernel::kMma64x128, vec);
+    if (vec == 16 && int8ConvPointwiseFits(plan)) {  // 1x1: persistent, epilogue from registers
+      kernels.emplace_back(Int8ConvKernel::kPw128x64, 16);
+      if (plan.K > 64) kernels.emplace_back(Int8ConvKernel::kPw128x128, 16);
+      if (plan.K > 128) kernels.emplace_back(Int8ConvKernel::kPw64x256, 16);
+    }
     if (vec == 16 && int8ConvWgmmaAvailable()) {
       // wgmma fed by TMA where the layer fits it (C % 64 == 0; C % 128 == 0 for 128-byte K
       // steps), by cp.async elsewhere: on every ResNet-50 layer the TMA kernel of a tile shape
@@ -349,6 +361,10 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
         p.yScale = ys;
         p.zScale = zs;
         p.exact = layer.int8BitExact;
+        p.hasZ = plan.hasZ;
+        if (isInt8ConvPointwiseKernel(kernel) &&
+            int8ConvPointwiseSharedBytes(p) > detail::deviceSharedMemoryOptin())
+          continue;  // this residual format's rows do not fit (Orin: fp16 rows of C = 256)
         out.push_back(std::make_unique<Int8ConvTactic>(p, hasBias));
       }
   return out;

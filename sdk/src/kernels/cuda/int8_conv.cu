@@ -9,13 +9,8 @@
 // (weights) tiles into the other shared-memory stage while the warps multiply the current one,
 // reading their fragments with ldmatrix.x4.
 //
-// Fragment layouts (PTX ISA, mma.m16n8k32 .s8): with g = lane / 4 and t = lane % 4,
-//   A regs 0..3: (row g, k 4t..4t+3), (g + 8, 4t..), (g, 16 + 4t..), (g + 8, 16 + 4t..)
-//   B regs 0..1: (k 4t..4t+3, col g), (k 16 + 4t.., col g)
-//   C regs 0..3: (row g, col 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)
-//
-// The epilogue computes int8_conv.h's expressions with __fmul_rn / __fadd_rn / __fdiv_rn, so
-// no FMA contraction changes a rounding.
+// The fragment layouts are mma_sync.cuh's. The epilogue is int8_conv_epilogue.cuh's, in the
+// plan's rounding.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -26,6 +21,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/int8_conv.h"
 #include "kernels/cuda/int8_conv_epilogue.cuh"
+#include "kernels/cuda/mma_sync.cuh"
 
 namespace edgeinfer::cuda {
 namespace {
@@ -34,35 +30,11 @@ constexpr int kThreads = 256;   // dense kernels: 8 warps
 constexpr int kBK = 64;         // K bytes per pipeline step: two mma k-steps
 constexpr int kLds = kBK + 16;  // shared row stride in bytes (80)
 
+using dev::cpAsync;
 using dev::i8StageOutput;
 using dev::i8StoreOutput;
 using dev::i8StoreTile;
-
-__device__ __forceinline__ uint32_t smemAddr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-/// cp.async of VEC (16 or 4) bytes, zero-filled when !valid (src-size 0 reads nothing).
-template <int VEC>
-__device__ __forceinline__ void cpAsync(void* dst, const void* src, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const int n = valid ? VEC : 0;
-  if constexpr (VEC == 16)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddr(dst)), "l"(src),
-                 "r"(n));
-  else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smemAddr(dst)), "l"(src),
-                 "r"(n));
-#endif
-}
-
-__device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void* p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smemAddr(p)));
-#endif
-}
+using dev::ldmatrixX4;
 
 /// Dense INT8 convolution as an implicit GEMM (see the top of this file): 8 warps, a BM x BN
 /// block tile, K steps of 64 bytes through a two-stage cp.async pipeline, fragments read with
@@ -142,7 +114,7 @@ __global__ void __launch_bounds__(kThreads, 2)
           valid ? w + static_cast<int64_t>(n) * p.gemmKPad + kt * kBK + bChunk * 16 : w;
       cpAsync<16>(&Bs[st][row][bChunk * 16], src, valid);
     }
-    asm volatile("cp.async.commit_group;\n" ::);
+    dev::cpAsyncCommit();
   };
 
   int32_t acc[kMT][kNT][4];
@@ -162,9 +134,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int st = kt & 1;
     if (kt + 1 < steps) {
       loadStage(kBegin + kt + 1, st ^ 1);
-      asm volatile("cp.async.wait_group 1;\n" ::);
+      dev::cpAsyncWait<1>();
     } else {
-      asm volatile("cp.async.wait_group 0;\n" ::);
+      dev::cpAsyncWait<0>();
     }
     __syncthreads();
 #pragma unroll
@@ -186,13 +158,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int a = 0; a < kMT; ++a)
 #pragma unroll
-        for (int b = 0; b < kNT; ++b)
-          asm volatile(
-              "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-              "{%8,%9}, {%0,%1,%2,%3};\n"
-              : "+r"(acc[a][b][0]), "+r"(acc[a][b][1]), "+r"(acc[a][b][2]), "+r"(acc[a][b][3])
-              : "r"(af[a][0]), "r"(af[a][1]), "r"(af[a][2]), "r"(af[a][3]), "r"(bf[b][0]),
-                "r"(bf[b][1]));
+        for (int b = 0; b < kNT; ++b) dev::mmaS8(acc[a][b], af[a], bf[b]);
     }
     __syncthreads();  // the next iteration's loads overwrite this stage
   }
@@ -404,6 +370,8 @@ Status launchInt8Conv(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream
       i8Depthwise<1><<<static_cast<unsigned>(blocks), threads, 0, st>>>(
           p, static_cast<const int8_t*>(a.x), static_cast<const int8_t*>(a.w), a.alpha, a.bias, a.z,
           a.y, total);
+  } else if (isInt8ConvPointwiseKernel(p.kernel)) {
+    return launchInt8ConvPointwise(p, a, stream);
   } else if (!denseGridFits(p)) {
     return Status(ErrorCode::kUnsupported, "int8 conv: too large for one launch");
   } else if (isInt8ConvTmaKernel(p.kernel)) {

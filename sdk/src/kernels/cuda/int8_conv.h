@@ -55,6 +55,13 @@
 //           adds up the z-th S-th of the tile's rows of all S through distributed shared memory
 //           (integers: exact, the unsplit kernel's result bit for bit) and runs the epilogue on
 //           them. One launch, no workspace.
+//           "pw128x128", "pw128x64", "pw64x256" (1x1 without padding, any stride, C % 32 == 0, C <=
+//           256, K % 32 == 0; sm_80 and newer): for layers bound by memory (ResNet's 1x1
+//           expansions), persistent blocks that keep their BN channels' weights in shared memory,
+//           copy the next 128 pixels' input and residual rows while multiplying the current ones
+//           (mma.sync), run the epilogue straight from the accumulator registers and store
+//           the tile in whole 128-byte lines (int8_conv_pointwise.cu). Offered: 128x64,
+//           128x128 for K > 64, 64x256 for K > 128.
 //           "dw<4|1>" (group == C_in == C_out): depthwise, one output pixel and 4 (C % 4 == 0)
 //           or 1 channels per thread.
 //   y       "i8" (when the output has a scale) or "f16"
@@ -115,15 +122,25 @@ enum class Int8ConvKernel : int32_t {
   kTma128x64,         ///< dense, wgmma + TMA, 128 x 64
   kTma64x128,         ///< dense, wgmma + TMA, 64 x 128
   kTma128x128k128,    ///< dense, wgmma + TMA, 128 x 128, K steps of 128 bytes
+  kPw128x128,         ///< 1x1, persistent, mma.sync (int8_conv_pointwise.cu), 128 x 128 a tile
+  kPw128x64,          ///< 1x1, persistent, mma.sync, 128 x 64
+  kPw64x256,          ///< 1x1, persistent, mma.sync, 64 x 256 (whole rows of 256 channels)
 };
+
+/// Whether `kernel` is one of the pointwise (1x1) persistent kernels.
+inline bool isInt8ConvPointwiseKernel(Int8ConvKernel kernel) {
+  return kernel == Int8ConvKernel::kPw128x128 || kernel == Int8ConvKernel::kPw128x64 ||
+         kernel == Int8ConvKernel::kPw64x256;
+}
 
 /// Whether `kernel` is one of the TMA-fed wgmma kernels (the last of the enum, in one run).
 inline bool isInt8ConvTmaKernel(Int8ConvKernel kernel) {
   return kernel >= Int8ConvKernel::kTma128x128 && kernel <= Int8ConvKernel::kTma128x128k128;
 }
 
-/// A TMA or mma.sync kernel's block tile: BM output pixels x BN output channels, K steps of BK
-/// bytes (zeros for the other kernels).
+/// A TMA, mma.sync or pointwise kernel's block tile: BM output pixels x BN output channels, K
+/// steps of BK bytes (0 for the pointwise kernels, whose K loop is the whole of C; zeros for the
+/// other kernels).
 struct Int8ConvTile {
   int bm = 0, bn = 0, bk = 0;
 };
@@ -145,6 +162,12 @@ inline Int8ConvTile int8ConvTmaTile(Int8ConvKernel kernel) {
       return {64, 128, 64};
     case Int8ConvKernel::kTma128x128k128:
       return {128, 128, 128};
+    case Int8ConvKernel::kPw128x128:
+      return {128, 128, 0};
+    case Int8ConvKernel::kPw128x64:
+      return {128, 64, 0};
+    case Int8ConvKernel::kPw64x256:
+      return {64, 256, 0};
     default:
       return {};
   }
@@ -225,6 +248,18 @@ Status launchInt8ConvWgmma(const Int8ConvPlan& plan, const Int8ConvArgs& args, v
 /// The TMA-fed wgmma kernels' launch (int8_conv_tma_sm90a.cu; called as launchInt8ConvWgmma);
 /// in builds without sm_90a code, kUnsupported.
 Status launchInt8ConvTma(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
+
+/// Whether the pointwise kernels run the layer of `plan` (geometry set, gemmKPad included): a
+/// 1x1 convolution without padding (the output covers the strided input exactly), C % 32 == 0,
+/// C <= 256, K % 32 == 0. The device must also allow int8ConvPointwiseSharedBytes.
+bool int8ConvPointwiseFits(const Int8ConvPlan& plan);
+
+/// Dynamic shared memory of a pointwise kernel's launch: plan.kernel's weights, alpha and bias,
+/// and two stages of input and residual rows (plan.hasZ and plan.zScale say which residual).
+int int8ConvPointwiseSharedBytes(const Int8ConvPlan& plan);
+
+/// The pointwise kernels' launch (int8_conv_pointwise.cu; called by launchInt8Conv).
+Status launchInt8ConvPointwise(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
 
 /// Whether the TMA kernels run here: the wgmma kernels do (int8ConvWgmmaAvailable) and the
 /// CUDA driver has the tensor-map encoders (looked up once).

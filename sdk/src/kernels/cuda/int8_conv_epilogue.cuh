@@ -166,6 +166,92 @@ __device__ __forceinline__ void i8LoadResidual(
   }
 }
 
+/// Eight accumulators `q` of one pixel's consecutive channels through their alpha `a` and bias
+/// `b` into `v` (the first part of i8Epilogue, eight at a time): bit-exact, one rounding an
+/// operation; fast, fused multiply-adds, the int32 -> float in two full-rate operations where
+/// `smallAcc` (|acc| < 2^22: R * S * C <= 256).
+__device__ __forceinline__ void i8Affine8(const Int8ConvPlan& p, const int32_t (&q)[8],
+                                          const float (&a)[8], const float (&b)[8], bool smallAcc,
+                                          float (&v)[8]) {
+  if (p.exact) {
+    intsToFloats(q, v);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = __fadd_rn(__fmul_rn(v[e], a[e]), b[e]);
+    return;
+  }
+  if (smallAcc) {  // |acc| <= 256 * 128 * 127 < 2^22: two full-rate operations
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = __int_as_float(q[e] + kRoundMagicBits) - kRoundMagic;
+  } else {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = static_cast<float>(q[e]);
+  }
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v[e] = fmaf(v[e], a[e], b[e]);
+}
+
+/// The residual's eight values added to `v`: `raw` holds them as 8 int8 (its first 8 bytes,
+/// when the plan's Z has a scale) or 8 fp16.
+__device__ __forceinline__ void i8AddResidual8(const Int8ConvPlan& p, const uint4& raw,
+                                               float (&v)[8]) {
+  const int8_t* zq = reinterpret_cast<const int8_t*>(&raw);
+  const __half* zh = reinterpret_cast<const __half*>(&raw);
+  if (p.zScale > 0.f) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e)  // float(zq) exactly, without a conversion
+      v[e] = p.exact ? __fadd_rn(v[e], __fmul_rn(__fsub_rn(__int_as_float(zq[e] + kRoundMagicBits),
+                                                           kRoundMagic),
+                                                 p.zScale))
+                     : fmaf(__int_as_float(zq[e] + kRoundMagicBits) - kRoundMagic, p.zMul, v[e]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      v[e] =
+          p.exact ? __fadd_rn(v[e], __half2float(zh[e])) : fmaf(__half2float(zh[e]), p.zMul, v[e]);
+  }
+}
+
+/// Eight activated values `v` of consecutive channels to the output at element `base` of y:
+/// quantized (int8 outputs: the plan's rounding; `inv` = __frcp_rn(s_y) for the bit-exact one)
+/// or converted to fp16, stored as one 8- or 16-byte piece where `whole` (the 8 channels exist
+/// and y + base is aligned for it), else the first `n` one by one.
+__device__ __forceinline__ void i8Store8(const Int8ConvPlan& p, float (&v)[8], float inv, void* y,
+                                         int64_t base, bool whole, int n) {
+  if (p.yScale > 0.f) {
+    alignas(8) int8_t o[8];
+    if (p.exact) {
+      quantizeToInt8(v, p.yScale, inv, o);
+    } else {
+      if (!p.prescaled) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[e] = __fmul_rn(v[e], p.yInv);
+      }
+      *reinterpret_cast<uint2*>(o) = quantizeStepsFast8(v, p.nanToZero);
+    }
+    int8_t* dst = static_cast<int8_t*>(y) + base;
+    if (whole) {
+      *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(o);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (e < n) dst[e] = o[e];
+    }
+  } else {
+    alignas(16) __half2 o[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
+    __half* dst = static_cast<__half*>(y) + base;
+    if (whole) {
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(o);
+    } else {
+      const __half* oh = reinterpret_cast<const __half*>(o);
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (e < n) dst[e] = oh[e];
+    }
+  }
+}
+
 /// The epilogue of NROWS rows of a shared int32 accumulator tile (i8StoreWgmmaAccumulators;
 /// output pixel m0 and channel n0 at its origin) straight to y, by THREADS threads: 8 channels
 /// of one pixel per step, read from shared memory in 16-byte pieces, alpha and bias in 16-byte
@@ -181,14 +267,12 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
     int tid, const uint4 (&zRaw)[WgmmaEpilogueWalk<BN, NROWS, THREADS>::kSteps]) {
   using Walk = WgmmaEpilogueWalk<BN, NROWS, THREADS>;
   constexpr int kUnroll = PRE ? Walk::kSteps : 1;
-  const bool i8 = p.yScale > 0.f;
   const bool vec = p.K % 8 == 0 && (reinterpret_cast<uintptr_t>(y) & 15) == 0 &&
                    (reinterpret_cast<uintptr_t>(alpha) & 15) == 0 &&
                    (reinterpret_cast<uintptr_t>(bias) & 15) == 0;
   const bool vecZ = vec && i8VectorResidual(p, z);
   const float inv = __frcp_rn(p.yScale);  // for the bit-exact quantize (int8 outputs)
   const bool smallAcc = p.gemmK <= 256;   // the fast epilogue's int32 -> float
-  const bool nanToZero = p.nanToZero;
 #pragma unroll kUnroll
   for (int it = 0; it < Walk::kSteps; ++it) {
     const int i = tid + it * THREADS;
@@ -215,21 +299,7 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
     }
     const int64_t base = static_cast<int64_t>(m) * p.K + k0;
     float v[8];
-    if (p.exact) {
-      intsToFloats(q, v);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[e] = __fadd_rn(__fmul_rn(v[e], a[e]), b[e]);
-    } else {
-      if (smallAcc) {  // |acc| <= 256 * 128 * 127 < 2^22: two full-rate operations
-#pragma unroll
-        for (int e = 0; e < 8; ++e) v[e] = __int_as_float(q[e] + kRoundMagicBits) - kRoundMagic;
-      } else {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) v[e] = static_cast<float>(q[e]);
-      }
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[e] = fmaf(v[e], a[e], b[e]);
-    }
+    i8Affine8(p, q, a, b, smallAcc, v);
     if (p.hasZ) {
       if (vecZ) {  // 8 values in one 8- or 16-byte load
         alignas(16) uint4 raw;
@@ -241,23 +311,7 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
         } else {
           raw = *reinterpret_cast<const uint4*>(static_cast<const __half*>(z) + base);
         }
-        const int8_t* zq = reinterpret_cast<const int8_t*>(&raw);
-        const __half* zh = reinterpret_cast<const __half*>(&raw);
-        if (p.zScale > 0.f) {
-#pragma unroll
-          for (int e = 0; e < 8; ++e)  // float(zq) exactly, without a conversion
-            v[e] =
-                p.exact
-                    ? __fadd_rn(v[e], __fmul_rn(__fsub_rn(__int_as_float(zq[e] + kRoundMagicBits),
-                                                          kRoundMagic),
-                                                p.zScale))
-                    : fmaf(__int_as_float(zq[e] + kRoundMagicBits) - kRoundMagic, p.zMul, v[e]);
-        } else {
-#pragma unroll
-          for (int e = 0; e < 8; ++e)
-            v[e] = p.exact ? __fadd_rn(v[e], __half2float(zh[e]))
-                           : fmaf(__half2float(zh[e]), p.zMul, v[e]);
-        }
+        i8AddResidual8(p, raw, v);
       } else {
 #pragma unroll
         for (int e = 0; e < 8; ++e)
@@ -274,39 +328,7 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
       }
     }
     activateAll(v, p.act, p.alpha, p.beta);
-    if (i8) {
-      alignas(8) int8_t o[8];
-      if (p.exact) {
-        quantizeToInt8(v, p.yScale, inv, o);
-      } else {
-        if (!p.prescaled) {
-#pragma unroll
-          for (int e = 0; e < 8; ++e) v[e] = __fmul_rn(v[e], p.yInv);
-        }
-        *reinterpret_cast<uint2*>(o) = quantizeStepsFast8(v, nanToZero);
-      }
-      int8_t* dst = static_cast<int8_t*>(y) + base;
-      if (vec) {
-        *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(o);
-      } else {
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          if (e < n) dst[e] = o[e];
-      }
-    } else {
-      alignas(16) __half2 o[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
-      __half* dst = static_cast<__half*>(y) + base;
-      if (vec) {
-        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(o);
-      } else {
-        const __half* oh = reinterpret_cast<const __half*>(o);
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          if (e < n) dst[e] = oh[e];
-      }
-    }
+    i8Store8(p, v, inv, y, base, vec, n);
   }
 }
 

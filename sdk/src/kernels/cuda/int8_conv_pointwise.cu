@@ -1,0 +1,437 @@
+// Pointwise (1x1, unpadded) INT8 convolutions streamed through persistent blocks: the
+// `cuda-i8.pw<BM>x<BN>` kernels (int8_conv.h), sm_80 and newer (mma.sync: Orin, Hopper, Thor).
+//
+// A 1x1 layer of few input channels (ResNet's expansions, 64 -> 256 at 56x56) does a K loop of
+// one or two steps per tile and is bound by memory: at batch 64 it reads 13 MB of input and 51
+// MB of residual and writes 51 MB. The tiled kernels (mma, wgmma, TMA) load, multiply and store
+// each tile in sequence, one tile a block, and reached about a quarter of the memory bandwidth
+// there (docs/performance.md). These kernels instead:
+//   - keep the weights of the block's BN output channels (BN x C bytes) and their alpha and bias
+//     in shared memory for the whole launch;
+//   - walk the output pixels in tiles of 128 (a grid of as many blocks as fit on the device at
+//     once, each taking every gridDim.x / slices-th tile of its slice of channels);
+//   - copy the input and residual rows of the next tiles into 2 to 8 shared-memory stages
+//     (cp.async; as many as fit beside the blocks the registers allow on a multiprocessor) while
+//     the current one is multiplied and written: with few input channels a tile is a few KiB,
+//     and one tile ahead kept too few bytes in flight for the memory's latency;
+//   - run the epilogue from the accumulator registers, without a round trip through shared
+//     memory: the weights' rows are permuted within each group of 32 channels so that the four
+//     m16n8 accumulator tiles of a group leave every thread the sums of 8 consecutive channels of
+//     two pixels (tile b, column 2t + e holds channel 8t + 2b + e), stored as one 8-byte (int8)
+//     or 16-byte (fp16) piece: a quad of threads writes 32 contiguous bytes of a pixel.
+// The epilogue is int8_conv_epilogue.cuh's (i8Affine8, i8AddResidual8, i8Store8), in the plan's
+// rounding, so a result equals the other kernels' bit for bit.
+//
+// Offered (int8ConvPointwiseFits) for 1x1 layers without padding, any stride, C % 32 == 0 and
+// C <= 256 (the weights and at least two stages of input rows in shared memory), K % 32 == 0.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_tactic_base.h"  // device attributes
+#include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/int8_conv.h"
+#include "kernels/cuda/int8_conv_epilogue.cuh"
+#include "kernels/cuda/kernel_attributes.h"
+#include "kernels/cuda/mma_sync.cuh"
+
+namespace edgeinfer::cuda {
+namespace {
+
+constexpr int kPwThreads = 256;  // 8 warps, each 32 pixels x BN / (8 * 32 / BM) channels
+constexpr int kPwMaxC = 256;
+
+/// The dynamic shared memory of a launch: the block's weights (BN rows of C bytes, 16 bytes of
+/// padding a row so the 8 rows an ldmatrix phase reads fall on different banks), alpha and bias
+/// (BN floats each), then the stages, each BM input rows (the weights' pitch) and, with a
+/// residual, BM residual rows of BN elements with 32 elements of padding (the 8-byte int8 and
+/// 16-byte fp16 reads of a quarter warp fall on different banks).
+struct PwLayout {
+  int aPitch = 0, zPitch = 0, wBytes = 0, abBytes = 0, aBytes = 0, stageBytes = 0, total = 0;
+};
+
+__host__ __device__ inline PwLayout pwLayout(int BM, int BN, int C, int zBytes, int stages) {
+  PwLayout l;
+  l.aPitch = C + 16;
+  l.zPitch = (BN + 32) * zBytes;
+  l.wBytes = BN * l.aPitch;
+  l.abBytes = 2 * BN * static_cast<int>(sizeof(float));
+  l.aBytes = BM * l.aPitch;
+  l.stageBytes = l.aBytes + BM * l.zPitch;
+  l.total = l.wBytes + l.abBytes + stages * l.stageBytes;
+  return l;
+}
+
+/// Bytes of a residual element: 0 without one, 1 int8, 2 fp16.
+__host__ __device__ inline int residualBytes(const Int8ConvPlan& p) {
+  return !p.hasZ ? 0 : p.zScale > 0.f ? 1 : 2;
+}
+
+/// Bytes of an output element: 1 int8, 2 fp16.
+__host__ __device__ inline int outputBytes(const Int8ConvPlan& p) {
+  return p.yScale > 0.f ? 1 : 2;
+}
+
+/// The most stages a launch uses: tiles in flight are stages - 1.
+constexpr int kPwMaxStages = 8;
+
+/// cp.async.wait_group with a count known at run time (1 to kPwMaxStages - 1).
+__device__ __forceinline__ void cpAsyncWaitFor(int pending) {
+  switch (pending) {
+    case 1:
+      dev::cpAsyncWait<1>();
+      break;
+    case 2:
+      dev::cpAsyncWait<2>();
+      break;
+    case 3:
+      dev::cpAsyncWait<3>();
+      break;
+    case 4:
+      dev::cpAsyncWait<4>();
+      break;
+    case 5:
+      dev::cpAsyncWait<5>();
+      break;
+    case 6:
+      dev::cpAsyncWait<6>();
+      break;
+    default:
+      dev::cpAsyncWait<7>();
+      break;
+  }
+}
+
+/// i / d for 0 <= i < 4096 and 1 <= d <= 16 as a multiply and a shift: with m = ceil(2^16 / d),
+/// i * m / 2^16 exceeds i / d by less than 4096 / 2^16 = 1/16, which never reaches the next
+/// integer (i / d's fraction is at most 15/16).
+__device__ __forceinline__ int divSmall(int i, int m) {
+  return (i * m) >> 16;
+}
+
+/// Row of piece `i` of a tile whose rows are BN elements of `bytes` (1 or 2) bytes, 16-byte
+/// pieces (BN a power of two: a shift).
+template <int BN>
+__device__ __forceinline__ int pieceRow(int i, int bytes) {
+  return bytes == 1 ? i / (BN / 16) : i / (BN / 8);
+}
+
+template <int BM, int BN>
+__global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
+    i8ConvPointwise(const Int8ConvPlan p, const int8_t* __restrict__ x,
+                    const int8_t* __restrict__ w, const float* __restrict__ alpha,
+                    const float* __restrict__ bias, const void* __restrict__ z,
+                    void* __restrict__ y, int stages) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr int kWarpsM = BM / 32, kWarpsN = 8 / kWarpsM;
+  constexpr int kWN = BN / kWarpsN, kNT = kWN / 8, kGroups = kWN / 32;
+  static_assert(kWN % 32 == 0, "a warp's channels come in groups of 32");
+  extern __shared__ __align__(128) int8_t smem[];
+  dev::allowDependentGrids();
+  const int zb = residualBytes(p), yb = outputBytes(p);
+  const PwLayout L = pwLayout(BM, BN, p.C, zb, stages);
+  int8_t* Ws = smem;
+  float* alphaS = reinterpret_cast<float*>(smem + L.wBytes);
+  float* biasS = alphaS + BN;
+  int8_t* stageMem = smem + L.wBytes + L.abBytes;
+
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int wm = warp % kWarpsM, wn = warp / kWarpsM;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int rows = p.N * p.P * p.Q;
+  const int slices = (p.K + BN - 1) / BN;
+  const int n0 = static_cast<int>(blockIdx.x) % slices * BN;
+  const int mTiles = (rows + BM - 1) / BM;
+  const int tileStride = static_cast<int>(gridDim.x) / slices;
+  const int chunks = p.C / 16;  // 16-byte pieces of an input row: 2 to 16
+  const int chunkDiv = (65536 + chunks - 1) / chunks;
+
+  // The weights (constants: read before waiting for the kernel before), their rows permuted
+  // within each group of 32 channels: row 8b + c of a group holds channel 8 (c / 2) + 2b + c % 2.
+  for (int i = tid; i < BN * chunks; i += kPwThreads) {
+    const int r = divSmall(i, chunkDiv), ch = i - r * chunks;
+    const int b = (r & 31) >> 3, c = r & 7;
+    const int k = n0 + (r & ~31) + 8 * (c >> 1) + 2 * b + (c & 1);
+    const bool valid = k < p.K;
+    dev::cpAsync<16>(Ws + r * L.aPitch + ch * 16,
+                     valid ? w + static_cast<int64_t>(k) * p.gemmKPad + ch * 16 : w, valid);
+  }
+  for (int i = tid; i < BN; i += kPwThreads) {
+    const bool valid = n0 + i < p.K;
+    alphaS[i] = valid ? alpha[n0 + i] : 0.f;
+    biasS[i] = valid ? bias[n0 + i] : 0.f;
+  }
+  dev::cpAsyncCommit();
+  dev::waitForPriorGrids();  // the input, the residual and the output from here on
+
+  const bool contiguous = p.strideH == 1 && p.strideW == 1;  // output pixel m reads input pixel m
+  const auto loadTile = [&](int tile, int8_t* stage) {
+    const int m0 = tile * BM;
+    for (int i = tid; i < BM * chunks; i += kPwThreads) {
+      const int r = divSmall(i, chunkDiv), ch = i - r * chunks, m = m0 + r;
+      const bool valid = m < rows;
+      int64_t pixel = m;
+      if (!contiguous && valid) {
+        const int q = m % p.Q, t = m / p.Q;
+        pixel = (static_cast<int64_t>(t / p.P) * p.H + (t % p.P) * p.strideH) * p.W +
+                static_cast<int64_t>(q) * p.strideW;
+      }
+      dev::cpAsync<16>(stage + r * L.aPitch + ch * 16, valid ? x + pixel * p.C + ch * 16 : x,
+                       valid);
+    }
+    if (zb) {
+      int8_t* zs = stage + L.aBytes;
+      const auto* zp = static_cast<const int8_t*>(z);
+      const int zChunks = BN * zb / 16;
+      for (int i = tid; i < BM * zChunks; i += kPwThreads) {
+        const int r = pieceRow<BN>(i, zb), ch = i - r * zChunks, m = m0 + r;
+        const int k = n0 + ch * 16 / zb;
+        const bool valid = m < rows && k < p.K;  // K % 32 == 0: a piece is in or out whole
+        dev::cpAsync<16>(zs + r * L.zPitch + ch * 16,
+                         valid ? zp + (static_cast<int64_t>(m) * p.K + k) * zb : zp, valid);
+      }
+    }
+  };
+
+  const float inv = __frcp_rn(p.yScale);  // for the bit-exact quantize (int8 outputs)
+  const bool smallAcc = p.gemmK <= 256;   // the fast epilogue's int32 -> float
+  // `lean`: the fast rounding of an int8 output in output steps (prescaled) from sums below
+  // 2^22, no residual or an int8 one, no activation or Relu, no NaN to map: the same
+  // operations as i8Affine8, i8AddResidual8, activateAll and quantizeStepsFast, with Relu and
+  // the clamp to [-128, 127] merged into one clamp to [0, 127] (so the same results), and no
+  // branch on the plan's options per element. About 6 operations an element, 9 with the
+  // residual (ResNet's 1x1 layers are bound by their instructions).
+  const bool lean = !p.exact && p.prescaled && yb == 1 && zb != 2 && smallAcc && !p.nanToZero &&
+                    (p.act == DeviceActivation::kNone || p.act == DeviceActivation::kRelu);
+  const float floor = p.act == DeviceActivation::kRelu ? 0.f : -128.f;
+  // Tiles in flight: stages - 1 ahead of the one multiplied, one commit group each (empty past
+  // the last tile), so waiting until stages - 1 groups are pending means this tile has landed.
+  int mt = static_cast<int>(blockIdx.x) / slices;
+  for (int s = 0; s < stages - 1; ++s) {
+    if (mt + s * tileStride < mTiles) loadTile(mt + s * tileStride, stageMem + s * L.stageBytes);
+    dev::cpAsyncCommit();
+  }
+  for (int st = 0; mt < mTiles; mt += tileStride, st = st + 1 == stages ? 0 : st + 1) {
+    int8_t* cur = stageMem + st * L.stageBytes;
+    const int ahead = mt + (stages - 1) * tileStride;  // into the stage the last tile used
+    if (ahead < mTiles) loadTile(ahead, stageMem + (st == 0 ? stages - 1 : st - 1) * L.stageBytes);
+    dev::cpAsyncCommit();
+    cpAsyncWaitFor(stages - 1);  // the weights and this tile have landed (this thread's copies)
+    __syncthreads();             // (everyone's)
+
+    int32_t acc[2][kNT][4];
+#pragma unroll
+    for (int a = 0; a < 2; ++a)
+#pragma unroll
+      for (int b = 0; b < kNT; ++b)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[a][b][e] = 0;
+#pragma unroll 2
+    for (int k0 = 0; k0 < p.C; k0 += 32) {
+      uint32_t af[2][4], bf[kNT][2];
+#pragma unroll
+      for (int a = 0; a < 2; ++a)
+        dev::ldmatrixX4(af[a],
+                        cur + (wm * 32 + a * 16 + (lane & 15)) * L.aPitch + k0 + (lane >> 4) * 16);
+#pragma unroll
+      for (int b = 0; b < kNT; b += 2) {
+        uint32_t r[4];
+        dev::ldmatrixX4(r, Ws + (wn * kWN + b * 8 + (lane & 7) + ((lane >> 4) << 3)) * L.aPitch +
+                               k0 + ((lane >> 3) & 1) * 16);
+        bf[b][0] = r[0];
+        bf[b][1] = r[1];
+        bf[b + 1][0] = r[2];
+        bf[b + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int a = 0; a < 2; ++a)
+#pragma unroll
+        for (int b = 0; b < kNT; ++b) dev::mmaS8(acc[a][b], af[a], bf[b]);
+    }
+
+    // Epilogue: each thread's 8 consecutive channels of a group, for each of its 4 pixels,
+    // stored as one piece (a quad of threads: 32 contiguous bytes of a pixel). Staging the tile
+    // in shared memory for whole-line stores was tried: more instructions, and slower (the
+    // kernel is bound by its instructions, docs/performance.md).
+    const int m0 = mt * BM;
+    const int8_t* zs = cur + L.aBytes;
+#pragma unroll
+    for (int grp = 0; grp < kGroups; ++grp) {
+      const int c0 = wn * kWN + grp * 32 + 8 * t4;  // within the block's channels
+      if (n0 + c0 >= p.K) continue;
+      alignas(16) float av[8];
+      alignas(16) float bv[8];
+      *reinterpret_cast<float4*>(&av[0]) = *reinterpret_cast<const float4*>(alphaS + c0);
+      *reinterpret_cast<float4*>(&av[4]) = *reinterpret_cast<const float4*>(alphaS + c0 + 4);
+      *reinterpret_cast<float4*>(&bv[0]) = *reinterpret_cast<const float4*>(biasS + c0);
+      *reinterpret_cast<float4*>(&bv[4]) = *reinterpret_cast<const float4*>(biasS + c0 + 4);
+#pragma unroll
+      for (int a = 0; a < 2; ++a)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = wm * 32 + a * 16 + g + 8 * h, m = m0 + r;
+          if (m >= rows) continue;
+          int32_t q[8];
+#pragma unroll
+          for (int b = 0; b < 4; ++b) {
+            q[2 * b] = acc[a][grp * 4 + b][2 * h];
+            q[2 * b + 1] = acc[a][grp * 4 + b][2 * h + 1];
+          }
+          const int64_t base = static_cast<int64_t>(m) * p.K + n0 + c0;
+          if (lean) {  // the common case in few operations (see `lean` above)
+            uint2 zRaw = make_uint2(0u, 0u);
+            if (zb) zRaw = *reinterpret_cast<const uint2*>(zs + r * L.zPitch + c0);
+            const int8_t* zq = reinterpret_cast<const int8_t*>(&zRaw);
+            uint32_t o[8];
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+              float v = fmaf(__int_as_float(q[e] + dev::kRoundMagicBits) - dev::kRoundMagic, av[e],
+                             bv[e]);
+              if (zb)
+                v = fmaf(__int_as_float(zq[e] + dev::kRoundMagicBits) - dev::kRoundMagic, p.zMul,
+                         v);
+              o[e] = static_cast<uint32_t>(
+                  __float_as_int(fminf(fmaxf(v, floor), 127.f) + dev::kRoundMagic));
+            }
+            *reinterpret_cast<uint2*>(static_cast<int8_t*>(y) + base) =
+                make_uint2(__byte_perm(__byte_perm(o[0], o[1], 0x0040),
+                                       __byte_perm(o[2], o[3], 0x0040), 0x5410),
+                           __byte_perm(__byte_perm(o[4], o[5], 0x0040),
+                                       __byte_perm(o[6], o[7], 0x0040), 0x5410));
+            continue;
+          }
+          float v[8];
+          dev::i8Affine8(p, q, av, bv, smallAcc, v);
+          if (zb == 1) {
+            const uint2 raw = *reinterpret_cast<const uint2*>(zs + r * L.zPitch + c0);
+            dev::i8AddResidual8(p, make_uint4(raw.x, raw.y, 0u, 0u), v);
+          } else if (zb == 2) {
+            dev::i8AddResidual8(p, *reinterpret_cast<const uint4*>(zs + r * L.zPitch + 2 * c0), v);
+          }
+          dev::activateAll(v, p.act, p.alpha, p.beta);
+          dev::i8Store8(p, v, inv, y, base, true, 8);
+        }
+    }
+    __syncthreads();  // the next iteration's copies overwrite the stage before this one
+  }
+  dev::cpAsyncWait<0>();  // no copy outlives the block (an empty last group)
+#else
+  __trap();  // the provider offers these tactics on sm_80 and newer only
+#endif
+}
+
+/// Blocks of kernel `kernel` (`smem` bytes of dynamic shared memory) resident on a
+/// multiprocessor of the current device, asked of the runtime once per device, kernel and size.
+int residentBlocks(const void* kernel, int smem) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, const void*, int>, int> known;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return 1;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_tuple(dev, kernel, smem);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  int blocks = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kPwThreads,
+                                                    static_cast<size_t>(smem)) != cudaSuccess) {
+    cudaGetLastError();
+    blocks = 1;
+  }
+  known[key] = std::max(blocks, 1);
+  return known[key];
+}
+
+/// Stages of a launch: as many as fit (up to kPwMaxStages) in the shared memory a block may use
+/// while as many blocks stay resident as the registers allow (3 of the 64-channel kernel, 2 of
+/// the others, 1 KiB reserved a block), two at least. A tile of few input channels is a few KiB:
+/// the stages keep enough bytes in flight for the memory's latency.
+template <int BM, int BN>
+int pointwiseStages(const Int8ConvPlan& p) {
+  const int blocks = BN == 64 ? 3 : 2;
+  const int budget = std::min(detail::deviceSharedMemoryOptin(),
+                              detail::deviceSharedMemoryPerSm() / blocks - 1024);
+  int stages = 2;
+  while (stages < kPwMaxStages &&
+         pwLayout(BM, BN, p.C, residualBytes(p), stages + 1).total <= budget)
+    ++stages;
+  return stages;
+}
+
+template <int BM, int BN>
+Status launchPointwise(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
+  const auto kernel = &i8ConvPointwise<BM, BN>;
+  const int stages = pointwiseStages<BM, BN>(p);
+  const int smem = pwLayout(BM, BN, p.C, residualBytes(p), stages).total;
+  const int optin = detail::deviceSharedMemoryOptin();
+  if (smem > optin)
+    return Status(ErrorCode::kUnsupported, "int8 pointwise conv: " + std::to_string(smem) +
+                                               " bytes of shared memory, the device allows " +
+                                               std::to_string(optin));
+  EI_RETURN_IF_ERROR(allowSharedMemory(reinterpret_cast<const void*>(kernel), optin));
+  const int rows = p.N * p.P * p.Q;
+  const int slices = (p.K + BN - 1) / BN;
+  const int64_t tiles = int64_t{(rows + BM - 1) / BM} * slices;
+  const int64_t resident = int64_t{residentBlocks(reinterpret_cast<const void*>(kernel), smem)} *
+                           std::max(detail::deviceSmCount(), 1);
+  int64_t blocks = std::min(tiles, resident);
+  blocks = std::max<int64_t>(slices, blocks / slices * slices);  // a whole number of slices
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attrs[1];
+  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+  cfg.blockDim = dim3(kPwThreads);
+  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
+  cfg.stream = st;
+  addDependentLaunch(&cfg, attrs);
+  EI_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, static_cast<const int8_t*>(a.x),
+                                   static_cast<const int8_t*>(a.w), a.alpha, a.bias, a.z, a.y,
+                                   stages));
+  return Status::Ok();
+}
+
+}  // namespace
+
+int int8ConvPointwiseSharedBytes(const Int8ConvPlan& p) {
+  const Int8ConvTile t = int8ConvTmaTile(p.kernel);
+  return pwLayout(t.bm, t.bn, p.C, residualBytes(p), 2).total;
+}
+
+bool int8ConvPointwiseFits(const Int8ConvPlan& p) {
+  if (p.R != 1 || p.S != 1 || p.padTop != 0 || p.padLeft != 0) return false;
+  if (p.strideH < 1 || p.strideW < 1) return false;
+  // No padding at the far side either: the output covers exactly the strided input pixels.
+  if (p.P != (p.H - 1) / p.strideH + 1 || p.Q != (p.W - 1) / p.strideW + 1) return false;
+  return p.C % 32 == 0 && p.C <= kPwMaxC && p.K % 32 == 0 && p.gemmKPad >= p.C;
+}
+
+Status launchInt8ConvPointwise(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream) {
+  if (!int8ConvPointwiseFits(p))
+    return Status(ErrorCode::kInvalidArgument,
+                  "int8 pointwise conv: the layer is not a 1x1 convolution without padding of "
+                  "C % 32 == 0 (at most " +
+                      std::to_string(kPwMaxC) + ") and K % 32 == 0 channels");
+  const auto aligned16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  if (!aligned16(a.x) || !aligned16(a.w) || !aligned16(a.y) || !aligned16(a.alpha) ||
+      !aligned16(a.bias) || (p.hasZ && !aligned16(a.z)))
+    return Status(ErrorCode::kInvalidArgument, "int8 pointwise conv: tensors not 16-byte aligned");
+  auto st = static_cast<cudaStream_t>(stream);
+  switch (p.kernel) {
+    case Int8ConvKernel::kPw128x128:
+      return launchPointwise<128, 128>(p, a, st);
+    case Int8ConvKernel::kPw128x64:
+      return launchPointwise<128, 64>(p, a, st);
+    case Int8ConvKernel::kPw64x256:
+      return launchPointwise<64, 256>(p, a, st);
+    default:
+      return Status(ErrorCode::kInvalidArgument, "int8 pointwise conv: not a pointwise kernel");
+  }
+}
+
+}  // namespace edgeinfer::cuda

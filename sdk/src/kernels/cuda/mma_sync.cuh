@@ -1,0 +1,71 @@
+// Device-side building blocks of the mma.sync INT8 kernels (sm_80 and newer: Orin, Hopper,
+// Thor): cp.async copies into shared memory, ldmatrix fragment loads and the m16n8k32 s8
+// tensor-core MMA. Fragment layouts (PTX ISA, mma.m16n8k32 .s8), with g = lane / 4 and
+// t = lane % 4:
+//   A regs 0..3: (row g, k 4t..4t+3), (g + 8, 4t..), (g, 16 + 4t..), (g + 8, 16 + 4t..)
+//   B regs 0..1: (k 4t..4t+3, col g), (k 16 + 4t.., col g)
+//   C regs 0..3: (row g, col 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)
+// Below sm_80 the wrappers compile to nothing (the provider offers these kernels on sm_80 and
+// newer only). Device code: include only from .cu files.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace edgeinfer::cuda::dev {
+
+__device__ __forceinline__ uint32_t smemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/// cp.async of VEC (16 or 4) bytes, zero-filled when !valid (src-size 0 reads nothing).
+template <int VEC>
+__device__ __forceinline__ void cpAsync(void* dst, const void* src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const int n = valid ? VEC : 0;
+  if constexpr (VEC == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smemAddr(dst)), "l"(src),
+                 "r"(n));
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smemAddr(dst)), "l"(src),
+                 "r"(n));
+#endif
+}
+
+/// Closes this thread's group of cp.async copies issued since the last commit.
+__device__ __forceinline__ void cpAsyncCommit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+/// Waits until at most N of this thread's committed cp.async groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cpAsyncWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+__device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smemAddr(p)));
+#endif
+}
+
+/// acc += A (16 x 32, row) * B (32 x 8, col), s8 inputs, s32 sums.
+__device__ __forceinline__ void mmaS8(int32_t (&acc)[4], const uint32_t (&a)[4],
+                                      const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+}  // namespace edgeinfer::cuda::dev
