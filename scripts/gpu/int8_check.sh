@@ -14,6 +14,9 @@
 #   ab         R50_BATCHES x R50_MODES (fp16, int8_strict) ResNet-50 engines, each run with the
 #              switch AB_ENV (EDGEINFER_DISABLE_PDL; or EDGEINFER_DISABLE_CONCURRENT_BRANCHES) =0
 #              and =1 (outputs compared) and benched AB_REPS (3) times with it =0 and =1 in turn
+#   plan       R50_BATCHES x R50_MODES ResNet-50 engines built with --verbose: each plan's steps
+#              with their timed ms to $OUT/plan_b<B>_<mode>.txt, the sum per tactic family and the
+#              slowest steps printed
 #   tactics    every timing cache's tables to $OUT/timing_*.txt, and how many layers chose each
 #              tactic family (e.g. cuda-i8.wg128x128, cublaslt-i8, cudnn)
 # Fresh binaries come as .devcarry/fresh/<program>.xz and replace the bundle's (CARRY_DIR: another
@@ -143,6 +146,32 @@ PY
           unset "$sw"
         done
       done
+    done
+  done
+fi
+
+if [[ " $steps " == *" plan "* ]]; then
+  echo "== ResNet-50 plans: timed ms per step"
+  r50_prepare
+  r=/tmp/ei/resnet50.onnx
+  for b in ${R50_BATCHES:-1 64}; do
+    for mode in ${R50_MODES:-fp16 int8_strict}; do
+      case $mode in
+        fp16) args=(--fp16) ;;
+        int8) args=(--int8 --calibration-cache /tmp/ei/r50.calib) ;;
+        *) args=(--int8 --strict-precision --calibration-cache /tmp/ei/r50.calib) ;;
+      esac
+      p=$out/plan_b${b}_$mode.txt
+      edgeinfer build "$r" --backend cuda --dynamic-dim "$b" "${args[@]}" --verbose \
+        -o "/tmp/ei/plan_b${b}_$mode.engine" 2>&1 | awk '/GPU plan:/{p=1;next} p' >"$p"
+      echo "-- b$b $mode: $(grep -c ' ms$' "$p") timed steps, $(awk '/ ms$/{s+=$(NF-1)} END{printf "%.4f", s}' "$p") ms"
+      # per family: the tactic id's first two parts (cuda-i8.pw128x64, cudnn-..., reformat steps)
+      awk '/ ms$/{f=$2; for(i=3;i<=NF;i++) if($i ~ /^(cuda|cudnn|cublas)/){f=$i; break}
+           split(f, a, "."); k=a[1] (a[2] != "" ? "." a[2] : "");
+           s[k]+=$(NF-1); n[k]++} END{for(k in s) printf "   %-36s %3d steps %.4f ms\n", k, n[k], s[k]}' \
+        "$p" | sort -k4 -rn | head -n 14
+      echo "   slowest:"
+      awk '/ ms$/{print $(NF-1), $0}' "$p" | sort -rn | head -n 8 | cut -c1-200 | sed 's/^/   /'
     done
   done
 fi
