@@ -252,6 +252,36 @@ __device__ __forceinline__ void i8Store8(const Int8ConvPlan& p, float (&v)[8], f
   }
 }
 
+/// Whether the plan's epilogue takes the lean path (i8Lean8): the fast rounding of an int8 output
+/// in output steps (prescaled) from sums below 2^22 (`smallAcc`), no residual or an int8 one, no
+/// activation or Relu, no NaN to map. The common case of CNN layers (ResNet's).
+__host__ __device__ inline bool i8LeanEpilogue(const Int8ConvPlan& p, bool smallAcc) {
+  return !p.exact && p.prescaled && p.yScale > 0.f && (!p.hasZ || p.zScale > 0.f) && smallAcc &&
+         !p.nanToZero && (p.act == DeviceActivation::kNone || p.act == DeviceActivation::kRelu);
+}
+
+/// The lean path's 8 int8 outputs (in the returned 8 bytes): the same operations as i8Affine8,
+/// i8AddResidual8 (with the residual's 8 int8 in `zRaw` where `hasZ`), activateAll and
+/// quantizeStepsFast8, with Relu and the clamp to [-128, 127] merged into one clamp to
+/// [`floor`, 127] (floor 0 with Relu, -128 without: the same results), and no branch on the
+/// plan's options. About 6 operations an element, 9 with a residual; the generic path took
+/// about twice as many, which bounded the write-heavy 1x1 layers (docs/performance.md).
+__device__ __forceinline__ uint2 i8Lean8(const int32_t (&q)[8], const float (&a)[8],
+                                         const float (&b)[8], bool hasZ, uint2 zRaw, float zMul,
+                                         float floor) {
+  const int8_t* zq = reinterpret_cast<const int8_t*>(&zRaw);
+  uint32_t o[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    float v = fmaf(__int_as_float(q[e] + kRoundMagicBits) - kRoundMagic, a[e], b[e]);
+    if (hasZ) v = fmaf(__int_as_float(zq[e] + kRoundMagicBits) - kRoundMagic, zMul, v);
+    o[e] = static_cast<uint32_t>(__float_as_int(fminf(fmaxf(v, floor), 127.f) + kRoundMagic));
+  }
+  return make_uint2(
+      __byte_perm(__byte_perm(o[0], o[1], 0x0040), __byte_perm(o[2], o[3], 0x0040), 0x5410),
+      __byte_perm(__byte_perm(o[4], o[5], 0x0040), __byte_perm(o[6], o[7], 0x0040), 0x5410));
+}
+
 /// The epilogue of NROWS rows of a shared int32 accumulator tile (i8StoreWgmmaAccumulators;
 /// output pixel m0 and channel n0 at its origin) straight to y, by THREADS threads: 8 channels
 /// of one pixel per step, read from shared memory in 16-byte pieces, alpha and bias in 16-byte
@@ -273,6 +303,8 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
   const bool vecZ = vec && i8VectorResidual(p, z);
   const float inv = __frcp_rn(p.yScale);  // for the bit-exact quantize (int8 outputs)
   const bool smallAcc = p.gemmK <= 256;   // the fast epilogue's int32 -> float
+  const bool lean = vec && i8LeanEpilogue(p, smallAcc);
+  const float floor = p.act == DeviceActivation::kRelu ? 0.f : -128.f;
 #pragma unroll kUnroll
   for (int it = 0; it < Walk::kSteps; ++it) {
     const int i = tid + it * THREADS;
@@ -298,6 +330,19 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
       }
     }
     const int64_t base = static_cast<int64_t>(m) * p.K + k0;
+    if (lean && (vecZ || !p.hasZ)) {  // n == 8; an int8 residual read 8 values at a time
+      uint2 z8 = make_uint2(0u, 0u);
+      if (p.hasZ) {
+        if constexpr (PRE) {
+          z8 = make_uint2(zRaw[it].x, zRaw[it].y);
+        } else {
+          z8 = *reinterpret_cast<const uint2*>(static_cast<const int8_t*>(z) + base);
+        }
+      }
+      *reinterpret_cast<uint2*>(static_cast<int8_t*>(y) + base) =
+          i8Lean8(q, a, b, p.hasZ, z8, p.zMul, floor);
+      continue;
+    }
     float v[8];
     i8Affine8(p, q, a, b, smallAcc, v);
     if (p.hasZ) {

@@ -199,16 +199,10 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
     }
   };
 
-  const float inv = __frcp_rn(p.yScale);  // for the bit-exact quantize (int8 outputs)
-  const bool smallAcc = p.gemmK <= 256;   // the fast epilogue's int32 -> float
-  // `lean`: the fast rounding of an int8 output in output steps (prescaled) from sums below
-  // 2^22, no residual or an int8 one, no activation or Relu, no NaN to map: the same
-  // operations as i8Affine8, i8AddResidual8, activateAll and quantizeStepsFast, with Relu and
-  // the clamp to [-128, 127] merged into one clamp to [0, 127] (so the same results), and no
-  // branch on the plan's options per element. About 6 operations an element, 9 with the
-  // residual (ResNet's 1x1 layers are bound by their instructions).
-  const bool lean = !p.exact && p.prescaled && yb == 1 && zb != 2 && smallAcc && !p.nanToZero &&
-                    (p.act == DeviceActivation::kNone || p.act == DeviceActivation::kRelu);
+  const float inv = __frcp_rn(p.yScale);               // for the bit-exact quantize (int8 outputs)
+  const bool smallAcc = p.gemmK <= 256;                // the fast epilogue's int32 -> float
+  const bool lean = dev::i8LeanEpilogue(p, smallAcc);  // (ResNet's 1x1 layers are bound by
+                                                       // their instructions)
   const float floor = p.act == DeviceActivation::kRelu ? 0.f : -128.f;
   // Tiles in flight: stages - 1 ahead of the one multiplied, one commit group each (empty past
   // the last tile), so waiting until stages - 1 groups are pending means this tile has landed.
@@ -284,26 +278,11 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
             q[2 * b + 1] = acc[a][grp * 4 + b][2 * h + 1];
           }
           const int64_t base = static_cast<int64_t>(m) * p.K + n0 + c0;
-          if (lean) {  // the common case in few operations (see `lean` above)
+          if (lean) {  // the common case in few operations (i8Lean8)
             uint2 zRaw = make_uint2(0u, 0u);
             if (zb) zRaw = *reinterpret_cast<const uint2*>(zs + r * L.zPitch + c0);
-            const int8_t* zq = reinterpret_cast<const int8_t*>(&zRaw);
-            uint32_t o[8];
-#pragma unroll
-            for (int e = 0; e < 8; ++e) {
-              float v = fmaf(__int_as_float(q[e] + dev::kRoundMagicBits) - dev::kRoundMagic, av[e],
-                             bv[e]);
-              if (zb)
-                v = fmaf(__int_as_float(zq[e] + dev::kRoundMagicBits) - dev::kRoundMagic, p.zMul,
-                         v);
-              o[e] = static_cast<uint32_t>(
-                  __float_as_int(fminf(fmaxf(v, floor), 127.f) + dev::kRoundMagic));
-            }
             *reinterpret_cast<uint2*>(static_cast<int8_t*>(y) + base) =
-                make_uint2(__byte_perm(__byte_perm(o[0], o[1], 0x0040),
-                                       __byte_perm(o[2], o[3], 0x0040), 0x5410),
-                           __byte_perm(__byte_perm(o[4], o[5], 0x0040),
-                                       __byte_perm(o[6], o[7], 0x0040), 0x5410));
+                dev::i8Lean8(q, av, bv, zb != 0, zRaw, p.zMul, floor);
             continue;
           }
           float v[8];
