@@ -74,6 +74,17 @@ if [[ " $steps " == *" blazeface "* ]]; then
   grep -E "INT8:" "$out/bench_bf_int8_strict.log" | head -2
 fi
 
+r50_args() {  # the `edgeinfer build/bench` precision arguments of MODE into the array args
+  case $1 in
+    fp16) args=(--fp16) ;;
+    int8) args=(--int8 --calibration-cache /tmp/ei/r50.calib) ;;
+    int8_strict) args=(--int8 --strict-precision --calibration-cache /tmp/ei/r50.calib) ;;
+    int8_strict_exact) args=(--int8 --strict-precision --int8-bit-exact
+      --calibration-cache /tmp/ei/r50.calib) ;;
+    *) echo "unknown mode $1" >&2; args=() ;;
+  esac
+}
+
 r50_prepare() {  # ResNet-50 as /tmp/ei/resnet50.onnx and its calibration cache /tmp/ei/r50.calib, once
   [ -f /tmp/ei/r50.calib ] && return 0
   /opt/torch/.venv/bin/python - <<'PY'
@@ -100,13 +111,7 @@ if [[ " $steps " == *" resnet "* ]]; then
   r=/tmp/ei/resnet50.onnx
   for b in ${R50_BATCHES:-1 64}; do
     for mode in ${R50_MODES:-fp16 int8 int8_strict}; do
-      case $mode in
-        fp16) args=(--fp16) ;;
-        int8) args=(--int8 --calibration-cache /tmp/ei/r50.calib) ;;
-        int8_strict) args=(--int8 --strict-precision --calibration-cache /tmp/ei/r50.calib) ;;
-        int8_strict_exact) args=(--int8 --strict-precision --int8-bit-exact
-          --calibration-cache /tmp/ei/r50.calib) ;;
-      esac
+      r50_args "$mode"
       EDGEINFER_LOG_LEVEL=info bench "r50_b${b}_$mode" "$r" --backend cuda --dynamic-dim "$b" "${args[@]}"
       grep -E "INT8:" "$out/bench_r50_b${b}_$mode.log" | tail -n 2
     done
@@ -120,10 +125,7 @@ if [[ " $steps " == *" ab "* ]]; then
   r=/tmp/ei/resnet50.onnx
   for b in ${R50_BATCHES:-1 64}; do
     for mode in ${R50_MODES:-fp16 int8_strict}; do
-      case $mode in
-        fp16) args=(--fp16) ;;
-        *) args=(--int8 --strict-precision --calibration-cache /tmp/ei/r50.calib) ;;
-      esac
+      r50_args "$mode"
       e=/tmp/ei/r50_b${b}_$mode.engine
       edgeinfer build "$r" --backend cuda --dynamic-dim "$b" "${args[@]}" -o "$e" \
         >"$out/build_r50_b${b}_$mode.log" 2>&1 || echo "build b$b $mode failed"
@@ -156,11 +158,7 @@ if [[ " $steps " == *" plan "* ]]; then
   r=/tmp/ei/resnet50.onnx
   for b in ${R50_BATCHES:-1 64}; do
     for mode in ${R50_MODES:-fp16 int8_strict}; do
-      case $mode in
-        fp16) args=(--fp16) ;;
-        int8) args=(--int8 --calibration-cache /tmp/ei/r50.calib) ;;
-        *) args=(--int8 --strict-precision --calibration-cache /tmp/ei/r50.calib) ;;
-      esac
+      r50_args "$mode"
       p=$out/plan_b${b}_$mode.txt
       edgeinfer build "$r" --backend cuda --dynamic-dim "$b" "${args[@]}" --verbose \
         -o "/tmp/ei/plan_b${b}_$mode.engine" 2>&1 | awk '/GPU plan:/{p=1;next} p' >"$p"
