@@ -59,9 +59,9 @@
 //           256, K % 32 == 0; sm_80 and newer): for layers bound by memory (ResNet's 1x1
 //           expansions), persistent blocks that keep their BN channels' weights in shared memory,
 //           copy the next 128 pixels' input and residual rows while multiplying the current ones
-//           (mma.sync), run the epilogue straight from the accumulator registers and store
-//           the tile in whole 128-byte lines (int8_conv_pointwise.cu). Offered: 128x64,
-//           128x128 for K > 64, 64x256 for K > 128.
+//           (mma.sync), and run the epilogue straight from the accumulator registers, 8
+//           consecutive channels of a pixel a thread, stored as one piece
+//           (int8_conv_pointwise.cu). Offered: 128x64, 128x128 for K > 64, 64x256 for K > 128.
 //           "dw<4|1>" (group == C_in == C_out): depthwise, one output pixel and 4 (C % 4 == 0)
 //           or 1 channels per thread.
 //   y       "i8" (when the output has a scale) or "f16"

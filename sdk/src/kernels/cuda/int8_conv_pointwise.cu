@@ -73,11 +73,6 @@ __host__ __device__ inline int residualBytes(const Int8ConvPlan& p) {
   return !p.hasZ ? 0 : p.zScale > 0.f ? 1 : 2;
 }
 
-/// Bytes of an output element: 1 int8, 2 fp16.
-__host__ __device__ inline int outputBytes(const Int8ConvPlan& p) {
-  return p.yScale > 0.f ? 1 : 2;
-}
-
 /// The most stages a launch uses: tiles in flight are stages - 1.
 constexpr int kPwMaxStages = 8;
 
@@ -132,9 +127,11 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
   constexpr int kWarpsM = BM / 32, kWarpsN = 8 / kWarpsM;
   constexpr int kWN = BN / kWarpsN, kNT = kWN / 8, kGroups = kWN / 32;
   static_assert(kWN % 32 == 0, "a warp's channels come in groups of 32");
+  static_assert(BN * kPwMaxC / 16 <= 4096 && BM * kPwMaxC / 16 <= 4096,
+                "divSmall's range: the 16-byte pieces of the weights and of an input tile");
   extern __shared__ __align__(128) int8_t smem[];
   dev::allowDependentGrids();
-  const int zb = residualBytes(p), yb = outputBytes(p);
+  const int zb = residualBytes(p);
   const PwLayout L = pwLayout(BM, BN, p.C, zb, stages);
   int8_t* Ws = smem;
   float* alphaS = reinterpret_cast<float*>(smem + L.wBytes);
