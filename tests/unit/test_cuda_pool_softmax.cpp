@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_provider.h"
+#include "kernels/cuda/pool.h"
 #include "tactic_test_util.h"
 
 namespace edgeinfer {
@@ -304,6 +305,104 @@ TEST(CudaPool, MaxPoolWithIndices_n) {
 TEST(CudaPool, MaxPoolInt8_n) {
   Tensor x = Tensor::zeros(DataType::kUInt8, Shape{1, 2, 6, 6});
   EXPECT_TRUE(candidatesFor(windowNode("MaxPool", windowCases()[0]), x).empty());
+}
+
+// INT8 MaxPool (issue 6): the int8 tactic is offered at kInt8 for a 4-D MaxPool whose input and
+// output both have scales, and nowhere else; its launcher refuses what it does not run.
+TEST(CudaPool, Int8MaxPoolOnlyWithBothScales_n) {
+  const Tensor x = randomTensor(Shape{2, 16, 9, 8}, 3);
+  const auto int8Ids = [&](const graph::Node& n, Precision precision, float sIn, float sOut) {
+    graph::Graph g;
+    LayerContext layer;
+    EXPECT_TRUE(test::makeLayer(n, g, {&x}, &layer).ok());
+    layer.inputScales = {sIn};
+    layer.outputScales = {sOut};
+    cuda::CudaKernelProvider provider;
+    std::set<std::string> ids;
+    for (const auto& t : provider.candidates(layer, precision))
+      if (t->outputFormat(0).dtype == DataType::kInt8) ids.insert(t->id());
+    return ids;
+  };
+  const graph::Node maxPool = windowNode("MaxPool", windowCases()[4]);
+  EXPECT_EQ(int8Ids(maxPool, Precision::kInt8, 0.02f, 0.03f),
+            std::set<std::string>{"cuda.pool.i8.nhwc"});
+  EXPECT_TRUE(int8Ids(maxPool, Precision::kInt8, 0.02f, 0.f).empty()) << "no output scale";
+  EXPECT_TRUE(int8Ids(maxPool, Precision::kInt8, 0.f, 0.03f).empty()) << "no input scale";
+  EXPECT_TRUE(int8Ids(maxPool, Precision::kInt8, 0.02f, NAN).empty()) << "NaN scale";
+  EXPECT_TRUE(int8Ids(maxPool, Precision::kFp16, 0.02f, 0.03f).empty()) << "FP16 precision";
+  EXPECT_TRUE(
+      int8Ids(windowNode("AveragePool", windowCases()[4]), Precision::kInt8, 0.02f, 0.03f).empty())
+      << "AveragePool";
+  cuda::PoolPlan plan;
+  plan.kind = cuda::PoolKind::kMax, plan.nhwc = true, plan.N = 1, plan.C = 16, plan.H = 4;
+  plan.W = 4, plan.OH = 2, plan.OW = 2, plan.kh = plan.kw = plan.sh = plan.sw = 2;
+  alignas(16) static int8_t in[256], out[64];
+  EXPECT_EQ(cuda::launchMaxPoolInt8(plan, 0.f, 0.1f, in, out, 1, nullptr).code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(cuda::launchMaxPoolInt8(plan, 0.1f, INFINITY, in, out, 1, nullptr).code(),
+            ErrorCode::kInvalidArgument);
+  cuda::PoolPlan nchw = plan;
+  nchw.nhwc = false;
+  EXPECT_EQ(cuda::launchMaxPoolInt8(nchw, 0.1f, 0.1f, in, out, 1, nullptr).code(),
+            ErrorCode::kInvalidArgument);
+  cuda::PoolPlan average = plan;
+  average.kind = cuda::PoolKind::kAverage;
+  EXPECT_EQ(cuda::launchMaxPoolInt8(average, 0.1f, 0.1f, in, out, 1, nullptr).code(),
+            ErrorCode::kInvalidArgument);
+}
+
+// The int8 MaxPool gives exactly quantize(max(dequantize(x)), sOut): the float MaxPool of the
+// dequantized input, quantized with the output's scale, for equal scales (the max of the int8
+// values itself) and for a larger and a smaller output scale (saturating); channel counts that
+// take the 16-, 4- and 1-channel paths; every window case of the float tests.
+TEST(CudaPool, Int8MaxPoolIsTheDequantizedPoolQuantized) {
+  EI_SKIP_WITHOUT_GPU();
+  std::vector<WindowCase> cases = windowCases();
+  cases.push_back({Shape{2, 64, 17, 15}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, ""});  // ResNet's
+  cases.push_back({Shape{1, 48, 9, 10}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 1, ""});
+  cases.push_back({Shape{1, 20, 9, 10}, {2, 2}, {1, 1}, {0, 0, 0, 0}, {}, 0, ""});
+  uint32_t seed = 60;
+  size_t runs = 0;
+  for (const auto& c : cases) {
+    const graph::Node n = windowNode("MaxPool", c);
+    const Tensor x = randomTensor(c.x, seed++);
+    for (const float sOutOverIn : {1.f, 1.37f, 0.61f}) {
+      SCOPED_TRACE(c.x.toString() + " sOut / sIn " + std::to_string(sOutOverIn));
+      const float sIn = 3.f / 127.f, sOut = sIn * sOutOverIn;
+      graph::Graph g;
+      LayerContext layer;
+      ASSERT_TRUE(test::makeLayer(n, g, {&x}, &layer).ok());
+      layer.inputScales = {sIn};
+      layer.outputScales = {sOut};
+      // The reference: the input dequantized, the float MaxPool, quantized with sOut.
+      Tensor xd = x.clone();
+      for (int64_t i = 0; i < xd.numel(); ++i)
+        xd.data<float>()[i] = static_cast<float>(test::quantizeHost(x.data<float>()[i], sIn)) * sIn;
+      std::vector<Tensor> ref;
+      ASSERT_TRUE(ref::runNode(n, {&xd}, ref).ok());
+      cuda::CudaKernelProvider provider;
+      bool found = false;
+      for (auto& t : provider.candidates(layer, Precision::kInt8)) {
+        if (t->id() != "cuda.pool.i8.nhwc") continue;
+        found = true;
+        ASSERT_TRUE(t->initialize(layer).ok());
+        auto outs = test::runTactic(*t, layer, {&x});
+        ASSERT_TRUE(outs.ok()) << outs.status().toString();
+        const Tensor& got = (*outs)[0];
+        ASSERT_EQ(got.shape(), ref[0].shape());
+        int64_t differ = 0;
+        for (int64_t i = 0; i < got.numel(); ++i) {
+          const float want =
+              static_cast<float>(test::quantizeHost(ref[0].data<float>()[i], sOut)) * sOut;
+          differ += got.data<float>()[i] != want ? 1 : 0;
+        }
+        EXPECT_EQ(differ, 0) << "of " << got.numel();
+        ++runs;
+      }
+      EXPECT_TRUE(found);
+    }
+  }
+  EXPECT_EQ(runs, cases.size() * 3);
 }
 
 TEST(CudaPool, ThreeDimensionalPool_n) {

@@ -568,6 +568,12 @@ class PoolTactic final : public CudaTactic {
     if (!poolKindFor(*layer.node, &p.kind) || !poolPlanFor(layer, p.kind, &p))
       return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
     p.nhwc = plan_.nhwc;
+    if (dtype_ == DataType::kInt8) {
+      sIn_ = layer.inputScale(0);
+      sOut_ = layer.outputScale(0);
+      if (!int8MaxPoolRuns(layer, p))
+        return Status(ErrorCode::kUnsupported, id() + ": the layer's tensors have no int8 scales");
+    }
     plan_ = p;
     maxBlocks_ = maxBlocksForDevice();
     initialized_ = true;
@@ -575,11 +581,24 @@ class PoolTactic final : public CudaTactic {
   }
   Status enqueue(const LaunchArgs& args) override {
     EI_RETURN_IF_ERROR(checkArgs(args, 1));
+    if (dtype_ == DataType::kInt8)
+      return launchMaxPoolInt8(plan_, sIn_, sOut_, args.inputs[0], args.outputs[0], maxBlocks_,
+                               args.stream);
     return launchPool(plan_, fp16(), args.inputs[0], args.outputs[0], maxBlocks_, args.stream);
+  }
+
+  /// INT8 (issue 6): a MaxPool of a 4-D float tensor whose input and output both have an
+  /// int8 scale (the output one only when its readers are INT8 layers) runs on the int8 values,
+  /// in NHWC, the format the INT8 convolutions read and write.
+  static bool int8MaxPoolRuns(const LayerContext& layer, const PoolPlan& p) {
+    const auto positive = [](float s) { return s > 0.f && std::isfinite(s); };
+    return p.kind == PoolKind::kMax && layer.inputShapes[0].rank() == 4 &&
+           positive(layer.inputScale(0)) && positive(layer.outputScale(0));
   }
 
  private:
   PoolPlan plan_;
+  float sIn_ = 0.f, sOut_ = 0.f;  // INT8
 };
 
 // ---- Softmax --------------------------------------------------------------------------------
@@ -702,6 +721,8 @@ std::vector<std::unique_ptr<builder::Tactic>> CudaKernelProvider::candidates(
     if (!poolPlanFor(layer, kind, &plan)) return out;
     for (DataType t : storageTypes(precision))
       for (Layout l : layouts) out.push_back(std::make_unique<PoolTactic>(plan, t, l, layer));
+    if (precision == Precision::kInt8 && PoolTactic::int8MaxPoolRuns(layer, plan))
+      out.push_back(std::make_unique<PoolTactic>(plan, DataType::kInt8, Layout::kNHWC, layer));
   } else {
     for (DataType t : storageTypes(precision))
       for (Layout l : layouts) {

@@ -6,6 +6,8 @@
 // first tap inside seeds the max, and AveragePool divides by the number of taps inside the
 // input, or with count_include_pad by the number inside the padded input; LpPool sums |x|^p
 // over the taps inside (padding counts as zero) and takes the p-th root.
+// INT8 MaxPool (NHWC): a thread per 16, 4 or 1 channels of one output pixel, the max taken on
+// the int8 values (four at a time, __vmaxs4), then requantized to the output's scale.
 // Global pools: a warp (or a block, for large planes) per NCHW plane; for NHWC a block per
 // (image, channel slice), its rows splitting the pixels and reduced pairwise in shared memory;
 // slices as narrow as it takes to give every multiprocessor about two blocks.
@@ -14,10 +16,13 @@
 #include <algorithm>
 #include <cfloat>
 #include <climits>
+#include <cmath>
+#include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_half.h"
 #include "kernels/cuda/pool.h"
+#include "kernels/cuda/quantize.cuh"
 
 namespace edgeinfer::cuda {
 namespace {
@@ -229,9 +234,94 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <typename T, int kMode>
-Status launchWindow(const PoolPlan& p, const void* in, void* out, int maxBlocks,
-                    cudaStream_t stream) {
+/// VEC int8 channels as 32-bit words (VEC 16 or 4) or one byte (VEC 1).
+template <int VEC>
+struct I8Lanes {
+  static constexpr int kWords = VEC >= 4 ? VEC / 4 : 1;
+  uint32_t w[kWords];
+  __device__ __forceinline__ void load(const int8_t* p) {
+    if constexpr (VEC == 16) {
+      const uint4 v = *reinterpret_cast<const uint4*>(p);
+      w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+    } else if constexpr (VEC == 4) {
+      w[0] = *reinterpret_cast<const uint32_t*>(p);
+    } else {
+      w[0] = static_cast<uint32_t>(static_cast<uint8_t>(*p));
+    }
+  }
+  __device__ __forceinline__ void store(int8_t* p) const {
+    if constexpr (VEC == 16)
+      *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+    else if constexpr (VEC == 4)
+      *reinterpret_cast<uint32_t*>(p) = w[0];
+    else
+      *p = static_cast<int8_t>(w[0] & 0xffu);
+  }
+  __device__ __forceinline__ void max(const I8Lanes& o) {
+    if constexpr (VEC == 1) {
+      const int a = static_cast<int8_t>(w[0] & 0xffu), b = static_cast<int8_t>(o.w[0] & 0xffu);
+      w[0] = static_cast<uint32_t>(static_cast<uint8_t>(a < b ? b : a));
+    } else {
+#pragma unroll
+      for (int k = 0; k < kWords; ++k) w[k] = __vmaxs4(w[k], o.w[k]);
+    }
+  }
+  __device__ __forceinline__ int8_t byte(int e) const {
+    return static_cast<int8_t>((w[e / 4] >> (8 * (e % 4))) & 0xffu);
+  }
+  __device__ __forceinline__ void setByte(int e, int8_t v) {
+    const int s = 8 * (e % 4);
+    w[e / 4] = (w[e / 4] & ~(0xffu << s)) | (static_cast<uint32_t>(static_cast<uint8_t>(v)) << s);
+  }
+};
+
+template <int VEC, typename I>
+__global__ void __launch_bounds__(kThreads)
+    maxPoolInt8NhwcKernel(const int8_t* __restrict__ x, int8_t* __restrict__ y,
+                          const WindowParams q, I total, float sIn, float sOut, float invOut,
+                          bool requantize) {
+  const int cv = q.C / VEC;  // channel vectors per pixel
+  const I step = static_cast<I>(gridDim.x) * kThreads;
+  for (I o = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x; o < total; o += step) {
+    const int c = static_cast<int>(o % cv) * VEC;
+    I t = o / cv;
+    const int ow = static_cast<int>(t % q.OW);
+    t /= q.OW;
+    const int oh = static_cast<int>(t % q.OH);
+    const I n = t / q.OH;
+    const int8_t* xp = x + n * static_cast<I>(q.H) * q.W * q.C + c;
+    const int hs = oh * q.sh - q.padTop, ws = ow * q.sw - q.padLeft;
+    I8Lanes<VEC> acc;
+    bool found = false;
+    for (int i = 0; i < q.kh; ++i) {
+      const int ih = hs + i * q.dh;
+      if (ih < 0 || ih >= q.H) continue;
+      for (int j = 0; j < q.kw; ++j) {
+        const int iw = ws + j * q.dw;
+        if (iw < 0 || iw >= q.W) continue;
+        I8Lanes<VEC> v;
+        v.load(xp + (static_cast<I>(ih) * q.W + iw) * q.C);
+        if (found)
+          acc.max(v);
+        else
+          acc = v;
+        found = true;
+      }
+    }
+    if (!found) {
+#pragma unroll
+      for (int k = 0; k < I8Lanes<VEC>::kWords; ++k) acc.w[k] = VEC == 1 ? 0x80u : 0x80808080u;
+    } else if (requantize) {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e)
+        acc.setByte(
+            e, dev::quantizeToInt8(__fmul_rn(static_cast<float>(acc.byte(e)), sIn), sOut, invOut));
+    }
+    acc.store(y + ((n * q.OH + oh) * static_cast<I>(q.OW) + ow) * q.C + c);
+  }
+}
+
+WindowParams windowParams(const PoolPlan& p) {
   WindowParams q{};
   q.C = static_cast<int>(p.C);
   q.H = static_cast<int>(p.H);
@@ -250,6 +340,13 @@ Status launchWindow(const PoolPlan& p, const void* in, void* out, int maxBlocks,
   q.padRight = static_cast<int>(p.padRight);
   q.countIncludePad = p.countIncludePad;
   q.lpP = static_cast<int>(p.lpP);
+  return q;
+}
+
+template <typename T, int kMode>
+Status launchWindow(const PoolPlan& p, const void* in, void* out, int maxBlocks,
+                    cudaStream_t stream) {
+  const WindowParams q = windowParams(p);
   const T* x = static_cast<const T*>(in);
   T* y = static_cast<T*>(out);
   const bool small = p.N * p.C * p.H * p.W < INT_MAX && p.N * p.C * p.OH * p.OW < INT_MAX;
@@ -346,7 +443,45 @@ Status launchKind(const PoolPlan& p, const void* in, void* out, int maxBlocks,
   return Status(ErrorCode::kInternal, "unknown pooling kind");
 }
 
+template <int VEC>
+void launchMaxPoolInt8Vec(const PoolPlan& p, float sIn, float sOut, const int8_t* x, int8_t* y,
+                          int maxBlocks, cudaStream_t stream) {
+  const WindowParams q = windowParams(p);
+  const int64_t total = p.N * p.OH * p.OW * (p.C / VEC);
+  const int grid = dev::gridFor(total, kThreads, maxBlocks);
+  const bool requantize = sIn != sOut;
+  const float inv = 1.f / sOut;  // quantizeToInt8's __frcp_rn(scale): IEEE division, rounded
+  if (p.N * p.C * p.H * p.W < INT_MAX)
+    maxPoolInt8NhwcKernel<VEC, uint32_t><<<grid, kThreads, 0, stream>>>(
+        x, y, q, static_cast<uint32_t>(total), sIn, sOut, inv, requantize);
+  else
+    maxPoolInt8NhwcKernel<VEC, int64_t>
+        <<<grid, kThreads, 0, stream>>>(x, y, q, total, sIn, sOut, inv, requantize);
+}
+
 }  // namespace
+
+Status launchMaxPoolInt8(const PoolPlan& plan, float sIn, float sOut, const void* input,
+                         void* output, int maxBlocks, void* stream) {
+  if (plan.kind != PoolKind::kMax || !plan.nhwc)
+    return Status(ErrorCode::kInvalidArgument, "int8 pooling: MaxPool in NHWC only");
+  if (!(sIn > 0.f) || !(sOut > 0.f) || !std::isfinite(sIn) || !std::isfinite(sOut))
+    return Status(ErrorCode::kInvalidArgument, "int8 pooling: the scales must be positive");
+  if (plan.N * plan.C * plan.OH * plan.OW == 0) return Status::Ok();
+  auto s = static_cast<cudaStream_t>(stream);
+  const auto* x = static_cast<const int8_t*>(input);
+  auto* y = static_cast<int8_t*>(output);
+  const bool a16 = dev::aligned16(input) && dev::aligned16(output);
+  if (plan.C % 16 == 0 && a16)
+    launchMaxPoolInt8Vec<16>(plan, sIn, sOut, x, y, maxBlocks, s);
+  else if (plan.C % 4 == 0 && reinterpret_cast<uintptr_t>(input) % 4 == 0 &&
+           reinterpret_cast<uintptr_t>(output) % 4 == 0)
+    launchMaxPoolInt8Vec<4>(plan, sIn, sOut, x, y, maxBlocks, s);
+  else
+    launchMaxPoolInt8Vec<1>(plan, sIn, sOut, x, y, maxBlocks, s);
+  EI_CUDA_CHECK(cudaGetLastError());
+  return Status::Ok();
+}
 
 Status launchPool(const PoolPlan& plan, bool fp16, const void* input, void* output, int maxBlocks,
                   void* stream) {

@@ -27,4 +27,12 @@ struct PoolPlan {
 Status launchPool(const PoolPlan& plan, bool fp16, const void* input, void* output, int maxBlocks,
                   void* stream);
 
+/// Enqueues an INT8 MaxPool (kind kMax, nhwc): x and y int8 NHWC, x quantized with scale `sIn`,
+/// y with `sOut` (both > 0). y = quantize(max(x) * sIn, sOut) with quantize.cuh's rounding: the
+/// result of dequantizing x, pooling in float and quantizing (max commutes with a positive
+/// scale), without the float tensor in between; max(x) itself where the scales are equal. A
+/// window with no tap inside the input gives -128. Never synchronises.
+Status launchMaxPoolInt8(const PoolPlan& plan, float sIn, float sOut, const void* input,
+                         void* output, int maxBlocks, void* stream);
+
 }  // namespace edgeinfer::cuda
