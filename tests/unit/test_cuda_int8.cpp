@@ -1447,6 +1447,82 @@ TEST(CudaInt8Engine, OnlyInt8ConvolutionsReadInt8Outputs) {
   EXPECT_GT(cosine(got, want), 0.995);
 }
 
+// ResNet's entry in a strict INT8 build: the 3-channel stem convolution (cuda-stem, FP16
+// arithmetic) writes int8 for the MaxPool, which pools the int8 values (cuda.pool.i8) for the
+// INT8 convolutions after it: no fp16 tensor and no quantize reformat between the stem and the
+// first INT8 convolution. The engine stays close to the CPU's INT8 emulation and to FP32, and
+// a saved and loaded engine finds the same tactics and gives the same bits.
+TEST(CudaInt8Engine, StemAndMaxPoolHandInt8ToTheConvolutions) {
+  EI_SKIP_WITHOUT_GPU();
+  test::TestModel m(13);
+  m.input("x", {2, 3, 40, 36});
+  m.randomInitializer("w1", {32, 3, 7, 7}, 1, -0.2f, 0.2f);
+  m.randomInitializer("b1", {32}, 2, -0.2f, 0.2f);
+  m.randomInitializer("w2", {64, 32, 1, 1}, 3, -0.2f, 0.2f);
+  m.randomInitializer("w3", {32, 32, 3, 3}, 4, -0.1f, 0.1f);
+  auto& c1 = m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "stem");
+  test::TestModel::attrInts(c1, "pads", {3, 3, 3, 3});
+  test::TestModel::attrInts(c1, "strides", {2, 2});
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  auto& mp = m.node("MaxPool", {"r1"}, {"p"}, "pool");
+  test::TestModel::attrInts(mp, "kernel_shape", {3, 3});
+  test::TestModel::attrInts(mp, "strides", {2, 2});
+  test::TestModel::attrInts(mp, "pads", {1, 1, 1, 1});
+  m.node("Conv", {"p", "w2"}, {"c2"}, "conv2");  // two INT8 readers of the pool
+  auto& c3 = m.node("Conv", {"p", "w3"}, {"c3"}, "conv3");
+  test::TestModel::attrInts(c3, "pads", {1, 1, 1, 1});
+  test::TestModel::attr(m.node("Concat", {"c2", "c3"}, {"y"}, "cat"), "axis", 1);
+  m.output("y");
+  Int8Fixture f;
+  f.inputShape = Shape{2, 3, 40, 36};
+  ASSERT_TRUE(f.prepare(m).ok());
+  auto e = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  std::map<std::string, std::string> tactics;
+  for (const auto& [layer, id] : runtime::cudaEngineTactics(**e)) tactics[layer] = id;
+  const std::string stem = tactics["stem"], pool = tactics["pool"];
+  EXPECT_EQ(stem.rfind("cuda-stem.", 0), 0u) << stem;
+  EXPECT_EQ(stem.substr(stem.size() - 3), ".i8") << "the stem writes int8: " << stem;
+  EXPECT_EQ(pool, "cuda.pool.i8.nhwc");
+  for (const char* layer : {"conv2", "conv3"}) {  // INT8 tactics (reading p as int8)
+    const std::string& t = tactics[layer];
+    EXPECT_TRUE(t.rfind("cuda-i8.", 0) == 0 || t.rfind("cublaslt-i8.", 0) == 0)
+        << layer << ": " << t;
+  }
+  auto bytes = (*e)->serialize();
+  ASSERT_TRUE(bytes.ok());
+  const std::string text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  // Reformats: only the graph input's (float32 NCHW -> the stem's input format, if any) and the
+  // outputs' (int8 -> float32 for y); none of r1 or p.
+  for (const char* value : {"\"value\":\"r1\"", "\"value\":\"p\""}) {
+    size_t n = 0;
+    for (size_t at = text.find(value); at != std::string::npos; at = text.find(value, at + 1)) ++n;
+    EXPECT_EQ(n, 1u) << value << ": one stored version (int8), no reformatted copy";
+  }
+  auto cpuInt8 = f.cpuEngine(/*int8=*/true);
+  ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
+  BuilderConfig cpu;
+  cpu.backend = Backend::kCpu;
+  auto fp32 = Builder::buildFromFile(f.model, cpu);
+  ASSERT_TRUE(fp32.ok()) << fp32.status().toString();
+  const Tensor got = runOnce(**e, f.sample);
+  const double vsInt8 = cosine(got, runOnce(**cpuInt8, f.sample));
+  const double vsFp32 = cosine(got, runOnce(**fp32, f.sample));
+  std::printf(
+      "[          ] stem + int8 MaxPool engine: cosine %.6f against the CPU INT8, %.6f "
+      "against FP32\n",
+      vsInt8, vsFp32);
+  EXPECT_GT(vsInt8, 0.999);
+  EXPECT_GT(vsFp32, 0.995);
+  auto loaded = Engine::deserialize(bytes->data(), bytes->size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  for (const auto& [layer, id] : runtime::cudaEngineTactics(**loaded))
+    EXPECT_EQ(id, tactics[layer]) << layer;
+  const Tensor again = runOnce(**loaded, f.sample);
+  ASSERT_EQ(again.numel(), got.numel());
+  EXPECT_EQ(std::memcmp(again.raw(), got.raw(), got.bytes()), 0);
+}
+
 TEST(CudaInt8Engine, DamagedPlanScaleIsRefused_n) {
   // Anywhere: a plan whose int8 tensor lost its scale, or has a bad one.
   graph::Graph g;

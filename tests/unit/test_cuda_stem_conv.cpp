@@ -10,7 +10,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <set>
@@ -68,12 +70,15 @@ struct StemCase {
   }
 };
 
-/// Why the provider offers nothing for `c` at `precision` (empty: it offered tactics).
-std::string reasonFor(const StemCase& c, Precision precision = Precision::kFp16) {
+/// Why the provider offers nothing for `c` at `precision` (empty: it offered tactics);
+/// `yScale`: the output's int8 scale (INT8).
+std::string reasonFor(const StemCase& c, Precision precision = Precision::kFp16,
+                      float yScale = 0.f) {
   LayerCase lc = c.make();
   builder::LayerContext layer;
   const Status s = lc.layer(&layer);
   EXPECT_TRUE(s.ok()) << s.toString();
+  layer.outputScales = {yScale};
   StemConvProvider p;
   const auto cands = p.candidates(layer, precision);
   if (!cands.empty()) return "";
@@ -94,10 +99,35 @@ const std::set<std::string> kAllIds{"cuda-stem.m128.f32nchw", "cuda-stem.m128.f1
 
 // ---- What is not offered, and launches refused (no GPU needed) ----------------------------
 
-TEST(CudaStemConv, OnlyFp16Precision_n) {
+TEST(CudaStemConv, Fp16AndInt8OutputPrecisionsOnly_n) {
   StemCase c;
-  EXPECT_NE(reasonFor(c, Precision::kFp32).find("FP16 tactics only"), std::string::npos);
-  EXPECT_NE(reasonFor(c, Precision::kInt8).find("FP16 tactics only"), std::string::npos);
+  EXPECT_NE(reasonFor(c, Precision::kFp32).find("FP16 and INT8"), std::string::npos);
+  // INT8: only with the output's scale (INT8 readers), and without a residual.
+  EXPECT_NE(reasonFor(c, Precision::kInt8).find("no int8 scale"), std::string::npos);
+  EXPECT_NE(reasonFor(c, Precision::kInt8, NAN).find("no int8 scale"), std::string::npos);
+  StemCase z = c;
+  z.residual = true, z.act = "Relu";
+  EXPECT_NE(reasonFor(z, Precision::kInt8, 0.05f).find("residual"), std::string::npos);
+  // The INT8 tactics write int8 NHWC, and their ids say so (candidates need a device).
+  std::string why;
+  if (!test::gpuAvailable(&why)) return;
+  EXPECT_EQ(reasonFor(c, Precision::kInt8, 0.05f), "");
+  LayerCase lc = c.make();
+  builder::LayerContext layer;
+  ASSERT_TRUE(lc.layer(&layer).ok());
+  layer.outputScales = {0.05f};
+  StemConvProvider p;
+  std::set<std::string> ids;
+  for (const auto& t : p.candidates(layer, Precision::kInt8)) {
+    ids.insert(t->id());
+    EXPECT_EQ(t->outputFormat(0), (builder::TensorFormat{DataType::kInt8, builder::Layout::kNHWC}));
+  }
+  std::set<std::string> want;
+  for (const auto& id : std::set<std::string>{"cuda-stem.m128.f32nchw", "cuda-stem.m128.f16nhwc",
+                                              "cuda-stem.m128.f16nchw", "cuda-stem.m64.f32nchw",
+                                              "cuda-stem.m64.f16nhwc", "cuda-stem.m64.f16nchw"})
+    want.insert(id + ".i8");
+  EXPECT_EQ(ids, want);
 }
 
 TEST(CudaStemConv, ManyInputChannels_n) {
@@ -170,6 +200,12 @@ TEST(CudaStemConv, LaunchRefusesABadPlanOrMissingPointers_n) {
   missing = a;
   missing.y = reinterpret_cast<uint8_t*>(buf) + 2;  // not 16-byte aligned
   EXPECT_EQ(cuda::launchStemConv(p, missing, 1, nullptr).code(), ErrorCode::kInvalidArgument);
+  bad = p;
+  bad.int8Out = true;  // an int8 output needs its scale, and takes no residual
+  EXPECT_EQ(cuda::launchStemConv(bad, a, 1, nullptr).code(), ErrorCode::kInvalidArgument);
+  bad.yScale = 0.1f;
+  bad.hasZ = true;
+  EXPECT_EQ(cuda::launchStemConv(bad, a, 1, nullptr).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(cuda::prepareStemConv(bad).status().code(), ErrorCode::kInvalidArgument);
 }
 
@@ -308,6 +344,70 @@ TEST(CudaStemConv, ResidualOddChannelsInSeveralBlocksDilatedOddInput) {
   StemCase odd = c;  // 33 outputs: the last output pair has no second channel
   odd.K = 33, odd.dilations = {2, 1}, odd.pads = {2, 1, 2, 1};
   EXPECT_EQ(checkAll(odd), kAllIds);
+}
+
+/// Every INT8 candidate of `c` (int8 output with scale `ys`) against the reference's float
+/// output quantized with ys: the kernel quantizes the FP32 sum of FP16 products, the reference
+/// a double-precision sum, so an output may land one step away where the value is within
+/// rounding of a half step, never further. Returns the ids run.
+std::set<std::string> checkInt8(const StemCase& c, float ysOfMax) {
+  LayerCase lc = c.make();
+  builder::LayerContext layer;
+  EXPECT_TRUE(lc.layer(&layer).ok());
+  std::vector<Tensor> ref;
+  EXPECT_TRUE(ref::runNode(lc.node(), lc.inputs(), ref).ok());
+  float amax = 0.f;
+  for (int64_t i = 0; i < ref[0].numel(); ++i)
+    amax = std::max(amax, std::fabs(ref[0].data<float>()[i]));
+  const float ys = amax * ysOfMax / 127.f;  // below 1: the largest outputs saturate
+  layer.outputScales = {ys};
+  StemConvProvider p;
+  std::set<std::string> ids;
+  for (auto& t : p.candidates(layer, Precision::kInt8)) {
+    ids.insert(t->id());
+    SCOPED_TRACE(t->id());
+    EXPECT_TRUE(t->initialize(layer).ok());
+    std::vector<const Tensor*> in = lc.inputs();
+    in[1] = nullptr;  // consumed
+    if (in.size() > 2) in[2] = nullptr;
+    auto outs = test::runTactic(*t, layer, in);
+    EXPECT_TRUE(outs.ok()) << outs.status().toString();
+    if (!outs.ok()) continue;
+    const Tensor& got = (*outs)[0];
+    int64_t oneStep = 0, further = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const int q = static_cast<int>(std::lround(got.data<float>()[i] / ys));
+      const int want = test::quantizeHost(ref[0].data<float>()[i], ys);
+      oneStep += std::abs(q - want) == 1 ? 1 : 0;
+      further += std::abs(q - want) > 1 ? 1 : 0;
+    }
+    EXPECT_EQ(further, 0) << "of " << got.numel();
+    EXPECT_LE(oneStep, got.numel() / 200) << "of " << got.numel();
+  }
+  return ids;
+}
+
+std::set<std::string> int8Ids() {
+  std::set<std::string> ids;
+  for (const auto& id : kAllIds) ids.insert(id + ".i8");
+  return ids;
+}
+
+TEST(CudaStemConv, Int8OutputIsTheFloatResultQuantized) {
+  EI_SKIP_WITHOUT_GPU();
+  StemCase resnet;  // 7x7 / 2, 3 -> 64, ReLU, partial tiles
+  resnet.N = 2, resnet.H = 19, resnet.W = 23, resnet.act = "Relu";
+  EXPECT_EQ(checkInt8(resnet, 0.8f), int8Ids());
+  StemCase narrow;  // 20 outputs: byte stores; no activation (negative outputs)
+  narrow.K = 20, narrow.R = narrow.S = 5, narrow.pads = {1, 2, 2, 1}, narrow.H = 21;
+  narrow.W = 18;
+  EXPECT_EQ(checkInt8(narrow, 0.9f), int8Ids());
+  StemCase blocks;  // 136 outputs in three channel blocks, the last partial; 48 (%16) too
+  blocks.C = 4, blocks.K = 136, blocks.R = blocks.S = 3, blocks.strides = {1, 1};
+  blocks.pads = {1, 1, 1, 1}, blocks.H = 19, blocks.W = 23, blocks.bias = false;
+  EXPECT_EQ(checkInt8(blocks, 1.f), int8Ids());
+  blocks.K = 48, blocks.act = "Clip", blocks.alpha = 0.f, blocks.beta = 1.5f;
+  EXPECT_EQ(checkInt8(blocks, 0.7f), int8Ids());
 }
 
 /// Two layers of one kernel version, the larger initialised first: the smaller one's

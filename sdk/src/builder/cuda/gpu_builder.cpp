@@ -204,6 +204,21 @@ class GpuBuilder {
     for (const auto& n : g_.nodes)
       if (isViewOp(n) && n.hasInput(0) && scales_.count(n.inputs[0]) && !n.outputs.empty())
         scales_[n.outputs[0]] = scales_[n.inputs[0]];
+    // A MaxPool's input that nothing else reads takes the output's scale (calibration ranges
+    // only the inputs of quantized layers: ResNet's stem output has none). Quantization is
+    // monotone, so max(q(x)) = q(max(x)): the int8 pool of its input quantized with that scale
+    // gives exactly the output quantized, clipping included.
+    for (const auto& n : g_.nodes) {
+      if (!n.domain.empty() || n.opType != "MaxPool" || !n.hasInput(0) || n.outputs.empty() ||
+          (n.outputs.size() > 1 && !n.outputs[1].empty()))
+        continue;
+      const std::string& in = n.inputs[0];
+      const auto out = scales_.find(n.outputs[0]);
+      if (out == scales_.end() || scales_.count(in) || g_.isGraphOutput(in) || readerCount(in) != 1)
+        continue;
+      const graph::Value* v = g_.findValue(in);
+      if (v && v->dtype == DataType::kFloat32) scales_[in] = out->second;
+    }
     policy_ = calib.layerPrecision;
   }
   ~GpuBuilder() {
@@ -320,6 +335,14 @@ class GpuBuilder {
     return id;
   }
 
+  /// How many node inputs read `value`.
+  size_t readerCount(const std::string& value) const {
+    size_t n = 0;
+    for (const auto& m : g_.nodes)
+      for (const auto& in : m.inputs) n += in == value ? 1 : 0;
+    return n;
+  }
+
   float scaleOf(const std::string& value) const {
     const auto it = scales_.find(value);
     return it == scales_.end() ? 0.f : it->second;
@@ -327,7 +350,9 @@ class GpuBuilder {
 
   /// True when `value` has a scale and every node reading it is a convolution or a
   /// Gemm/MatMul built at INT8, reading it as its data input (or a fused op's residual Z):
-  /// those readers' INT8 tactics (cuda-i8, cublaslt-i8) want it as int8.
+  /// those readers' INT8 tactics (cuda-i8, cublaslt-i8) want it as int8. A MaxPool built at
+  /// INT8 counts as one when its own output has such readers (its int8 tactic pools the int8
+  /// values: ResNet's stem -> MaxPool -> convolution stays in int8).
   bool int8Readers(const std::string& value) {
     if (const auto it = int8Readers_.find(value); it != int8Readers_.end()) return it->second;
     bool all = scaleOf(value) > 0.f && !g_.isGraphOutput(value), any = false;
@@ -341,7 +366,11 @@ class GpuBuilder {
         const bool int8Op =
             fused || (onnx && (m.opType == "Conv" || m.opType == "Gemm" || m.opType == "MatMul"));
         // X, or a fused op's residual Z (both have int8 variants when they have a scale).
-        all = int8Op && (k == 0 || (fused && k == 3)) && precisionOf(m) == Precision::kInt8;
+        const bool int8Pool = onnx && m.opType == "MaxPool" && k == 0 && !m.outputs.empty() &&
+                              (m.outputs.size() == 1 || m.outputs[1].empty()) &&
+                              precisionOf(m) == Precision::kInt8 && int8Readers(m.outputs[0]);
+        all = int8Pool ||
+              (int8Op && (k == 0 || (fused && k == 3)) && precisionOf(m) == Precision::kInt8);
       }
     }
     return int8Readers_[value] = all && any;

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <utility>
 
 #include "core/half.h"
@@ -63,8 +64,8 @@ const char* inputName(StemInput in) {
 class StemConvTactic final : public builder::Tactic {
  public:
   StemConvTactic(const StemConvPlan& plan, bool hasBias) : plan_(plan), hasBias_(hasBias) {
-    id_ =
-        std::string("cuda-stem.m") + std::to_string(plan.warps * 32) + "." + inputName(plan.input);
+    id_ = std::string("cuda-stem.m") + std::to_string(plan.warps * 32) + "." +
+          inputName(plan.input) + (plan.int8Out ? ".i8" : "");
   }
 
   std::string id() const override { return id_; }
@@ -80,7 +81,9 @@ class StemConvTactic final : public builder::Tactic {
         return {DataType::kFloat16, Layout::kNHWC};
     }
   }
-  TensorFormat outputFormat(size_t) const override { return {DataType::kFloat16, Layout::kNHWC}; }
+  TensorFormat outputFormat(size_t) const override {
+    return {plan_.int8Out ? DataType::kInt8 : DataType::kFloat16, Layout::kNHWC};
+  }
   bool consumesInput(size_t index) const override { return index == 1 || index == 2; }
 
   Status initialize(const builder::LayerContext& layer) override {
@@ -92,6 +95,12 @@ class StemConvTactic final : public builder::Tactic {
     if (p.hasZ != plan_.hasZ) return Status(ErrorCode::kUnsupported, id_ + ": the layer changed");
     p.warps = plan_.warps;
     p.input = plan_.input;
+    if (plan_.int8Out) {
+      p.int8Out = true;
+      p.yScale = layer.outputScale(0);
+      if (!(p.yScale > 0.f) || !std::isfinite(p.yScale))
+        return Status(ErrorCode::kUnsupported, id_ + ": the output has no int8 scale");
+    }
     // Weights [K][C][R][S] -> rows of gemmKPad half values in stemTap()'s order, as many
     // rows as the channel blocks cover (zeros past K and at padding positions); bias likewise,
     // float.
@@ -152,13 +161,30 @@ class StemConvTactic final : public builder::Tactic {
 std::vector<std::unique_ptr<builder::Tactic>> StemConvProvider::candidates(
     const builder::LayerContext& layer, Precision precision) {
   std::vector<std::unique_ptr<builder::Tactic>> out;
-  if (precision != Precision::kFp16) {
-    lastReason_ = "the cuda-stem provider offers FP16 tactics only";
+  if (precision != Precision::kFp16 && precision != Precision::kInt8) {
+    lastReason_ =
+        "the cuda-stem provider offers FP16 and INT8 (FP16 arithmetic, int8 output) "
+        "tactics only";
     return out;
   }
   StemConvPlan plan;
   bool hasBias = false;
   if (!parseLayer(layer, &plan, &hasBias, &lastReason_)) return out;
+  if (precision == Precision::kInt8) {
+    // The INT8 tactics write int8 for INT8 readers; otherwise the FP16 ones (which the builder
+    // adds when no INT8 tactic runs a layer) are the layer's.
+    const float ys = layer.outputScale(0);
+    if (!(ys > 0.f) || !std::isfinite(ys)) {
+      lastReason_ = "INT8: the output has no int8 scale (its readers do not read int8)";
+      return out;
+    }
+    if (plan.hasZ) {
+      lastReason_ = "INT8: no int8 output with a residual Z";
+      return out;
+    }
+    plan.int8Out = true;
+    plan.yScale = ys;
+  }
   std::vector<std::unique_ptr<builder::Tactic>> offered;
   for (int32_t warps : {4, 2}) {
     StemConvPlan p = plan;

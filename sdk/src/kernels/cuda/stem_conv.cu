@@ -21,13 +21,16 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fused_activation.cuh"
+#include "kernels/cuda/quantize.cuh"
 #include "kernels/cuda/stem_conv.h"
 
 namespace edgeinfer::cuda {
@@ -54,7 +57,7 @@ template <StemInput XF, int kThreads>
 __device__ __forceinline__ void loadPatch(const StemConvPlan& p, const void* __restrict__ x,
                                           __half* pairs, int n, int h0, int w0, int patchH,
                                           int patchW) {
-  constexpr int kBatch = 8;
+  constexpr int kBatch = 24;
   constexpr bool kNhwc = XF == StemInput::kHalfNhwc;
   const int rowLen = kNhwc ? patchW * p.C : patchW;
   const int total = (kNhwc ? patchH : patchH * p.C) * rowLen;
@@ -128,13 +131,21 @@ __device__ __forceinline__ float epilogueValue(const StemConvPlan& p, float acc,
   return v;
 }
 
-/// The epilogue of a block's tile into the output stage Os ([BM][BN + 8] half).
-template <int ACT, bool HAS_Z, int BN>
+/// Output stage row: BN + 8 halves (fp16) or BN + 16 bytes (int8): 16-byte rows, and the rows
+/// a warp's stores touch fall in different banks.
+template <int BN, bool I8>
+__host__ __device__ constexpr int stageRowBytes() {
+  return I8 ? BN + 16 : (BN + 8) * 2;
+}
+
+/// The epilogue of a block's tile into the output stage Os ([BM] rows of stageRowBytes()):
+/// fp16, or int8 quantized with the plan's yScale (`inv` = 1 / yScale).
+template <int ACT, bool HAS_Z, int BN, bool I8>
 __device__ __forceinline__ void epilogueTile(const StemConvPlan& p,
                                              const float (&acc)[2][BN / 8][4], const float* Bs,
-                                             const __half* __restrict__ z, __half* Os, int n,
-                                             int p0, int q0, int n0) {
-  constexpr int NT = BN / 8, ldo = BN + 8;
+                                             const __half* __restrict__ z, unsigned char* Os,
+                                             float inv, int n, int p0, int q0, int n0) {
+  constexpr int NT = BN / 8, ldo = stageRowBytes<BN, I8>();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int a = 0; a < 2; ++a) {
@@ -146,6 +157,7 @@ __device__ __forceinline__ void epilogueTile(const StemConvPlan& p,
       const int m = (2 * warp + a) * kTileW + g + 8 * h;
       const __half* zrow =
           HAS_Z ? z + ((static_cast<int64_t>(n) * p.P + prow) * p.Q + pcol) * p.K : nullptr;
+      float v[2 * NT];  // this pixel's channels b * 8 + 2t and + 1, b = 0 .. NT - 1
 #pragma unroll
       for (int b = 0; b < NT; ++b) {
         const int col = b * 8 + 2 * t, k = n0 + col;
@@ -155,47 +167,62 @@ __device__ __forceinline__ void epilogueTile(const StemConvPlan& p,
           if (k + 1 < p.K) z1 = __half2float(zrow[k + 1]);
         }
         const float2 bias = *reinterpret_cast<const float2*>(Bs + col);
-        *reinterpret_cast<__half2*>(Os + m * ldo + col) =
-            __floats2half2_rn(epilogueValue<ACT, HAS_Z>(p, acc[a][b][2 * h], bias.x, z0),
-                              epilogueValue<ACT, HAS_Z>(p, acc[a][b][2 * h + 1], bias.y, z1));
+        v[2 * b] = epilogueValue<ACT, HAS_Z>(p, acc[a][b][2 * h], bias.x, z0);
+        v[2 * b + 1] = epilogueValue<ACT, HAS_Z>(p, acc[a][b][2 * h + 1], bias.y, z1);
+        if constexpr (!I8)  // stored at once: fewer live registers
+          *reinterpret_cast<__half2*>(Os + m * ldo + col * 2) =
+              __floats2half2_rn(v[2 * b], v[2 * b + 1]);
+      }
+      if constexpr (I8) {
+        // round(y / scale) as round(y * (1 / scale)), clamped: no branch on the data (an exact
+        // division where y / scale lies within rounding of a half step made the warps take a
+        // slow path often enough on real images to double the kernel's time).
+#pragma unroll
+        for (int b = 0; b < NT; ++b) {
+          const uint32_t lo = dev::quantizeStepsFast(__fmul_rn(v[2 * b], inv), true) & 0xffu;
+          const uint32_t hi = dev::quantizeStepsFast(__fmul_rn(v[2 * b + 1], inv), true) & 0xffu;
+          *reinterpret_cast<uint16_t*>(Os + m * ldo + b * 8 + 2 * t) =
+              static_cast<uint16_t>(lo | (hi << 8));
+        }
       }
     }
   }
 }
 
 /// epilogueTile() specialised for the activation (none, ReLU, any other).
-template <bool HAS_Z, int BN>
+template <bool HAS_Z, int BN, bool I8>
 __device__ __forceinline__ void epilogueFor(int act, const StemConvPlan& p,
                                             const float (&acc)[2][BN / 8][4], const float* Bs,
-                                            const __half* __restrict__ z, __half* Os, int n, int p0,
-                                            int q0, int n0) {
+                                            const __half* __restrict__ z, unsigned char* Os,
+                                            float inv, int n, int p0, int q0, int n0) {
   if (act == 0)
-    epilogueTile<0, HAS_Z, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
+    epilogueTile<0, HAS_Z, BN, I8>(p, acc, Bs, z, Os, inv, n, p0, q0, n0);
   else if (act == 1)
-    epilogueTile<1, HAS_Z, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
+    epilogueTile<1, HAS_Z, BN, I8>(p, acc, Bs, z, Os, inv, n, p0, q0, n0);
   else
-    epilogueTile<2, HAS_Z, BN>(p, acc, Bs, z, Os, n, p0, q0, n0);
+    epilogueTile<2, HAS_Z, BN, I8>(p, acc, Bs, z, Os, inv, n, p0, q0, n0);
 }
 
 // At most 128 registers a thread: 16 warps a multiprocessor stay resident.
-template <int WARPS, int BN, StemInput XF>
+template <int WARPS, int BN, StemInput XF, bool I8>
 __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
     stemConvKernel(const StemConvPlan p, const void* __restrict__ x, const __half* __restrict__ w,
                    const int* __restrict__ pairOffsets, const float* __restrict__ bias,
-                   const __half* __restrict__ z, __half* __restrict__ y, int tilesQ, int tilesP,
+                   const __half* __restrict__ z, void* __restrict__ y, int tilesQ, int tilesP,
                    int numTiles) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int kThreads = WARPS * 32, BM = WARPS * 32, TILE_H = WARPS * 2, NT = BN / 8;
-  constexpr int ldo = BN + 8;  // output stage row (halves): 16-byte rows, no bank conflicts
+  constexpr int ldo = stageRowBytes<BN, I8>();  // output stage row (bytes)
+  constexpr int kPiece = I8 ? 16 : 8;           // channels of a 16-byte store
   static_assert(NT % 2 == 0, "ldmatrix.x4 loads two n8 tiles");
   extern __shared__ __align__(16) unsigned char smem[];
   // Weight rows of gemmKPad + 8 halves: 16-byte aligned, and the 8 rows one ldmatrix phase
   // reads fall in 8 different 16-byte bank groups.
   const int ldw = p.gemmKPad + 8;
-  auto* Ws = reinterpret_cast<__half*>(smem);                                  // [BN][ldw]
-  auto* offs = reinterpret_cast<int*>(smem + BN * ldw * 2);                    // [gemmKPad / 2]
-  auto* Os = reinterpret_cast<__half*>(smem + BN * ldw * 2 + p.gemmKPad * 2);  // [BM][ldo]
-  auto* Bs = reinterpret_cast<float*>(Os + BM * ldo);                          // [BN]
+  auto* Ws = reinterpret_cast<__half*>(smem);                // [BN][ldw]
+  auto* offs = reinterpret_cast<int*>(smem + BN * ldw * 2);  // [gemmKPad / 2]
+  auto* Os = smem + BN * ldw * 2 + p.gemmKPad * 2;  // [BM][ldo] bytes (stemSharedBytes: fp16's)
+  auto* Bs = reinterpret_cast<float*>(Os + BM * stageRowBytes<BN, false>());  // [BN]
   auto* pairs = reinterpret_cast<uint32_t*>(Bs + BN);  // [patchH * patchW * C]
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -222,7 +249,8 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
       base[a][h] = ((2 * warp + a) * p.strideH * patchW + (g + 8 * h) * p.strideW) * p.C;
-  const bool vecStore = p.K % 8 == 0;
+  const bool vecStore = p.K % kPiece == 0;
+  const float inv = I8 ? __frcp_rn(p.yScale) : 0.f;
   const int act = p.act == DeviceActivation::kNone ? 0 : p.act == DeviceActivation::kRelu ? 1 : 2;
 
   for (int tile = blockIdx.x; tile < numTiles; tile += gridDim.x) {
@@ -267,21 +295,23 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
 
     // Epilogue: act((acc + B) + Z) into the output stage, then whole 16-byte pieces of output
     // rows to memory.
-    if (p.hasZ)
-      epilogueFor<true, BN>(act, p, acc, Bs, z, Os, n, p0, q0, n0);
+    if (!I8 && p.hasZ)
+      epilogueFor<true, BN, I8>(act, p, acc, Bs, z, Os, inv, n, p0, q0, n0);
     else
-      epilogueFor<false, BN>(act, p, acc, Bs, z, Os, n, p0, q0, n0);
+      epilogueFor<false, BN, I8>(act, p, acc, Bs, z, Os, inv, n, p0, q0, n0);
     __syncthreads();
-    for (int i = tid; i < BM * (BN / 8); i += kThreads) {
-      const int m = i / (BN / 8), k = n0 + (i % (BN / 8)) * 8;
+    using Out = std::conditional_t<I8, int8_t, __half>;
+    for (int i = tid; i < BM * (BN / kPiece); i += kThreads) {
+      const int m = i / (BN / kPiece), k = n0 + (i % (BN / kPiece)) * kPiece;
       const int prow = p0 + m / kTileW, pcol = q0 + m % kTileW;
       if (prow >= p.P || pcol >= p.Q || k >= p.K) continue;
-      __half* dst = y + ((static_cast<int64_t>(n) * p.P + prow) * p.Q + pcol) * p.K + k;
-      const __half* src = Os + m * ldo + (k - n0);
+      Out* dst =
+          static_cast<Out*>(y) + ((static_cast<int64_t>(n) * p.P + prow) * p.Q + pcol) * p.K + k;
+      const Out* src = reinterpret_cast<const Out*>(Os + m * ldo) + (k - n0);
       if (vecStore) {
         *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
       } else {
-        for (int j = 0; j < 8 && k + j < p.K; ++j) dst[j] = src[j];
+        for (int j = 0; j < kPiece && k + j < p.K; ++j) dst[j] = src[j];
       }
     }
   }
@@ -291,30 +321,37 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
 }
 
 using StemKernel = void (*)(StemConvPlan, const void*, const __half*, const int*, const float*,
-                            const __half*, __half*, int, int, int);
+                            const __half*, void*, int, int, int);
 
-template <int WARPS, int BN>
+template <int WARPS, int BN, bool I8>
 StemKernel kernelFor(StemInput in) {
   switch (in) {
     case StemInput::kHalfNchw:
-      return stemConvKernel<WARPS, BN, StemInput::kHalfNchw>;
+      return stemConvKernel<WARPS, BN, StemInput::kHalfNchw, I8>;
     case StemInput::kFloatNchw:
-      return stemConvKernel<WARPS, BN, StemInput::kFloatNchw>;
+      return stemConvKernel<WARPS, BN, StemInput::kFloatNchw, I8>;
     default:
-      return stemConvKernel<WARPS, BN, StemInput::kHalfNhwc>;
+      return stemConvKernel<WARPS, BN, StemInput::kHalfNhwc, I8>;
   }
 }
 
+template <bool I8>
 StemKernel kernelFor(const StemConvPlan& p) {
-  if (p.warps == 2) return p.blockN == 32 ? kernelFor<2, 32>(p.input) : kernelFor<2, 64>(p.input);
-  return p.blockN == 32 ? kernelFor<4, 32>(p.input) : kernelFor<4, 64>(p.input);
+  if (p.warps == 2)
+    return p.blockN == 32 ? kernelFor<2, 32, I8>(p.input) : kernelFor<2, 64, I8>(p.input);
+  return p.blockN == 32 ? kernelFor<4, 32, I8>(p.input) : kernelFor<4, 64, I8>(p.input);
+}
+
+StemKernel kernelFor(const StemConvPlan& p) {
+  return p.int8Out ? kernelFor<true>(p) : kernelFor<false>(p);
 }
 
 bool validPlan(const StemConvPlan& p) {
   return (p.warps == 2 || p.warps == 4) && (p.blockN == 32 || p.blockN == 64) && p.C > 0 &&
          p.R > 0 && p.S > 0 && p.gemmK == stemGemmK(p) && p.gemmKPad % 16 == 0 &&
          p.gemmKPad >= p.gemmK && p.gemmKPad <= kStemMaxGemmK &&
-         stemPatchBytes(p) <= kStemMaxPatchBytes;
+         stemPatchBytes(p) <= kStemMaxPatchBytes &&
+         (!p.int8Out || (!p.hasZ && p.yScale > 0.f && std::isfinite(p.yScale)));
 }
 
 int64_t patchWidth(const StemConvPlan& p) {
@@ -420,7 +457,7 @@ Status launchStemConv(const StemConvPlan& p, const StemConvArgs& a, int maxBlock
   kernelFor(p)<<<grid, p.warps * 32, static_cast<size_t>(stemSharedBytes(p)),
                  static_cast<cudaStream_t>(stream)>>>(
       p, a.x, static_cast<const __half*>(a.w), a.offsets, a.bias, static_cast<const __half*>(a.z),
-      static_cast<__half*>(a.y), tilesQ, tilesP, static_cast<int>(numTiles));
+      a.y, tilesQ, tilesP, static_cast<int>(numTiles));
   EI_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
 }

@@ -16,11 +16,19 @@
 // shared memory in 16-byte stores.
 //
 // Candidates, each a tactic the builder times against cuDNN, ids
-// "cuda-stem.<tile>.<x format>":
+// "cuda-stem.<tile>.<x format>[.i8]":
 //   tile      "m128" (8 x 16 output pixels per block, 4 warps) or "m64" (4 x 16, 2 warps)
 //   x format  "f16nhwc", "f16nchw" or "f32nchw": the input as it is stored; a network's own
 //             float32 NCHW input is read directly, with no reformat before the layer
-// The output (and Z) is always fp16 NHWC; a block covers 64 output channels (32 when C_out
+//   .i8       INT8 builds (issue 6): the output is quantized in the epilogue to int8 NHWC with
+//             the output's scale, q = clamp(round_half_even(y * (1 / scale)), -128, 127) of the
+//             float value y (no fp16 rounding in between; the reciprocal's product can land one
+//             step from the quotient's rounding where y / scale is within 2^-22 of a half
+//             step), for INT8 readers. The arithmetic stays FP16 with FP32 sums (a 3-channel
+//             image layer: few operations, and the one whose input quantization would cost
+//             the most accuracy). Offered at kInt8 only when the output has a scale (its
+//             readers read int8) and there is no residual Z.
+// The output (and Z) is otherwise fp16 NHWC; a block covers 64 output channels (32 when C_out
 // <= 32), more channels take more blocks.
 //
 // Padding positions of K have weight zero and read a real input value (the next one): an
@@ -30,7 +38,8 @@
 // Inputs 1 (W) and 2 (B) are consumed: initialize() converts them once (W to half rows in the
 // kernel's K order, stemTap(); B to float) on the device.
 //
-// Not offered (candidates() returns none, lastReason() says why): Precision other than kFp16,
+// Not offered (candidates() returns none, lastReason() says why): Precision kFp32, kInt8
+// without an output scale or with a residual,
 // group != 1, C_in over 8, R*S*C_in (padded as stemTap() orders it, then to a multiple of 16)
 // over 256, an input patch over 32 KiB, other ranks than 2-D,
 // dynamic shapes, non-constant weights or bias, more than 2^31 elements in a tensor, no device or
@@ -85,6 +94,8 @@ struct StemConvPlan {
   DeviceActivation act = DeviceActivation::kNone;
   float alpha = 0.f, beta = 0.f;
   bool hasZ = false;
+  bool int8Out = false;  ///< y int8 NHWC quantized with yScale (no Z), else fp16 NHWC
+  float yScale = 0.f;
 };
 
 /// Output rows of a block's tile (its width is 16 pixels).
@@ -115,7 +126,7 @@ int64_t stemSharedBytes(const StemConvPlan& p);
 
 /// Device pointers of one launch: w [ceil(K / blockN) * blockN][gemmKPad] half in stemTap()'s
 /// K order (zeros at padding positions and past K), offsets = stemPairOffsets(), bias [same
-/// rows] float (zeros without one), z and y fp16 NHWC.
+/// rows] float (zeros without one), z fp16 NHWC, y fp16 or (int8Out) int8 NHWC.
 struct StemConvArgs {
   const void* x = nullptr;
   const void* w = nullptr;
