@@ -28,6 +28,7 @@
 #include "kernels/cuda/library_handles.h"
 #include "kernels/cuda/providers.h"
 #include "kernels/cuda/reformat.h"
+#include "kernels/cuda/timing_data.h"
 #include "quant/qdq.h"
 #include "quant/qdq_absorb.h"
 #include "runtime/cuda/cuda_engine.h"
@@ -76,6 +77,14 @@ class DeviceBuffer {
     EI_CUDA_CHECK(cudaMalloc(&p_, std::max<size_t>(bytes, 1)));
     EI_CUDA_CHECK(cudaMemset(p_, 0, std::max<size_t>(bytes, 1)));
     return Status::Ok();
+  }
+  /// `count` elements of `type`: pseudo-random activations where fillTimingData() has them
+  /// (float, int8: written on `stream`, which the timing launches then use), zeros otherwise.
+  Status allocTimingData(int64_t count, DataType type, uint32_t seed, cudaStream_t stream) {
+    const size_t bytes = static_cast<size_t>(count) * dataTypeSize(type);
+    if (!edgeinfer::cuda::fillsTimingData(type)) return allocZeroed(bytes);
+    EI_CUDA_CHECK(cudaMalloc(&p_, std::max<size_t>(bytes, 1)));
+    return edgeinfer::cuda::fillTimingData(p_, type, count, seed, stream);
   }
   void* get() const { return p_; }
 
@@ -426,7 +435,7 @@ class GpuBuilder {
     const auto timer = [&](const std::string&) -> Expected<double> {
       const int64_t count = v.shape.numel();
       DeviceBuffer a, b;
-      EI_RETURN_IF_ERROR(a.allocZeroed(static_cast<size_t>(count) * dataTypeSize(src.dtype)));
+      EI_RETURN_IF_ERROR(a.allocTimingData(count, src.dtype, 1, stream_));
       EI_RETURN_IF_ERROR(b.allocZeroed(static_cast<size_t>(count) * dataTypeSize(dst.dtype)));
       int64_t n = 1, c = 1, hw = count;
       if (v.shape.rank() == 4) n = v.shape[0], c = v.shape[1], hw = v.shape[2] * v.shape[3];
@@ -537,8 +546,9 @@ class GpuBuilder {
     initSeconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
   }
 
-  /// Times one candidate: initialises it (weights to the device), then launches it on zeroed
-  /// scratch inputs (constants it reads as inputs: their real values).
+  /// Times one candidate: initialises it (weights to the device), then launches it on scratch
+  /// inputs of pseudo-random values (timing_data.h; constants it reads as inputs: their real
+  /// values).
   Expected<double> timeTactic(Tactic& t, const builder::LayerContext& layer, double pruneAboveMs) {
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
@@ -556,10 +566,15 @@ class GpuBuilder {
       if (!n.hasInput(k) || t.consumesInput(k)) continue;
       const TensorFormat f = t.inputFormat(k);
       bufs.emplace_back();
-      const size_t bytes =
-          static_cast<size_t>(layer.inputShapes[k].numel()) * dataTypeSize(f.dtype);
-      EI_RETURN_IF_ERROR(bufs.back().allocZeroed(bytes));
-      if (const Tensor* c = g_.constant(n.inputs[k])) {
+      const int64_t count = layer.inputShapes[k].numel();
+      const Tensor* c = g_.constant(n.inputs[k]);
+      if (c)
+        EI_RETURN_IF_ERROR(
+            bufs.back().allocZeroed(static_cast<size_t>(count) * dataTypeSize(f.dtype)));
+      else  // activations: values like real ones, not zeros (timing_data.h)
+        EI_RETURN_IF_ERROR(
+            bufs.back().allocTimingData(count, f.dtype, static_cast<uint32_t>(k + 1), stream_));
+      if (c) {
         EI_ASSIGN_OR_RETURN(auto host, cuda::toStorageFormat(*c, f));
         EI_CUDA_CHECK(
             cudaMemcpy(bufs.back().get(), host.data(), host.size(), cudaMemcpyHostToDevice));
