@@ -14,6 +14,9 @@
 #   ab         R50_BATCHES x R50_MODES (fp16, int8_strict) ResNet-50 engines, each run with the
 #              switch AB_ENV (EDGEINFER_DISABLE_PDL; or EDGEINFER_DISABLE_CONCURRENT_BRANCHES) =0
 #              and =1 (outputs compared) and benched AB_REPS (3) times with it =0 and =1 in turn
+#   force      R50_BATCHES x R50_MODES (int8_strict) ResNet-50 engines built as they are and with
+#              the build arguments FORCE_ARGS ("--tactic L=ID --layer-precision L=fp16 ..."),
+#              benched AB_REPS (3) times alternately
 #   plan       R50_BATCHES x R50_MODES ResNet-50 engines built with --verbose: each plan's steps
 #              with their timed ms to $OUT/plan_b<B>_<mode>.txt, the sum per tactic family and the
 #              slowest steps printed
@@ -146,6 +149,30 @@ PY
           export "$sw=$off"
           bench "ab_b${b}_${mode}_off${off}_$rep" "$e"
           unset "$sw"
+        done
+      done
+    done
+  done
+fi
+
+if [[ " $steps " == *" force "* ]]; then
+  echo "== default engines against engines built with FORCE_ARGS too, benched alternately"
+  r50_prepare
+  r=/tmp/ei/resnet50.onnx
+  read -r -a forced <<<"${FORCE_ARGS:-}"
+  for b in ${R50_BATCHES:-1 64}; do
+    for mode in ${R50_MODES:-int8_strict}; do
+      r50_args "$mode"
+      for v in default forced; do
+        extra=()
+        [ "$v" = forced ] && extra=("${forced[@]}")
+        edgeinfer build "$r" --backend cuda --dynamic-dim "$b" "${args[@]}" "${extra[@]}" \
+          -o "/tmp/ei/force_b${b}_${mode}_$v.engine" >"$out/build_force_b${b}_${mode}_$v.log" 2>&1 ||
+          echo "build b$b $mode $v failed: $(tail -n 2 "$out/build_force_b${b}_${mode}_$v.log")"
+      done
+      for rep in $(seq "${AB_REPS:-3}"); do
+        for v in default forced; do
+          bench "force_b${b}_${mode}_${v}_$rep" "/tmp/ei/force_b${b}_${mode}_$v.engine"
         done
       done
     done
