@@ -55,6 +55,22 @@ __device__ __forceinline__ int paddedTaps(int start, int k, int d, int padBegin,
   return n;
 }
 
+/// Calls visit(ih, iw) for each tap of output (oh, ow)'s window that lies inside the input,
+/// row by row (the reference's order).
+template <typename Visit>
+__device__ __forceinline__ void forEachTap(const WindowParams& q, int oh, int ow, Visit&& visit) {
+  const int hs = oh * q.sh - q.padTop, ws = ow * q.sw - q.padLeft;
+  for (int i = 0; i < q.kh; ++i) {
+    const int ih = hs + i * q.dh;
+    if (ih < 0 || ih >= q.H) continue;
+    for (int j = 0; j < q.kw; ++j) {
+      const int iw = ws + j * q.dw;
+      if (iw < 0 || iw >= q.W) continue;
+      visit(ih, iw);
+    }
+  }
+}
+
 /// Pools one window over VEC channels; `tap(ih, iw)` is the element offset of a tap's first
 /// channel, consecutive channels are consecutive elements.
 template <typename T, int kMode, int VEC, typename TapOffset>
@@ -66,29 +82,23 @@ __device__ __forceinline__ void poolWindow(const T* __restrict__ x, const Window
   int count = 0;
 #pragma unroll
   for (int c = 0; c < VEC; ++c) acc[c] = kMode == kModeMax ? -FLT_MAX : 0.f;
-  for (int i = 0; i < q.kh; ++i) {
-    const int ih = hs + i * q.dh;
-    if (ih < 0 || ih >= q.H) continue;
-    for (int j = 0; j < q.kw; ++j) {
-      const int iw = ws + j * q.dw;
-      if (iw < 0 || iw >= q.W) continue;
-      float v[VEC];
-      dev::loadN<T, VEC>(x + tap(ih, iw), v);
+  forEachTap(q, oh, ow, [&](int ih, int iw) {
+    float v[VEC];
+    dev::loadN<T, VEC>(x + tap(ih, iw), v);
 #pragma unroll
-      for (int c = 0; c < VEC; ++c) {
-        if constexpr (kMode == kModeMax) {
-          if (!found || v[c] > acc[c]) acc[c] = v[c];
-        } else if constexpr (kMode == kModeLp) {
-          const float m = fabsf(v[c]);
-          acc[c] += q.lpP == 1 ? m : q.lpP == 2 ? m * m : powf(m, static_cast<float>(q.lpP));
-        } else {
-          acc[c] += v[c];
-        }
+    for (int c = 0; c < VEC; ++c) {
+      if constexpr (kMode == kModeMax) {
+        if (!found || v[c] > acc[c]) acc[c] = v[c];
+      } else if constexpr (kMode == kModeLp) {
+        const float m = fabsf(v[c]);
+        acc[c] += q.lpP == 1 ? m : q.lpP == 2 ? m * m : powf(m, static_cast<float>(q.lpP));
+      } else {
+        acc[c] += v[c];
       }
-      found = true;
-      ++count;
     }
-  }
+    found = true;
+    ++count;
+  });
   if constexpr (kMode == kModeLp) {
 #pragma unroll
     for (int c = 0; c < VEC; ++c)
@@ -123,18 +133,32 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// Where NHWC channel vector `o` of the output lies (cv vectors of VEC channels per pixel):
+/// image n, row oh, column ow, first channel c.
+template <typename I>
+struct NhwcPosition {
+  I n;
+  int oh, ow, c;
+};
+template <int VEC, typename I>
+__device__ __forceinline__ NhwcPosition<I> nhwcPosition(I o, int cv, const WindowParams& q) {
+  NhwcPosition<I> r;
+  r.c = static_cast<int>(o % cv) * VEC;
+  I t = o / cv;
+  r.ow = static_cast<int>(t % q.OW);
+  t /= q.OW;
+  r.oh = static_cast<int>(t % q.OH);
+  r.n = t / q.OH;
+  return r;
+}
+
 template <typename T, int kMode, int VEC, typename I>
 __global__ void __launch_bounds__(kThreads)
     poolNhwcKernel(const T* __restrict__ x, T* __restrict__ y, const WindowParams q, I total) {
   const int cv = q.C / VEC;  // channel vectors per pixel
   const I step = static_cast<I>(gridDim.x) * kThreads;
   for (I o = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x; o < total; o += step) {
-    const int c = static_cast<int>(o % cv) * VEC;
-    I t = o / cv;
-    const int ow = static_cast<int>(t % q.OW);
-    t /= q.OW;
-    const int oh = static_cast<int>(t % q.OH);
-    const I n = t / q.OH;
+    const auto [n, oh, ow, c] = nhwcPosition<VEC>(o, cv, q);
     const T* xp = x + n * static_cast<I>(q.H) * q.W * q.C + c;
     const int W = q.W, C = q.C;
     float acc[VEC];
@@ -283,31 +307,19 @@ __global__ void __launch_bounds__(kThreads)
   const int cv = q.C / VEC;  // channel vectors per pixel
   const I step = static_cast<I>(gridDim.x) * kThreads;
   for (I o = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x; o < total; o += step) {
-    const int c = static_cast<int>(o % cv) * VEC;
-    I t = o / cv;
-    const int ow = static_cast<int>(t % q.OW);
-    t /= q.OW;
-    const int oh = static_cast<int>(t % q.OH);
-    const I n = t / q.OH;
+    const auto [n, oh, ow, c] = nhwcPosition<VEC>(o, cv, q);
     const int8_t* xp = x + n * static_cast<I>(q.H) * q.W * q.C + c;
-    const int hs = oh * q.sh - q.padTop, ws = ow * q.sw - q.padLeft;
     I8Lanes<VEC> acc;
     bool found = false;
-    for (int i = 0; i < q.kh; ++i) {
-      const int ih = hs + i * q.dh;
-      if (ih < 0 || ih >= q.H) continue;
-      for (int j = 0; j < q.kw; ++j) {
-        const int iw = ws + j * q.dw;
-        if (iw < 0 || iw >= q.W) continue;
-        I8Lanes<VEC> v;
-        v.load(xp + (static_cast<I>(ih) * q.W + iw) * q.C);
-        if (found)
-          acc.max(v);
-        else
-          acc = v;
-        found = true;
-      }
-    }
+    forEachTap(q, oh, ow, [&](int ih, int iw) {
+      I8Lanes<VEC> v;
+      v.load(xp + (static_cast<I>(ih) * q.W + iw) * q.C);
+      if (found)
+        acc.max(v);
+      else
+        acc = v;
+      found = true;
+    });
     if (!found) {
 #pragma unroll
       for (int k = 0; k < I8Lanes<VEC>::kWords; ++k) acc.w[k] = VEC == 1 ? 0x80u : 0x80808080u;
