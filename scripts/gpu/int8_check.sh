@@ -44,7 +44,7 @@ bench() {  # label, then edgeinfer bench arguments
 }
 
 if [[ " $steps " == *" unit "* ]]; then
-  filter=${UNIT_FILTER:-CudaInt8*:CudaNormSelect*:CudaEngine*:CudaReduce*:CudaDepthwise*:CudaPlan*:VisionModel.BlazeFaceInt8*}
+  filter=${UNIT_FILTER:-CudaInt8*:CudaNormSelect*:CudaEngine*:CudaReduce*:CudaDepthwise*:CudaPlan*:CudaStemConv*:CudaPool*:CudaTimingData*:VisionModel.BlazeFaceInt8*}
   echo "== unit tests: $filter"
   timeout -k 5 "${UNIT_TIMEOUT_S:-300}" edgeinfer_unit_tests --gtest_filter="$filter" \
     >"$out/unit.log" 2>&1
@@ -172,6 +172,7 @@ if [[ " $steps " == *" force "* ]]; then
       done
       for rep in $(seq "${AB_REPS:-3}"); do
         for v in default forced; do
+          [ -f "/tmp/ei/force_b${b}_${mode}_$v.engine" ] || continue  # its build failed
           bench "force_b${b}_${mode}_${v}_$rep" "/tmp/ei/force_b${b}_${mode}_$v.engine"
         done
       done

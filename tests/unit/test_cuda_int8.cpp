@@ -1481,6 +1481,7 @@ TEST(CudaInt8Engine, StemAndMaxPoolHandInt8ToTheConvolutions) {
   std::map<std::string, std::string> tactics;
   for (const auto& [layer, id] : runtime::cudaEngineTactics(**e)) tactics[layer] = id;
   const std::string stem = tactics["stem"], pool = tactics["pool"];
+  ASSERT_GE(stem.size(), 3u) << "no layer named stem";
   EXPECT_EQ(stem.rfind("cuda-stem.", 0), 0u) << stem;
   EXPECT_EQ(stem.substr(stem.size() - 3), ".i8") << "the stem writes int8: " << stem;
   EXPECT_EQ(pool, "cuda.pool.i8.nhwc");

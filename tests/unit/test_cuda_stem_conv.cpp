@@ -71,14 +71,15 @@ struct StemCase {
 };
 
 /// Why the provider offers nothing for `c` at `precision` (empty: it offered tactics);
-/// `yScale`: the output's int8 scale (INT8).
-std::string reasonFor(const StemCase& c, Precision precision = Precision::kFp16,
-                      float yScale = 0.f) {
+/// `yScale`: the output's int8 scale (INT8), `bitExact`: an INT8 bit-exact build.
+std::string reasonFor(const StemCase& c, Precision precision = Precision::kFp16, float yScale = 0.f,
+                      bool bitExact = false) {
   LayerCase lc = c.make();
   builder::LayerContext layer;
   const Status s = lc.layer(&layer);
   EXPECT_TRUE(s.ok()) << s.toString();
   layer.outputScales = {yScale};
+  layer.int8BitExact = bitExact;
   StemConvProvider p;
   const auto cands = p.candidates(layer, precision);
   if (!cands.empty()) return "";
@@ -108,6 +109,8 @@ TEST(CudaStemConv, Fp16AndInt8OutputPrecisionsOnly_n) {
   StemCase z = c;
   z.residual = true, z.act = "Relu";
   EXPECT_NE(reasonFor(z, Precision::kInt8, 0.05f).find("residual"), std::string::npos);
+  // A bit-exact build: the stem stays an FP16 layer (FP16 arithmetic matches no INT8 emulation).
+  EXPECT_NE(reasonFor(c, Precision::kInt8, 0.05f, true).find("bit-exact"), std::string::npos);
   // The INT8 tactics write int8 NHWC, and their ids say so (candidates need a device).
   std::string why;
   if (!test::gpuAvailable(&why)) return;

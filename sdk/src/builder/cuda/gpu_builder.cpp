@@ -73,16 +73,18 @@ class DeviceBuffer {
   ~DeviceBuffer() {
     if (p_) cudaFree(p_);
   }
-  Status allocZeroed(size_t bytes) {
+  /// Zeroed on `stream`: the timing launches run on the builder's non-blocking stream, which a
+  /// cudaMemset on the legacy stream would not be ordered with.
+  Status allocZeroed(size_t bytes, cudaStream_t stream) {
     EI_CUDA_CHECK(cudaMalloc(&p_, std::max<size_t>(bytes, 1)));
-    EI_CUDA_CHECK(cudaMemset(p_, 0, std::max<size_t>(bytes, 1)));
+    EI_CUDA_CHECK(cudaMemsetAsync(p_, 0, std::max<size_t>(bytes, 1), stream));
     return Status::Ok();
   }
   /// `count` elements of `type`: pseudo-random activations where fillTimingData() has them
   /// (float, int8: written on `stream`, which the timing launches then use), zeros otherwise.
   Status allocTimingData(int64_t count, DataType type, uint32_t seed, cudaStream_t stream) {
     const size_t bytes = static_cast<size_t>(count) * dataTypeSize(type);
-    if (!edgeinfer::cuda::fillsTimingData(type)) return allocZeroed(bytes);
+    if (!edgeinfer::cuda::fillsTimingData(type)) return allocZeroed(bytes, stream);
     EI_CUDA_CHECK(cudaMalloc(&p_, std::max<size_t>(bytes, 1)));
     return edgeinfer::cuda::fillTimingData(p_, type, count, seed, stream);
   }
@@ -223,7 +225,8 @@ class GpuBuilder {
         continue;
       const std::string& in = n.inputs[0];
       const auto out = scales_.find(n.outputs[0]);
-      if (out == scales_.end() || scales_.count(in) || g_.isGraphOutput(in) || readerCount(in) != 1)
+      if (out == scales_.end() || scales_.count(in) || g_.isConstant(in) || g_.isGraphOutput(in) ||
+          readerCount(in) != 1)
         continue;
       const graph::Value* v = g_.findValue(in);
       if (v && v->dtype == DataType::kFloat32) scales_[in] = out->second;
@@ -375,9 +378,12 @@ class GpuBuilder {
         const bool int8Op =
             fused || (onnx && (m.opType == "Conv" || m.opType == "Gemm" || m.opType == "MatMul"));
         // X, or a fused op's residual Z (both have int8 variants when they have a scale).
+        // (4-D: the int8 pool runs in NHWC; cuda_provider.cpp, int8MaxPoolRuns)
+        const graph::Value* pooled = g_.findValue(value);
         const bool int8Pool = onnx && m.opType == "MaxPool" && k == 0 && !m.outputs.empty() &&
-                              (m.outputs.size() == 1 || m.outputs[1].empty()) &&
-                              precisionOf(m) == Precision::kInt8 && int8Readers(m.outputs[0]);
+                              (m.outputs.size() == 1 || m.outputs[1].empty()) && pooled &&
+                              pooled->shape.rank() == 4 && precisionOf(m) == Precision::kInt8 &&
+                              int8Readers(m.outputs[0]);
         all = int8Pool ||
               (int8Op && (k == 0 || (fused && k == 3)) && precisionOf(m) == Precision::kInt8);
       }
@@ -436,7 +442,8 @@ class GpuBuilder {
       const int64_t count = v.shape.numel();
       DeviceBuffer a, b;
       EI_RETURN_IF_ERROR(a.allocTimingData(count, src.dtype, 1, stream_));
-      EI_RETURN_IF_ERROR(b.allocZeroed(static_cast<size_t>(count) * dataTypeSize(dst.dtype)));
+      EI_RETURN_IF_ERROR(
+          b.allocZeroed(static_cast<size_t>(count) * dataTypeSize(dst.dtype), stream_));
       int64_t n = 1, c = 1, hw = count;
       if (v.shape.rank() == 4) n = v.shape[0], c = v.shape[1], hw = v.shape[2] * v.shape[3];
       return timeLaunches(
@@ -568,16 +575,15 @@ class GpuBuilder {
       bufs.emplace_back();
       const int64_t count = layer.inputShapes[k].numel();
       const Tensor* c = g_.constant(n.inputs[k]);
-      if (c)
+      if (c) {  // its real values, copied in stream order (pageable: staged before return)
         EI_RETURN_IF_ERROR(
-            bufs.back().allocZeroed(static_cast<size_t>(count) * dataTypeSize(f.dtype)));
-      else  // activations: values like real ones, not zeros (timing_data.h)
+            bufs.back().allocZeroed(static_cast<size_t>(count) * dataTypeSize(f.dtype), stream_));
+        EI_ASSIGN_OR_RETURN(auto host, cuda::toStorageFormat(*c, f));
+        EI_CUDA_CHECK(cudaMemcpyAsync(bufs.back().get(), host.data(), host.size(),
+                                      cudaMemcpyHostToDevice, stream_));
+      } else {  // activations: values like real ones, not zeros (timing_data.h)
         EI_RETURN_IF_ERROR(
             bufs.back().allocTimingData(count, f.dtype, static_cast<uint32_t>(k + 1), stream_));
-      if (c) {
-        EI_ASSIGN_OR_RETURN(auto host, cuda::toStorageFormat(*c, f));
-        EI_CUDA_CHECK(
-            cudaMemcpy(bufs.back().get(), host.data(), host.size(), cudaMemcpyHostToDevice));
       }
       args.inputs.back() = bufs.back().get();
     }
@@ -585,12 +591,13 @@ class GpuBuilder {
       bufs.emplace_back();
       EI_RETURN_IF_ERROR(
           bufs.back().allocZeroed(static_cast<size_t>(layer.outputShapes[k].numel()) *
-                                  dataTypeSize(t.outputFormat(k).dtype)));
+                                      dataTypeSize(t.outputFormat(k).dtype),
+                                  stream_));
       args.outputs.push_back(bufs.back().get());
     }
     if (t.workspaceBytes() > 0) {
       bufs.emplace_back();
-      EI_RETURN_IF_ERROR(bufs.back().allocZeroed(t.workspaceBytes()));
+      EI_RETURN_IF_ERROR(bufs.back().allocZeroed(t.workspaceBytes(), stream_));
       args.workspace = bufs.back().get();
       args.workspaceBytes = t.workspaceBytes();
     }

@@ -463,7 +463,7 @@ void launchMaxPoolInt8Vec(const PoolPlan& p, float sIn, float sOut, const int8_t
   const int grid = dev::gridFor(total, kThreads, maxBlocks);
   const bool requantize = sIn != sOut;
   const float inv = 1.f / sOut;  // quantizeToInt8's __frcp_rn(scale): IEEE division, rounded
-  if (p.N * p.C * p.H * p.W < INT_MAX)
+  if (p.N * p.C * p.H * p.W < INT_MAX && p.N * p.C * p.OH * p.OW < INT_MAX)
     maxPoolInt8NhwcKernel<VEC, uint32_t><<<grid, kThreads, 0, stream>>>(
         x, y, q, static_cast<uint32_t>(total), sIn, sOut, inv, requantize);
   else

@@ -182,6 +182,12 @@ std::vector<std::unique_ptr<builder::Tactic>> StemConvProvider::candidates(
       lastReason_ = "INT8: no int8 output with a residual Z";
       return out;
     }
+    if (layer.int8BitExact) {  // the layer stays FP16 (an FP16 tactic and a quantize reformat)
+      lastReason_ =
+          "INT8: bit-exact builds match the CPU's INT8 emulation, which FP16 "
+          "arithmetic cannot";
+      return out;
+    }
     plan.int8Out = true;
     plan.yScale = ys;
   }

@@ -27,7 +27,8 @@
 //             step), for INT8 readers. The arithmetic stays FP16 with FP32 sums (a 3-channel
 //             image layer: few operations, and the one whose input quantization would cost
 //             the most accuracy). Offered at kInt8 only when the output has a scale (its
-//             readers read int8) and there is no residual Z.
+//             readers read int8), there is no residual Z and the build is not bit-exact
+//             (LayerContext::int8BitExact: FP16 arithmetic cannot match the CPU's INT8).
 // The output (and Z) is otherwise fp16 NHWC; a block covers 64 output channels (32 when C_out
 // <= 32), more channels take more blocks.
 //
@@ -39,7 +40,7 @@
 // kernel's K order, stemTap(); B to float) on the device.
 //
 // Not offered (candidates() returns none, lastReason() says why): Precision kFp32, kInt8
-// without an output scale or with a residual,
+// without an output scale, with a residual or in a bit-exact build,
 // group != 1, C_in over 8, R*S*C_in (padded as stemTap() orders it, then to a multiple of 16)
 // over 256, an input patch over 32 KiB, other ranks than 2-D,
 // dynamic shapes, non-constant weights or bias, more than 2^31 elements in a tensor, no device or
