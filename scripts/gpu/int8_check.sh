@@ -15,11 +15,16 @@
 #              switch AB_ENV (EDGEINFER_DISABLE_PDL; or EDGEINFER_DISABLE_CONCURRENT_BRANCHES) =0
 #              and =1 (outputs compared) and benched AB_REPS (3) times with it =0 and =1 in turn
 #   force      R50_BATCHES x R50_MODES (int8_strict) ResNet-50 engines built as they are and with
-#              the build arguments FORCE_ARGS ("--tactic L=ID --layer-precision L=fp16 ..."),
+#              the build arguments FORCE_ARGS ("--tactic L=ID --layer-precision L=fp16 ...")
+#              and the build's environment FORCE_ENV ("VAR=VALUE ..."; the runs have none),
 #              benched AB_REPS (3) times alternately
 #   plan       R50_BATCHES x R50_MODES ResNet-50 engines built with --verbose: each plan's steps
 #              with their timed ms to $OUT/plan_b<B>_<mode>.txt, the sum per tactic family and the
 #              slowest steps printed
+#   ncu        the plan step's engines (run it first) under Nsight Compute, one warm-up and one
+#              run without CUDA graphs: every kernel's time to $OUT/ncu_b<B>_<mode>.csv, their
+#              sum, and the slowest kernels; then the engine's GPU time with CUDA graphs, so
+#              that sum against GPU time shows what the launches between kernels cost
 #   tactics    every timing cache's tables to $OUT/timing_*.txt, and how many layers chose each
 #              tactic family (e.g. cuda-i8.wg128x128, cublaslt-i8, cudnn)
 # Fresh binaries come as .devcarry/fresh/<program>.xz and replace the bundle's (CARRY_DIR: another
@@ -166,9 +171,17 @@ if [[ " $steps " == *" force "* ]]; then
       for v in default forced; do
         extra=()
         [ "$v" = forced ] && extra=("${forced[@]}")
-        edgeinfer build "$r" --backend cuda --dynamic-dim "$b" "${args[@]}" "${extra[@]}" \
-          -o "/tmp/ei/force_b${b}_${mode}_$v.engine" >"$out/build_force_b${b}_${mode}_$v.log" 2>&1 ||
+        envs=()
+        [ "$v" = forced ] && read -r -a envs <<<"${FORCE_ENV:-}"
+        env "${envs[@]}" edgeinfer build "$r" --backend cuda --dynamic-dim "$b" "${args[@]}" \
+          "${extra[@]}" --verbose -o "/tmp/ei/force_b${b}_${mode}_$v.engine" \
+          >"$out/build_force_b${b}_${mode}_$v.log" 2>&1 ||
           echo "build b$b $mode $v failed: $(tail -n 2 "$out/build_force_b${b}_${mode}_$v.log")"
+        echo "-- b$b $mode $v: tactic families (steps, timed ms)"
+        awk '/GPU plan:/{p=1;next} p && / ms$/{f=$2; for(i=3;i<=NF;i++) if($i ~ /^(cuda|cudnn|cublas)/){f=$i; break}
+             split(f, a, "."); k=a[1] (a[2] != "" ? "." a[2] : ""); s[k]+=$(NF-1); n[k]++; t+=$(NF-1)}
+             END{for(k in s) printf "   %-30s %3d %.4f\n", k, n[k], s[k]; printf "   %-30s     %.4f\n", "sum", t}' \
+          "$out/build_force_b${b}_${mode}_$v.log" | sort -k3 -rn
       done
       for rep in $(seq "${AB_REPS:-3}"); do
         for v in default forced; do
@@ -198,6 +211,34 @@ if [[ " $steps " == *" plan "* ]]; then
         "$p" | sort -k4 -rn | head -n 14
       echo "   slowest:"
       awk '/ ms$/{print $(NF-1), $0}' "$p" | sort -rn | head -n 8 | cut -c1-200 | sed 's/^/   /'
+    done
+  done
+fi
+
+if [[ " $steps " == *" ncu "* ]]; then
+  echo "== Nsight Compute: every kernel of one run of the plan step's engines"
+  for b in ${R50_BATCHES:-1 64}; do
+    for mode in ${R50_MODES:-fp16 int8_strict}; do
+      e=/tmp/ei/plan_b${b}_$mode.engine
+      [ -f "$e" ] || { echo "no $e: run the plan step first"; continue; }
+      c=$out/ncu_b${b}_$mode.csv
+      timeout -k 5 240 ncu --clock-control none --cache-control none \
+        --metrics gpu__time_duration.sum --csv edgeinfer bench "$e" --iterations 1 --warmup 1 \
+        --device-inputs --no-cuda-graphs >"$c" 2>"$out/ncu_b${b}_$mode.err"
+      echo "-- b$b $mode: ncu rc=$?"
+      /opt/torch/.venv/bin/python - "$c" <<'PY'
+import csv, sys
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+head, rows = rows[0], rows[1:]
+name, val, unit = head.index("Kernel Name"), head.index("Metric Value"), head.index("Metric Unit")
+us = [(float(r[val].replace(",", "")) / (1000.0 if r[unit] == "nsecond" else 1.0), r[name]) for r in rows]
+half = len(us) // 2  # warm-up run, then the measured run: the second half
+run = us[half:]
+print(f"   {len(us)} kernels in all, {len(run)} in the measured run, sum {sum(t for t, _ in run):.1f} us")
+for t, n in sorted(run, reverse=True)[:12]:
+    print(f"   {t:8.2f} us  {n[:110]}")
+PY
+      bench "graphs_b${b}_$mode" "$e"
     done
   done
 fi
