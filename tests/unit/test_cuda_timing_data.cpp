@@ -1,7 +1,8 @@
 // The builder's timing inputs (kernels/cuda/timing_data.h): float32, float16 and int8 buffers
 // get pseudo-random values in their ranges (no zeros run, no NaN, every element written, the
 // same values for the same seed, other values for another); other types are left untouched.
-// The negative cases (_n) need no GPU.
+// The negative cases (_n) need no GPU. Candidates are timed without programmatic dependent
+// launch (DependentLaunchOff), on the timing thread only.
 #include <gtest/gtest.h>
 
 #ifdef EDGEINFER_HAVE_CUDA
@@ -12,9 +13,12 @@
 #include <cstdint>
 #include <cstring>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "core/half.h"
+#include "kernels/cuda/cuda_tactic_base.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/timing_data.h"
 #include "tactic_test_util.h"
 
@@ -80,6 +84,49 @@ TEST(CudaTimingData, NoBufferIsAnErrorAndNothingToFillIsNot_n) {
   EXPECT_TRUE(cuda::fillTimingData(nullptr, DataType::kInt64, 10, 1, nullptr).ok());
   EXPECT_TRUE(cuda::fillsTimingData(DataType::kFloat16));
   EXPECT_TRUE(cuda::fillsTimingData(DataType::kInt8));
+}
+
+/// Launch attributes addDependentLaunch puts on an empty launch configuration.
+int dependentLaunchAttributes() {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attrs[1];
+  cuda::addDependentLaunch(&cfg, attrs);
+  return static_cast<int>(cfg.numAttrs);
+}
+
+TEST(CudaTimingData, DependentLaunchIsOffWhileTimedOnThatThreadOnly) {
+  EI_SKIP_WITHOUT_GPU();
+  if (cuda::detail::deviceCapability() < 90)
+    GTEST_SKIP() << "programmatic dependent launch needs compute 9.0";
+  if (!cuda::dependentLaunchEnabled()) GTEST_SKIP() << "EDGEINFER_DISABLE_PDL is set";
+  EXPECT_EQ(dependentLaunchAttributes(), 1);
+  {
+    const cuda::DependentLaunchOff off;
+    EXPECT_FALSE(cuda::dependentLaunchEnabled());
+    EXPECT_EQ(dependentLaunchAttributes(), 0);
+    {
+      const cuda::DependentLaunchOff nested;
+      EXPECT_FALSE(cuda::dependentLaunchEnabled());
+    }
+    EXPECT_FALSE(cuda::dependentLaunchEnabled());  // the outer one still lives
+    bool other = false;  // another thread (an engine running beside a build) keeps it
+    std::thread t([&] {
+      cudaSetDevice(0);
+      other = cuda::dependentLaunchEnabled();
+    });
+    t.join();
+    EXPECT_TRUE(other);
+  }
+  EXPECT_TRUE(cuda::dependentLaunchEnabled());
+  EXPECT_EQ(dependentLaunchAttributes(), 1);
+}
+
+TEST(CudaTimingData, NoDeviceOrGuardMeansNoDependentLaunchAttribute_n) {
+  // Without a GPU of compute 9.0 or inside a guard, a launch gets no attribute at all (an
+  // unknown attribute would fail the launch on an older device).
+  const cuda::DependentLaunchOff off;
+  EXPECT_FALSE(cuda::dependentLaunchEnabled());
+  EXPECT_EQ(dependentLaunchAttributes(), 0);
 }
 
 }  // namespace

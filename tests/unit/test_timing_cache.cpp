@@ -629,15 +629,20 @@ TEST(TimingCache, OlderFormatVersionIgnoredWithWarning_n) {
   test::TempDir dir;
   const std::string path = dir.file("timing.cache");
   auto b = sampleFile();
-  // The same body framed as format version 0, with a valid checksum.
+  // The same body framed as format versions 0 and 1 (timings of zeroed inputs, kernels
+  // overlapping their own previous launch), each with a valid checksum.
   const std::string body(b.begin() + 16, b.end() - 4);
-  writeBytes(path, frame(body, 0));
-  LogCapture log;
-  TimingCache c(kKey);
-  EXPECT_TRUE(c.loadOrIgnore(path).ok());
-  EXPECT_EQ(c.size(), 0u);
-  EXPECT_EQ(log.count(Severity::kWarning, "format version 0"), 1) << log.all();
-  EXPECT_EQ(c.load(path).code(), ErrorCode::kVersionMismatch);
+  ASSERT_EQ(kTimingCacheFormatVersion, 2u);
+  for (uint32_t version : {0u, 1u}) {
+    writeBytes(path, frame(body, version));
+    LogCapture log;
+    TimingCache c(kKey);
+    EXPECT_TRUE(c.loadOrIgnore(path).ok());
+    EXPECT_EQ(c.size(), 0u);
+    EXPECT_EQ(log.count(Severity::kWarning, "format version " + std::to_string(version)), 1)
+        << log.all();
+    EXPECT_EQ(c.load(path).code(), ErrorCode::kVersionMismatch);
+  }
 }
 
 TEST(TimingCache, OlderSdkVersionIgnoredWithWarning_n) {

@@ -8,7 +8,7 @@
 // is ignored with a warning that says why (TensorRT #2144: a hard error there annoys
 // users); a damaged cache is always reported, never silently dropped (TensorRT #3566).
 //
-// File format (version 1), written like the engine format:
+// File format (version 2), written like the engine format:
 //
 //   offset 0   "EITCACHE"                 8-byte magic
 //   offset 8   u32 format version         (kTimingCacheFormatVersion)
@@ -41,7 +41,10 @@
 
 namespace edgeinfer::builder {
 
-inline constexpr uint32_t kTimingCacheFormatVersion = 1;
+/// 2: candidates timed on pseudo-random activations and without programmatic dependent launch
+/// (version 1's timings came from zeroed inputs, and from kernels overlapping their own
+/// previous launch: they favoured some tactics; a version-1 cache is ignored with a warning).
+inline constexpr uint32_t kTimingCacheFormatVersion = 2;
 
 /// What a timing cache is filed under. The CUDA backend fills it from the device query.
 struct DeviceKey {

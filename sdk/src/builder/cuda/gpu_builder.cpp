@@ -25,6 +25,7 @@
 #include "edgeinfer/calibration.h"
 #include "edgeinfer/logger.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/library_handles.h"
 #include "kernels/cuda/providers.h"
 #include "kernels/cuda/reformat.h"
@@ -101,8 +102,11 @@ class DeviceBuffer {
 /// replays graphs, so host launch overhead must not decide between tactics whose kernels take
 /// microseconds), the graph is replayed `warmup` times, then timed `repeats` times; the median
 /// per launch is the result. A tactic that cannot be captured is timed with direct launches.
+/// Without programmatic dependent launch (dependent_launch.cuh, DependentLaunchOff): a kernel
+/// must not be timed overlapping its own previous launch.
 Expected<double> timeLaunches(const std::function<Status()>& launch, const TimingOptions& o,
                               cudaStream_t stream, double pruneAboveMs = kInfinity) {
+  const edgeinfer::cuda::DependentLaunchOff noOverlap;
   cudaEvent_t start = nullptr, stop = nullptr;
   const auto destroyEvents = [&] {
     if (start) cudaEventDestroy(start);

@@ -90,7 +90,20 @@ int maxBlocksForDevice() {
 
 }  // namespace detail
 
+namespace {
+thread_local int tDependentLaunchOff = 0;  // live DependentLaunchOff objects of this thread
+}  // namespace
+
+DependentLaunchOff::DependentLaunchOff() {
+  ++tDependentLaunchOff;
+}
+
+DependentLaunchOff::~DependentLaunchOff() {
+  --tDependentLaunchOff;
+}
+
 bool dependentLaunchEnabled() {
+  if (tDependentLaunchOff > 0) return false;
   static const bool off = [] {
     const char* e = std::getenv("EDGEINFER_DISABLE_PDL");
     return e && *e && std::string(e) != "0";

@@ -22,8 +22,23 @@
 namespace edgeinfer::cuda {
 
 /// Whether kernels on the current device are launched as programmatic dependents: compute
-/// 9.0 or newer, unless EDGEINFER_DISABLE_PDL=1 (to measure without). Cached per device.
+/// 9.0 or newer, unless EDGEINFER_DISABLE_PDL=1 (to measure without) or a DependentLaunchOff
+/// lives on this thread. Cached per device.
 bool dependentLaunchEnabled();
+
+/// Holds programmatic dependent launch off for the launches of this thread while it lives
+/// (nestable). The builder times a candidate by launching it back to back: with the attribute,
+/// each launch would set up in the shadow of its own previous one, a gain the engine does not
+/// see when the kernel before is another one (a cuDNN or cuBLASLt kernel never allows it
+/// early). Timed that way, the 1x1 INT8 kernels beat cuBLASLt's by a margin they did not keep
+/// in the engine (ResNet-50 at batch 1, docs/performance.md): candidates are timed without it.
+class DependentLaunchOff {
+ public:
+  DependentLaunchOff();
+  ~DependentLaunchOff();
+  DependentLaunchOff(const DependentLaunchOff&) = delete;
+  DependentLaunchOff& operator=(const DependentLaunchOff&) = delete;
+};
 
 /// Adds the programmatic-stream-serialization attribute to `cfg` (whose attrs array has room
 /// for one more) when dependentLaunchEnabled(); the kernel must keep the contract above.
