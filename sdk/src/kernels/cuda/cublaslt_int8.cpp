@@ -19,6 +19,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_tactic_base.h"
 #include "kernels/cuda/device_weights.h"
+#include "kernels/cuda/int8_gemm_layer.h"
 #include "quant/qdq.h"
 
 namespace edgeinfer::cuda {
@@ -32,6 +33,7 @@ using detail::allPositive;
 using detail::fail;
 
 using Holder = CublasLtHandle;
+using GemmLayer = Int8GemmLayer;
 
 constexpr int kRequestedAlgos = 8;
 constexpr uint64_t kMaxWorkspace = 32ull << 20;  // cuBLASLt's own workspace, at most
@@ -44,126 +46,10 @@ const char* modeName(Mode m) {
   return m == Mode::kE8 ? "e8" : "i32";
 }
 
-/// One layer as a GEMM: Y[M, N] = act(alpha * X[M, K] W^T + bias (+ Z)), W [N][K] after packing.
-struct GemmLayer {
-  bool conv = false;                ///< 1x1 convolution (NHWC tensors) or Gemm/MatMul (linear)
-  int64_t M = 0, K = 0, N = 0;      ///< rows (pixels), inner (C_in), output channels
-  const Tensor* weights = nullptr;  ///< as the graph holds them
-  int weightAxis = 0;               ///< the output-channel axis (quant::quantizeWeights)
-  bool weightsKN = false;           ///< [K, N] (else [N, K]): packing transposes
-  const Tensor* biasSource = nullptr;
-  float gemmAlpha = 1.f, gemmBeta = 1.f;  ///< Gemm's alpha and beta (bias = beta * C)
-  DeviceActivation act = DeviceActivation::kNone;
-  float actAlpha = 0.f, actBeta = 0.f;
-  bool hasZ = false;  ///< FusedConv's residual
-};
-
-bool positiveScale(float s) {
-  return s > 0.f && std::isfinite(s);
-}
-
-bool parseConv(const builder::LayerContext& layer, GemmLayer* g, std::string* why) {
-  Conv2dLayer c;
-  if (!parseConv2dLayer(layer, 40, &c, why)) return false;
-  if (c.group != 1 || c.weightsPerGroup != c.C) return fail(why, "only group 1 is supported");
-  if (c.R != 1 || c.S != 1) return fail(why, "only 1x1 convolutions are matrix products");
-  if (c.strideH != 1 || c.strideW != 1 || c.padTop != 0 || c.padLeft != 0 || c.P != c.H ||
-      c.Q != c.W)
-    return fail(why, "only stride 1 without padding (an NHWC input is then the GEMM's A)");
-  if (c.hasZ && layer.inputTypes[3] != DataType::kFloat32)
-    return fail(why, "the residual Z must be a computed float32 tensor of the output's shape");
-  g->conv = true;
-  g->M = int64_t{c.N} * c.H * c.W;
-  g->K = c.C;
-  g->N = c.K;
-  g->weights = c.weights;
-  g->weightAxis = 0;  // [C_out][C_in][1][1] is [N][K]
-  g->weightsKN = false;
-  g->biasSource = c.hasBias ? layer.constantInput(2) : nullptr;
-  g->act = c.act;
-  g->actAlpha = c.alpha;
-  g->actBeta = c.beta;
-  g->hasZ = c.hasZ;
-  return true;
-}
-
-bool parseGemm(const builder::LayerContext& layer, GemmLayer* g, std::string* why) {
-  const graph::Node& node = *layer.node;
-  const bool onnx = node.domain.empty(), ours = node.domain == graph::kEdgeInferDomain;
-  const bool gemm = (onnx && node.opType == "Gemm") || (ours && node.opType == "FusedGemm");
-  if (layer.inputShapes.size() < 2 || layer.inputTypes.size() != layer.inputShapes.size() ||
-      layer.outputShapes.size() != 1 || layer.outputTypes.size() != 1)
-    return fail(why, "unexpected input/output count");
-  const Shape& as = layer.inputShapes[0];
-  const Shape& ys = layer.outputShapes[0];
-  if (as.rank() == 0 || !allPositive(as) || !allPositive(ys))
-    return fail(why, "shapes must be static and non-empty");
-  const Tensor* b = layer.constantInput(1);
-  if (!b) return fail(why, "B is not a constant (two computed inputs are not offered)");
-  if (!detail::isFloatStorage(b->dtype()) || !allPositive(b->shape()) || b->shape().rank() < 2)
-    return fail(why, "B must be a constant float matrix");
-  const Shape& bs = b->shape();
-  for (size_t i = 0; i + 2 < bs.rank(); ++i)
-    if (bs[i] != 1) return fail(why, "B has a batch; only a 2-D constant B is offered");
-  const int r = static_cast<int>(bs.rank());
-  if (gemm) {
-    if (as.rank() != 2 || bs.rank() != 2) return fail(why, "Gemm operands must be 2-D");
-    if (node.attrs.getInt("transA", 0) != 0) return fail(why, "Gemm transA = 1 is not offered");
-    const bool transB = node.attrs.getInt("transB", 0) == 1;
-    g->gemmAlpha = node.attrs.getFloat("alpha", 1.f);
-    g->gemmBeta = node.attrs.getFloat("beta", 1.f);
-    g->K = as[1];
-    g->N = transB ? bs[0] : bs[1];
-    if ((transB ? bs[1] : bs[0]) != g->K) return fail(why, "inner dimensions differ");
-    g->weightAxis = transB ? 0 : 1;
-    g->weightsKN = !transB;
-  } else {
-    g->K = as[as.rank() - 1];
-    g->N = bs[static_cast<size_t>(r - 1)];
-    if (bs[static_cast<size_t>(r - 2)] != g->K) return fail(why, "inner dimensions differ");
-    g->weightAxis = r - 1;
-    g->weightsKN = true;
-  }
-  g->M = as.numel() / g->K;
-  if (ys.numel() != g->M * g->N || ys[ys.rank() - 1] != g->N)
-    return fail(why, "output shape disagrees with A and B");
-  if (layer.hasInput(2)) {
-    const Tensor* c = layer.constantInput(2);
-    if (!c) return fail(why, "a runtime C / bias is not offered");
-    const Shape& cs = c->shape();
-    const bool vector = (cs.rank() == 1 && cs[0] == g->N) ||
-                        (gemm && cs.rank() == 2 && cs[0] == 1 && cs[1] == g->N);
-    if (!detail::isFloatStorage(c->dtype()) || !vector)
-      return fail(why, "only a constant bias of N elements ([N] or [1, N]) is offered");
-    g->biasSource = c;
-    if (!gemm) g->gemmBeta = 1.f;
-  }
-  if (ours && !readFusedActivation(node, &g->act, &g->actAlpha, &g->actBeta, why)) return false;
-  g->conv = false;
-  g->weights = b;
-  return true;
-}
-
-/// The layer as a GEMM; false with `why` when this provider does not run it.
+/// The layer as a GEMM (int8_gemm_layer.h) that cuBLASLt's IMMA kernels take; false with `why`
+/// when this provider does not run it.
 bool parseLayer(const builder::LayerContext& layer, GemmLayer* g, std::string* why) {
-  if (!layer.node || !layer.graph || layer.inputShapes.empty()) return fail(why, "no node");
-  if (!positiveScale(layer.inputScale(0)))
-    return fail(why, "the input has no int8 scale (not calibrated, or not an INT8 layer)");
-  const graph::Node& n = *layer.node;
-  const bool ours = n.domain == graph::kEdgeInferDomain;
-  const bool isConv = (n.domain.empty() && n.opType == "Conv") || (ours && n.opType == "FusedConv");
-  if (isConv) {
-    if (!parseConv(layer, g, why)) return false;
-  } else if ((n.domain.empty() && (n.opType == "Gemm" || n.opType == "MatMul")) ||
-             (ours && (n.opType == "FusedGemm" || n.opType == "FusedMatMul"))) {
-    if (!parseGemm(layer, g, why)) return false;
-  } else {
-    return fail(why, "not a Conv / FusedConv / Gemm / FusedGemm / MatMul / FusedMatMul node");
-  }
-  if (layer.inputTypes[0] != DataType::kFloat32 || layer.outputTypes[0] != DataType::kFloat32)
-    return fail(why, "the input and output must be float32 values");
-  if (!detail::isFloatStorage(g->weights->dtype()))
-    return fail(why, "the weights must be a float constant");
+  if (!parseInt8GemmLayer(layer, g, why)) return false;
   if (g->K % 4 != 0 || g->N % 4 != 0)
     return fail(why, "cuBLASLt's IMMA kernels need C_in % 4 == 0 and C_out % 4 == 0 (here " +
                          std::to_string(g->K) + " and " + std::to_string(g->N) + ")");
@@ -358,7 +244,7 @@ class CublasLtInt8Tactic final : public builder::Tactic {
     const float sx = layer.inputScale(0);
     const float sy = yInt8_ ? layer.outputScale(0) : 0.f;
     const float sz = zInt8_ ? layer.inputScale(3) : 0.f;
-    if ((yInt8_ && !positiveScale(sy)) || (zInt8_ && !positiveScale(sz)))
+    if ((yInt8_ && !positiveInt8Scale(sy)) || (zInt8_ && !positiveInt8Scale(sz)))
       return Status(ErrorCode::kInvalidArgument,
                     id_ + ": an int8 tensor of the layer has no scale");
 
@@ -505,17 +391,17 @@ std::vector<std::unique_ptr<builder::Tactic>> CublasLtInt8Provider::candidates(
 
   const float sy = layer.outputScale(0), sz = g.hasZ ? layer.inputScale(3) : 0.f;
   std::vector<float> yScales{0.f}, zScales{0.f};
-  if (positiveScale(sy)) yScales.push_back(sy);
-  if (positiveScale(sz)) zScales.push_back(sz);
+  if (positiveInt8Scale(sy)) yScales.push_back(sy);
+  if (positiveInt8Scale(sz)) zScales.push_back(sz);
   bool relu = false;
   std::string e8Why;
   if (disable == "e8")
     e8Why = "switched off by EDGEINFER_DISABLE_CUBLASLT_INT8=e8";
   else if (layer.int8BitExact)
     e8Why = "a bit-exact build (cuBLASLt's float epilogue is within one step, not exact)";
-  else if (!positiveScale(sy))
+  else if (!positiveInt8Scale(sy))
     e8Why = "the output has no int8 scale";
-  else if (g.hasZ && !positiveScale(sz))
+  else if (g.hasZ && !positiveInt8Scale(sz))
     e8Why = "the residual has no int8 scale";
   else if (!e8Activation(g, &relu))
     e8Why = "the activation has no exact cuBLASLt epilogue";
