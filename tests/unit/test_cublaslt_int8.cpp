@@ -655,8 +655,10 @@ TEST(CublasLtInt8Engine, Forced1x1ConvsMatchCudaI8) {
 
 TEST(CublasLtInt8Engine, StrictInt8GemmsRunOnCublasLt) {
   EI_SKIP_WITHOUT_GPU();
-  test::TestModel m(13);  // fc1 (bias + Relu, int8 output) -> fc2 (the graph output, fp16)
-  m.input("x", {13, 48});
+  // fc1 (bias + Relu, int8 output) -> fc2 (the graph output, fp16); 24 rows: more than
+  // cuda-i8.gemv takes (16), so cuBLASLt runs both.
+  test::TestModel m(13);
+  m.input("x", {24, 48});
   m.randomInitializer("w1", {36, 48}, 21, -0.3f, 0.3f);
   m.randomInitializer("b1", {36}, 22, -0.2f, 0.2f);
   m.randomInitializer("w2", {36, 20}, 23, -0.3f, 0.3f);
@@ -667,7 +669,7 @@ TEST(CublasLtInt8Engine, StrictInt8GemmsRunOnCublasLt) {
   m.node("Gemm", {"r", "w2", "b2"}, {"y"}, "fc2");
   m.output("y");
   test::Int8Fixture f;
-  f.inputShape = Shape{13, 48};
+  f.inputShape = Shape{24, 48};
   ASSERT_TRUE(f.prepare(m).ok());
   BuilderConfig cpu;
   cpu.backend = Backend::kCpu;

@@ -85,6 +85,10 @@ class Tactic {
     (void)index;
     return false;
   }
+  /// True for an INT8 tactic whose tensors may all be float (it quantizes its input itself, and
+  /// dequantizes its result): its plan step is still recorded at INT8, so that a load asks the
+  /// INT8 providers for it.
+  virtual bool quantizesInternally() const { return false; }
   /// Optional, build time, before initialize(): the host-only part of it (compiling a plan),
   /// which the builder runs for a layer's candidates on several threads
   /// at once: no stream work, and nothing shared that is not thread-safe. A failure here is

@@ -958,9 +958,10 @@ class GpuBuilder {
     s.tactic = best;
     s.precision = precision;
     if (precision == Precision::kInt8) {
-      // Recorded as kInt8 only when the tactic reads or writes quantized tensors: a load asks
-      // the providers at this precision, and the FP16/FP32 tactics are offered at kFp16.
-      bool quantized = false;
+      // Recorded as kInt8 only when the tactic reads or writes quantized tensors, or quantizes
+      // inside (cuda-i8.gemv on float tensors): a load asks the providers at this precision,
+      // and the FP16/FP32 tactics are offered at kFp16.
+      bool quantized = chosen->quantizesInternally();
       const auto isQ = [&](const std::string& v, TensorFormat f) {
         return f.dtype == DataType::kInt8 && g_.findValue(v)->dtype != DataType::kInt8;
       };

@@ -8,6 +8,7 @@
 #include "kernels/cuda/depthwise_conv.h"
 #include "kernels/cuda/fused_eltwise.h"
 #include "kernels/cuda/int8_conv.h"
+#include "kernels/cuda/int8_gemv.h"
 #include "kernels/cuda/stem_conv.h"
 
 namespace edgeinfer::cuda {
@@ -23,6 +24,7 @@ std::vector<std::unique_ptr<builder::TacticProvider>> makeCudaProviders() {
   p.push_back(std::make_unique<CudaKernelProvider>());
   p.push_back(std::make_unique<Int8ConvProvider>());
   p.push_back(std::make_unique<CublasLtInt8Provider>());
+  p.push_back(std::make_unique<Int8GemvProvider>());
   return p;
 }
 

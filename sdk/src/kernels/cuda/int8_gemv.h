@@ -1,0 +1,74 @@
+// The `cuda-i8.gemv` tactic provider (issue 6): INT8 matrix products of few rows, such as a
+// classifier's Gemm at batch 1 to 16, in one kernel of ours.
+//
+// A classifier at batch 1 is a matrix-vector product (ResNet-50: 2048 -> 1000, 2 MB of int8
+// weights, 4 MOP): cuBLAS's integer GEMV took 7.4 us on an H200, and around it the strict INT8
+// engine ran a quantize of the pooled features, our int32 epilogue and a conversion of the fp16
+// logits to float32 (4 kernels, 11.6 us, where the FP16 engine's tail was one 5 us GEMM). This
+// kernel reads the float input (fp16 or float32, the format its producer writes) or int8,
+// quantizes a row into shared memory with the layer's input scale (quantize.cuh, as the
+// quantize reformat does), multiplies it with the int8 weights (one warp per output channel,
+// 16 bytes a lane a step, dp4a), and applies the cublaslt-i8 "i32" epilogue expression by
+// expression (v = act((float(acc) * alpha[n]) + bias[n]), no FMA contraction) straight into the
+// output's format: float32, fp16, or int8 with the output's scale (quantize.cuh). The integer
+// sums are exact, so every result equals that of the cublaslt-i8 "i32" tactic after the same
+// quantize reformat, and the CPU's INT8 emulation, bit for bit.
+//
+// Offered at INT8 for the layers of int8_gemm_layer.h that are not convolutions, with M <= 16
+// rows, K % 16 == 0 (16-byte rows), K <= 16384 (a row's int8 copy in shared memory), and no
+// residual. Ids: "cuda-i8.gemv.<x>.<y>" with x, y each "i8" | "f16" | "f32" (the input's and
+// the output's types; "i8" only where the tensor has a scale). EDGEINFER_DISABLE_INT8_GEMV=1
+// switches the provider off (to compare engines without it).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "builder/tactic.h"
+#include "edgeinfer/status.h"
+#include "kernels/cuda/fused_activation.h"
+
+namespace edgeinfer::cuda {
+
+class Int8GemvProvider : public builder::TacticProvider {
+ public:
+  std::string name() const override { return "cuda-i8.gemv"; }
+  std::vector<std::unique_ptr<builder::Tactic>> candidates(const builder::LayerContext& layer,
+                                                           Precision precision) override;
+  /// find() on the layer with the scales the tactic serialized (its float input's, which a
+  /// loaded engine's plan does not keep) where the layer lacks them.
+  std::unique_ptr<builder::Tactic> restore(const builder::LayerContext& layer, Precision precision,
+                                           const std::string& id,
+                                           const std::string& state) override;
+  /// Why the last candidates() call offered nothing. For logs and tests.
+  const std::string& lastReason() const { return lastReason_; }
+
+ private:
+  std::string lastReason_;
+};
+
+/// The most rows (M) and inner elements (K) the kernel takes.
+inline constexpr int kInt8GemvMaxRows = 16;
+inline constexpr int kInt8GemvMaxK = 16384;
+
+/// Element types of the kernel's input and output.
+enum class GemvType { kInt8, kFloat16, kFloat32 };
+
+/// One launch: y[M][N] = act((float(q(x)[M][K] . w[N][K]) * alpha[N]) + bias[N]), where q(x) is
+/// x itself (int8) or x quantized with xScale; y quantized with yScale when int8.
+struct Int8GemvPlan {
+  int32_t M = 0, K = 0, N = 0;
+  GemvType x = GemvType::kFloat16, y = GemvType::kFloat32;
+  float xScale = 0.f, yScale = 0.f;
+  DeviceActivation act = DeviceActivation::kNone;
+  float actAlpha = 0.f, actBeta = 0.f;
+};
+
+/// Enqueues the kernel on `stream` (cudaStream_t). kInvalidArgument for sizes out of range
+/// (M 1..16, K % 16 == 0 up to 16384, N >= 1), a missing scale, missing or misaligned pointers
+/// (x, w 16 bytes; alpha, bias 4; y its element).
+Status launchInt8Gemv(const Int8GemvPlan& p, const void* x, const int8_t* w, const float* alpha,
+                      const float* bias, void* y, void* stream);
+
+}  // namespace edgeinfer::cuda
