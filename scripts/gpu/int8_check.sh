@@ -25,6 +25,10 @@
 #              run without CUDA graphs: every kernel's time to $OUT/ncu_b<B>_<mode>.csv, their
 #              sum, and the slowest kernels; then the engine's GPU time with CUDA graphs, so
 #              that sum against GPU time shows what the launches between kernels cost
+#   trace      the plan step's engines (built here if missing; benched first) replaying their
+#              CUDA graph under kernel_trace.cpp (CUPTI; carry its build as libkernel_trace.so and
+#              libcupti.so.13.xz where the machine lacks CUPTI): one replay's kernels, their sum,
+#              its span and the GPU's idle gaps between kernels, the largest named
 #   tactics    every timing cache's tables to $OUT/timing_*.txt, and how many layers chose each
 #              tactic family (e.g. cuda-i8.wg128x128, cublaslt-i8, cudnn)
 # Fresh binaries come as .devcarry/fresh/<program>.xz and replace the bundle's (CARRY_DIR: another
@@ -241,6 +245,68 @@ PY
       bench "graphs_b${b}_$mode" "$e"
     done
   done
+fi
+
+if [[ " $steps " == *" trace "* ]]; then
+  echo "== kernel timeline (CUPTI, kernel_trace.cpp): one CUDA graph replay of each engine"
+  cupti=$(ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13 /usr/local/cuda/lib64/libcupti.so.13 2>/dev/null | head -n 1)
+  if [ -z "$cupti" ] && [ -f "$carry/libcupti.so.13.xz" ]; then
+    mkdir -p /tmp/ei/cupti && xz -dc "$carry/libcupti.so.13.xz" >/tmp/ei/cupti/libcupti.so.13
+    cupti=/tmp/ei/cupti/libcupti.so.13
+  fi
+  if [ -z "$cupti" ] || [ ! -f "$carry/libkernel_trace.so" ]; then
+    echo "no libcupti.so.13 or $carry/libkernel_trace.so"
+  else
+    r50_prepare
+    for b in ${R50_BATCHES:-1 64}; do
+      for mode in ${R50_MODES:-fp16 int8_strict}; do
+        e=/tmp/ei/plan_b${b}_$mode.engine
+        if [ ! -f "$e" ]; then
+          r50_args "$mode"
+          edgeinfer build /tmp/ei/resnet50.onnx --backend cuda --dynamic-dim "$b" "${args[@]}" \
+            -o "$e" >"$out/build_trace_b${b}_$mode.log" 2>&1 || { echo "build b$b $mode failed"; continue; }
+        fi
+        bench "trace_b${b}_$mode" "$e"
+        t=/tmp/ei/trace_b${b}_$mode.csv
+        LD_LIBRARY_PATH=$(dirname "$cupti"):$LD_LIBRARY_PATH KTRACE_OUT=$t \
+          CUDA_INJECTION64_PATH=$PWD/$carry/libkernel_trace.so \
+          edgeinfer bench "$e" --iterations 20 --warmup 5 --device-inputs >"$out/trace_bench_b${b}_$mode.log" 2>&1
+        echo "-- b$b $mode (traced run: $(grep -E "GPU time" "$out/trace_bench_b${b}_$mode.log" | cut -c1-60))"
+        /opt/torch/.venv/bin/python - "$t" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+ks = sorted((int(r["start_ns"]), int(r["end_ns"]) - int(r["start_ns"]), r["name"], r["stream"])
+            for r in rows if r["graph"] != "0")
+if not ks:
+    sys.exit(f"   no graph kernels among {len(rows)} records")
+groups, cur = [], [ks[0]]
+for k in ks[1:]:  # replays: split where the GPU idles for over 20 us
+    if k[0] - max(c[0] + c[1] for c in cur) > 20000:
+        groups.append(cur); cur = [k]
+    else:
+        cur.append(k)
+groups.append(cur)
+n = max(len(g) for g in groups)
+full = [g for g in groups if len(g) == n]
+spans = sorted(max(s + d for s, d, _, _ in g) - g[0][0] for g in full)
+g = full[len(full) // 2]  # a replay from the middle
+span = max(s + d for s, d, _, _ in g) - g[0][0]
+busy = sum(d for _, d, _, _ in g)
+gaps, end, over = [], g[0][0] + g[0][1], 0
+for (s, d, name, st), prev in zip(g[1:], g):
+    if s < end: over += 1
+    gaps.append((s - end, prev[2][:48], name[:48]))
+    end = max(end, s + d)
+print(f"   {len(full)} replays of {n} kernels, span median {spans[len(spans)//2]/1e3:.1f} us; one: span {span/1e3:.1f} us, "
+      f"kernels {busy/1e3:.1f} us, idle {sum(x for x, _, _ in gaps if x > 0)/1e3:.1f} us in {sum(1 for x, _, _ in gaps if x > 0)} gaps, "
+      f"{over} kernels started before the GPU was idle, streams {len(set(k[3] for k in g))}")
+for x, a, b in sorted(gaps, reverse=True)[:5]:
+    print(f"   gap {x/1e3:6.2f} us  {a} -> {b}")
+print("   kernels us: " + " ".join(f"{d/1e3:.1f}" for _, d, _, _ in g))
+PY
+      done
+    done
+  fi
 fi
 
 if [[ " $steps " == *" tactics "* ]]; then
