@@ -1,6 +1,7 @@
-// INT8 GPU test helpers shared by the cuda-i8 (test_cuda_int8.cpp) and cublaslt-i8
-// (test_cublaslt_int8.cpp) tests: one INT8 convolution layer with the host computation of the
-// integer arithmetic and epilogue both providers implement (int8_conv.h), and a fixture that
+// INT8 GPU test helpers shared by the cuda-i8 (test_cuda_int8.cpp), cublaslt-i8
+// (test_cublaslt_int8.cpp) and cuda-i8.gemv (test_cuda_int8_gemv.cpp) tests: one INT8
+// convolution layer and one INT8 Gemm / MatMul layer with the host computation of the integer
+// arithmetic and epilogue the providers implement (int8_conv.h), and a fixture that
 // writes a model, calibrates it (min-max) and makes INT8 GPU build configurations.
 #pragma once
 
@@ -34,6 +35,92 @@ inline Tensor randomTensor(const Shape& s, uint32_t seed, float lo, float hi) {
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
   return t;
 }
+
+/// One INT8 Gemm / MatMul layer (constant B, optional constant bias) and its host reference,
+/// the arithmetic of cublaslt-i8's "i32" mode and cuda-i8.gemv (cublaslt_int8.h, int8_gemv.h).
+struct GemmI8Case {
+  std::string op = "FusedGemm";  // Gemm, FusedGemm, MatMul, FusedMatMul
+  Shape a{37, 44};               // A; Gemm: [M, K]
+  int64_t N = 20;
+  bool transB = true, bias = true;
+  float alpha = 1.f, beta = 1.f;
+  std::string act = "Relu";
+  float sx = 0.02f, sy = 0.05f;
+
+  graph::Graph g;
+  graph::Node node;
+  Tensor x, w, b;
+  builder::LayerContext layer;
+
+  bool gemm() const { return op == "Gemm" || op == "FusedGemm"; }
+  bool ours() const { return op.rfind("Fused", 0) == 0; }
+  int64_t K() const { return a[a.rank() - 1]; }
+  void build() {
+    x = randomTensor(a, 11, -2.6f, 2.6f);
+    w = randomTensor(gemm() && transB ? Shape{N, K()} : Shape{K(), N}, 12, -0.5f, 0.5f);
+    b = randomTensor(Shape{N}, 13, -1.f, 1.f);
+    node = graph::Node{};
+    node.name = "i8gemm";
+    node.opType = op;
+    node.domain = ours() ? graph::kEdgeInferDomain : "";
+    node.inputs = {"A", "B"};
+    if (bias) node.inputs.push_back("C");
+    node.outputs = {"Y"};
+    if (gemm()) {
+      node.attrs.set("transB", graph::Attribute::Int(transB ? 1 : 0));
+      node.attrs.set("alpha", graph::Attribute::Float(alpha));
+      node.attrs.set("beta", graph::Attribute::Float(beta));
+    }
+    if (ours()) node.attrs.set("activation", graph::Attribute::String(act));
+    g.value("B").constant = w;
+    if (bias) g.value("C").constant = b;
+    layer = builder::LayerContext{};
+    ASSERT_TRUE(test::makeLayer(node, g, inputs(), &layer).ok());
+    layer.inputScales.assign(node.inputs.size(), 0.f);
+    layer.inputScales[0] = sx;
+    layer.outputScales = {sy};
+  }
+  std::vector<const Tensor*> inputs() const {
+    std::vector<const Tensor*> in = {&x, &w};
+    if (bias) in.push_back(&b);
+    return in;
+  }
+  /// The result as the test harness reads it back (an int8 output dequantized, fp16 widened)
+  /// for an input given as `xType` (fp16: its fp16 copy is quantized; int8 or float32: the
+  /// float value) and an output of `yType`.
+  Tensor reference(DataType xType, DataType yType) const {
+    const int64_t K = this->K(), M = x.numel() / K;
+    const bool kn = !(gemm() && transB);
+    std::vector<int8_t> wq;
+    std::vector<float> ws;
+    EXPECT_TRUE(quant::quantizeWeights(w, kn ? 1 : 0, &wq, &ws).ok());
+    ref::Activation ac = ref::Activation::kNone;
+    if (ours()) ref::parseActivation(act, &ac);
+    Tensor y = Tensor::zeros(DataType::kFloat32, layer.outputShapes[0]);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        int64_t acc = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          float xv = x.data<float>()[m * K + k];
+          if (xType == DataType::kFloat16) xv = halfToFloat(floatToHalf(xv));
+          acc += int64_t{test::quantizeHost(xv, sx)} *
+                 wq[static_cast<size_t>(kn ? k * N + n : n * K + k)];
+        }
+        float al = sx * ws[static_cast<size_t>(n)];
+        if (gemm() && alpha != 1.f) al = al * alpha;
+        float bv = bias ? b.data<float>()[n] : 0.f;
+        if (gemm() && bias && beta != 1.f) bv = beta * bv;
+        float v = static_cast<float>(static_cast<int32_t>(acc)) * al;
+        v = v + bv;
+        v = ref::applyActivation(v, ac, 0.f, 0.f);
+        y.data<float>()[m * N + n] = yType == DataType::kInt8
+                                         ? static_cast<float>(test::quantizeHost(v, sy)) * sy
+                                     : yType == DataType::kFloat16 ? halfToFloat(floatToHalf(v))
+                                                                   : v;
+      }
+    return y;
+  }
+};
 
 /// One INT8 convolution layer: the node, a graph holding W and B, the inputs and the scales.
 struct I8Case {

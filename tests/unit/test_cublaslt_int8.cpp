@@ -54,84 +54,7 @@ bool isE8(const builder::Tactic& t) {
   return startsWith(t.id(), "cublaslt-i8.e8.");
 }
 
-/// One INT8 Gemm / MatMul layer (constant B, optional constant bias) and its host reference.
-struct GemmI8Case {
-  std::string op = "FusedGemm";  // Gemm, FusedGemm, MatMul, FusedMatMul
-  Shape a{37, 44};               // A; Gemm: [M, K]
-  int64_t N = 20;
-  bool transB = true, bias = true;
-  float alpha = 1.f, beta = 1.f;  // Gemm's
-  std::string act = "Relu";
-  float sx = 0.02f, sy = 0.05f;
-
-  graph::Graph g;
-  graph::Node node;
-  Tensor x, w, b;
-  builder::LayerContext layer;
-
-  bool gemm() const { return op == "Gemm" || op == "FusedGemm"; }
-  int64_t K() const { return a[a.rank() - 1]; }
-  void build() {
-    const int64_t K = this->K();
-    x = randomTensor(a, 11, -2.6f, 2.6f);
-    w = randomTensor(gemm() && transB ? Shape{N, K} : Shape{K, N}, 12, -0.5f, 0.5f);
-    b = randomTensor(Shape{N}, 13, -1.f, 1.f);
-    node = graph::Node{};
-    node.name = "i8gemm";
-    node.opType = op;
-    node.domain = startsWith(op, "Fused") ? graph::kEdgeInferDomain : "";
-    node.inputs = {"A", "B"};
-    if (bias) node.inputs.push_back("C");
-    node.outputs = {"Y"};
-    if (gemm()) {
-      node.attrs.set("transB", graph::Attribute::Int(transB ? 1 : 0));
-      node.attrs.set("alpha", graph::Attribute::Float(alpha));
-      node.attrs.set("beta", graph::Attribute::Float(beta));
-    }
-    if (node.domain == graph::kEdgeInferDomain)
-      node.attrs.set("activation", graph::Attribute::String(act));
-    g.value("B").constant = w;
-    if (bias) g.value("C").constant = b;
-    layer = builder::LayerContext{};
-    ASSERT_TRUE(test::makeLayer(node, g, inputs(), &layer).ok());
-    layer.inputScales.assign(node.inputs.size(), 0.f);
-    layer.inputScales[0] = sx;
-    layer.outputScales = {sy};
-  }
-  std::vector<const Tensor*> inputs() const {
-    std::vector<const Tensor*> in = {&x, &w};
-    if (bias) in.push_back(&b);
-    return in;
-  }
-  /// The provider's arithmetic on the host (cublaslt_int8.h): int8 (dequantized) or fp16 output.
-  Tensor reference(bool yInt8) const {
-    const int64_t K = this->K(), M = x.numel() / K;
-    const bool kn = !(gemm() && transB);  // B is [K, N]
-    std::vector<int8_t> wq;
-    std::vector<float> ws;
-    EXPECT_TRUE(quant::quantizeWeights(w, kn ? 1 : 0, &wq, &ws).ok());
-    ref::Activation ac = ref::Activation::kNone;
-    if (node.domain == graph::kEdgeInferDomain) ref::parseActivation(act, &ac);
-    Tensor y = Tensor::zeros(DataType::kFloat32, layer.outputShapes[0]);
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) {
-        int64_t acc = 0;
-        for (int64_t k = 0; k < K; ++k)
-          acc += int64_t{test::quantizeHost(x.data<float>()[m * K + k], sx)} *
-                 wq[static_cast<size_t>(kn ? k * N + n : n * K + k)];
-        float al = sx * ws[static_cast<size_t>(n)];
-        if (gemm() && alpha != 1.f) al = al * alpha;
-        float bv = bias ? b.data<float>()[n] : 0.f;
-        if (gemm() && bias && beta != 1.f) bv = beta * bv;
-        float v = static_cast<float>(static_cast<int32_t>(acc)) * al;
-        v = v + bv;
-        v = ref::applyActivation(v, ac, 0.f, 0.f);
-        y.data<float>()[m * N + n] = yInt8 ? static_cast<float>(test::quantizeHost(v, sy)) * sy
-                                           : halfToFloat(floatToHalf(v));
-      }
-    return y;
-  }
-};
+using test::GemmI8Case;
 
 struct Counts {
   int e8 = 0, i32 = 0;
@@ -201,8 +124,9 @@ Counts checkGemm(GemmI8Case& c) {
   auto cands = prov.candidates(c.layer, Precision::kInt8);
   std::printf("[          ] offered %zu: %s\n", cands.size(), prov.lastReason().c_str());
   EXPECT_FALSE(cands.empty()) << prov.lastReason();
-  return checkCandidates(cands, c.layer, c.inputs(), c.sy, false,
-                         [&](bool y, bool) { return c.reference(y); });
+  return checkCandidates(cands, c.layer, c.inputs(), c.sy, false, [&](bool y, bool) {
+    return c.reference(DataType::kInt8, y ? DataType::kInt8 : DataType::kFloat16);
+  });
 }
 
 /// A 1x1 convolution case: M = N*H*W = 105 (odd), C_in 20 and C_out 36 (odd multiples of 4).

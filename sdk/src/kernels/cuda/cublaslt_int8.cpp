@@ -20,7 +20,6 @@
 #include "kernels/cuda/cuda_tactic_base.h"
 #include "kernels/cuda/device_weights.h"
 #include "kernels/cuda/int8_gemm_layer.h"
-#include "quant/qdq.h"
 
 namespace edgeinfer::cuda {
 
@@ -248,26 +247,11 @@ class CublasLtInt8Tactic final : public builder::Tactic {
       return Status(ErrorCode::kInvalidArgument,
                     id_ + ": an int8 tensor of the layer has no scale");
 
-    std::vector<int8_t> q;
-    std::vector<float> ws;
-    EI_RETURN_IF_ERROR(
-        quant::quantizeWeights(*g.weights, g.weightAxis, &q, &ws).withContext(id_ + ": weights"));
-    std::vector<int8_t> packed(static_cast<size_t>(g.N * g.K));
-    for (int64_t n = 0; n < g.N; ++n)
-      for (int64_t k = 0; k < g.K; ++k)
-        packed[static_cast<size_t>(n * g.K + k)] =
-            q[static_cast<size_t>(g.weightsKN ? k * g.N + n : n * g.K + k)];
-    // cuda-i8's epilogue constants: alpha[k] = s_x * s_w[k] (times Gemm's alpha), bias[k].
-    std::vector<float> alpha(static_cast<size_t>(g.N)), bias(static_cast<size_t>(g.N), 0.f);
-    for (size_t k = 0; k < alpha.size(); ++k) {
-      alpha[k] = sx * ws[k];
-      if (g.gemmAlpha != 1.f) alpha[k] = alpha[k] * g.gemmAlpha;
-    }
-    if (g.biasSource)
-      for (size_t k = 0; k < bias.size(); ++k) {
-        bias[k] = static_cast<float>(g.biasSource->getAsDouble(static_cast<int64_t>(k)));
-        if (!g.conv && g.gemmBeta != 1.f) bias[k] = g.gemmBeta * bias[k];
-      }
+    Int8GemmWeights wts;
+    EI_RETURN_IF_ERROR(prepareInt8GemmWeights(g, sx, &wts).withContext(id_ + ": weights"));
+    const std::vector<int8_t>& packed = wts.packed;
+    std::vector<float>& alpha = wts.alpha;
+    std::vector<float>& bias = wts.bias;
     if (mode_ == Mode::kE8) {  // the division by s_y folded into the constants
       for (size_t k = 0; k < alpha.size(); ++k) {
         alpha[k] = alpha[k] / sy;

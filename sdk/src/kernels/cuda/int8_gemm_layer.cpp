@@ -6,6 +6,7 @@
 #include "kernels/cuda/conv2d_layer.h"
 #include "kernels/cuda/cuda_tactic_base.h"
 #include "kernels/cuda/fused_activation.h"
+#include "quant/qdq.h"
 
 namespace edgeinfer::cuda {
 
@@ -122,6 +123,29 @@ bool parseInt8GemmLayer(const builder::LayerContext& layer, Int8GemmLayer* g, st
   if (!detail::isFloatStorage(g->weights->dtype()))
     return fail(why, "the weights must be a float constant");
   return true;
+}
+
+Status prepareInt8GemmWeights(const Int8GemmLayer& g, float sx, Int8GemmWeights* out) {
+  std::vector<int8_t> q;
+  std::vector<float> ws;
+  EI_RETURN_IF_ERROR(quant::quantizeWeights(*g.weights, g.weightAxis, &q, &ws));
+  out->packed.assign(static_cast<size_t>(g.N * g.K), 0);
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t k = 0; k < g.K; ++k)
+      out->packed[static_cast<size_t>(n * g.K + k)] =
+          q[static_cast<size_t>(g.weightsKN ? k * g.N + n : n * g.K + k)];
+  out->alpha.assign(static_cast<size_t>(g.N), 0.f);
+  out->bias.assign(static_cast<size_t>(g.N), 0.f);
+  for (size_t n = 0; n < out->alpha.size(); ++n) {
+    out->alpha[n] = sx * ws[n];
+    if (g.gemmAlpha != 1.f) out->alpha[n] = out->alpha[n] * g.gemmAlpha;
+  }
+  if (g.biasSource)
+    for (size_t n = 0; n < out->bias.size(); ++n) {
+      out->bias[n] = static_cast<float>(g.biasSource->getAsDouble(static_cast<int64_t>(n)));
+      if (!g.conv && g.gemmBeta != 1.f) out->bias[n] = g.gemmBeta * out->bias[n];
+    }
+  return Status::Ok();
 }
 
 }  // namespace edgeinfer::cuda

@@ -10,8 +10,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "builder/tactic.h"
+#include "edgeinfer/status.h"
 #include "edgeinfer/tensor.h"
 #include "kernels/cuda/fused_activation.h"
 
@@ -37,5 +39,15 @@ bool positiveInt8Scale(float s);
 /// The layer as a GEMM: an input with an int8 scale, float32 input and output values, float
 /// weights; false with `why` otherwise (the provider then offers nothing).
 bool parseInt8GemmLayer(const builder::LayerContext& layer, Int8GemmLayer* g, std::string* why);
+
+/// The layer's weights quantized per output channel (quant::quantizeWeights) and packed
+/// K-major [N][K], and the epilogue constants of cuda-i8 and cublaslt-i8's "i32" mode for an
+/// input of scale `sx`: alpha[n] = s_x * s_w[n] (times Gemm's alpha), bias[n] (times Gemm's
+/// beta; 0 without a bias).
+struct Int8GemmWeights {
+  std::vector<int8_t> packed;
+  std::vector<float> alpha, bias;
+};
+Status prepareInt8GemmWeights(const Int8GemmLayer& g, float sx, Int8GemmWeights* out);
 
 }  // namespace edgeinfer::cuda

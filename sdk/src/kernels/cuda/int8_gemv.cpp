@@ -13,7 +13,6 @@
 #include "kernels/cuda/cuda_tactic_base.h"
 #include "kernels/cuda/device_weights.h"
 #include "kernels/cuda/int8_gemm_layer.h"
-#include "quant/qdq.h"
 
 namespace edgeinfer::cuda {
 
@@ -112,33 +111,14 @@ class Int8GemvTactic final : public builder::Tactic {
     if (!positiveInt8Scale(sx) || (y_ == GemvType::kInt8 && !positiveInt8Scale(sy)))
       return Status(ErrorCode::kInvalidArgument,
                     id_ + ": an int8 tensor of the layer has no scale");
-    std::vector<int8_t> q;
-    std::vector<float> ws;
-    EI_RETURN_IF_ERROR(
-        quant::quantizeWeights(*g.weights, g.weightAxis, &q, &ws).withContext(id_ + ": weights"));
-    std::vector<int8_t> packed(static_cast<size_t>(g.N * g.K));
-    for (int64_t n = 0; n < g.N; ++n)
-      for (int64_t k = 0; k < g.K; ++k)
-        packed[static_cast<size_t>(n * g.K + k)] =
-            q[static_cast<size_t>(g.weightsKN ? k * g.N + n : n * g.K + k)];
-    // The epilogue constants of cublaslt-i8's "i32" mode and cuda-i8: alpha[n] = s_x * s_w[n]
-    // (times Gemm's alpha), bias[n] (times Gemm's beta).
-    std::vector<float> alpha(static_cast<size_t>(g.N)), bias(static_cast<size_t>(g.N), 0.f);
-    for (size_t n = 0; n < alpha.size(); ++n) {
-      alpha[n] = sx * ws[n];
-      if (g.gemmAlpha != 1.f) alpha[n] = alpha[n] * g.gemmAlpha;
-    }
-    if (g.biasSource)
-      for (size_t n = 0; n < bias.size(); ++n) {
-        bias[n] = static_cast<float>(g.biasSource->getAsDouble(static_cast<int64_t>(n)));
-        if (g.gemmBeta != 1.f) bias[n] = g.gemmBeta * bias[n];
-      }
+    Int8GemmWeights wts;
+    EI_RETURN_IF_ERROR(prepareInt8GemmWeights(g, sx, &wts).withContext(id_ + ": weights"));
     dW_.reset();
     dAlpha_.reset();
     dBias_.reset();
-    EI_RETURN_IF_ERROR(uploadWeights(packed.data(), packed.size(), &dW_));
-    EI_RETURN_IF_ERROR(uploadWeights(alpha.data(), alpha.size() * sizeof(float), &dAlpha_));
-    EI_RETURN_IF_ERROR(uploadWeights(bias.data(), bias.size() * sizeof(float), &dBias_));
+    EI_RETURN_IF_ERROR(uploadWeights(wts.packed.data(), wts.packed.size(), &dW_));
+    EI_RETURN_IF_ERROR(uploadWeights(wts.alpha.data(), wts.alpha.size() * sizeof(float), &dAlpha_));
+    EI_RETURN_IF_ERROR(uploadWeights(wts.bias.data(), wts.bias.size() * sizeof(float), &dBias_));
     g_ = g;
     plan_ = Int8GemvPlan{};
     plan_.M = static_cast<int32_t>(g.M);

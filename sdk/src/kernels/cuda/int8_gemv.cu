@@ -49,7 +49,7 @@ __device__ __forceinline__ int4 quantized16(const void* x, int64_t k, float scal
         v[4 * c + 3] = q.w;
       }
     }
-    int8_t q[16];
+    alignas(16) int8_t q[16];
     dev::quantizeToInt8(v, scale, inv, q);
     return *reinterpret_cast<const int4*>(q);
   }

@@ -49,7 +49,7 @@ int countInt8Steps(const ExecutionPlan& plan) {
   int n = 0;
   for (const auto& s : plan.steps) {
     if (s.kind != StepKind::kTactic) continue;
-    bool q = false;
+    bool q = s.precision == Precision::kInt8;  // also a tactic quantizing inside (float tensors)
     for (int t : s.inputs) q = q || (t >= 0 && isQuantized(plan.tensors[static_cast<size_t>(t)]));
     for (int t : s.outputs) q = q || (t >= 0 && isQuantized(plan.tensors[static_cast<size_t>(t)]));
     n += q;

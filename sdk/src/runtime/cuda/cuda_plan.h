@@ -66,7 +66,8 @@ builder::TensorFormat logicalFormat(DataType dtype, const Shape& shape);
 std::string formatName(builder::TensorFormat f);
 /// True when plan tensor `t` stores a float value quantized to int8 (t.scale > 0).
 bool isQuantized(const PlanTensor& t);
-/// Steps whose tactic reads or writes a quantized tensor (the INT8 layers of the engine).
+/// Steps whose tactic reads or writes a quantized tensor, or is recorded at INT8 (a tactic that
+/// quantizes inside, on float tensors): the INT8 layers of the engine.
 int countInt8Steps(const ExecutionPlan& plan);
 
 std::string planToJson(const ExecutionPlan& plan, const graph::Graph& g);
