@@ -18,7 +18,8 @@
 // rows, K % 16 == 0 (16-byte rows), K <= 16384 (a row's int8 copy in shared memory), and no
 // residual. Ids: "cuda-i8.gemv.<x>.<y>" with x, y each "i8" | "f16" | "f32" (the input's and
 // the output's types; "i8" only where the tensor has a scale). EDGEINFER_DISABLE_INT8_GEMV=1
-// switches the provider off (to compare engines without it).
+// switches the provider off (to compare engines without it; an engine that holds its tactics
+// then does not load, and says to rebuild it).
 #pragma once
 
 #include <memory>
