@@ -52,6 +52,13 @@ bench() {  # label, then edgeinfer bench arguments
   echo "$label rc=$? $(grep -E "precision|latency|throughput|GPU time" "$out/bench_$label.log" | tr '\n' ' ' | cut -c1-300)"
 }
 
+families() {  # a plan's timed steps (`edgeinfer build --verbose` after "GPU plan:") per family:
+  # the tactic id's first two parts (cuda-i8.pw128x64, cudnn.conv, reformat steps), steps and ms
+  awk '/ ms$/{f=$2; for(i=3;i<=NF;i++) if($i ~ /^(cuda|cudnn|cublas)/){f=$i; break}
+       split(f, a, "."); k=a[1] (a[2] != "" ? "." a[2] : ""); s[k]+=$(NF-1); n[k]++}
+       END{for(k in s) printf "   %-36s %3d steps %.4f ms\n", k, n[k], s[k]}' "$1" | sort -k4 -rn
+}
+
 if [[ " $steps " == *" unit "* ]]; then
   filter=${UNIT_FILTER:-CudaInt8*:CudaNormSelect*:CudaEngine*:CudaReduce*:CudaDepthwise*:CudaPlan*:CudaStemConv*:CudaPool*:CudaTimingData*:VisionModel.BlazeFaceInt8*}
   echo "== unit tests: $filter"
@@ -181,11 +188,10 @@ if [[ " $steps " == *" force "* ]]; then
           "${extra[@]}" --verbose -o "/tmp/ei/force_b${b}_${mode}_$v.engine" \
           >"$out/build_force_b${b}_${mode}_$v.log" 2>&1 ||
           echo "build b$b $mode $v failed: $(tail -n 2 "$out/build_force_b${b}_${mode}_$v.log")"
-        echo "-- b$b $mode $v: tactic families (steps, timed ms)"
-        awk '/GPU plan:/{p=1;next} p && / ms$/{f=$2; for(i=3;i<=NF;i++) if($i ~ /^(cuda|cudnn|cublas)/){f=$i; break}
-             split(f, a, "."); k=a[1] (a[2] != "" ? "." a[2] : ""); s[k]+=$(NF-1); n[k]++; t+=$(NF-1)}
-             END{for(k in s) printf "   %-30s %3d %.4f\n", k, n[k], s[k]; printf "   %-30s     %.4f\n", "sum", t}' \
-          "$out/build_force_b${b}_${mode}_$v.log" | sort -k3 -rn
+        p=$out/plan_force_b${b}_${mode}_$v.txt
+        awk '/GPU plan:/{p=1;next} p' "$out/build_force_b${b}_${mode}_$v.log" >"$p"
+        echo "-- b$b $mode $v: $(awk '/ ms$/{s+=$(NF-1)} END{printf "%.4f", s}' "$p") ms timed"
+        families "$p"
       done
       for rep in $(seq "${AB_REPS:-3}"); do
         for v in default forced; do
@@ -208,11 +214,7 @@ if [[ " $steps " == *" plan "* ]]; then
       edgeinfer build "$r" --backend cuda --dynamic-dim "$b" "${args[@]}" --verbose \
         -o "/tmp/ei/plan_b${b}_$mode.engine" 2>&1 | awk '/GPU plan:/{p=1;next} p' >"$p"
       echo "-- b$b $mode: $(grep -c ' ms$' "$p") timed steps, $(awk '/ ms$/{s+=$(NF-1)} END{printf "%.4f", s}' "$p") ms"
-      # per family: the tactic id's first two parts (cuda-i8.pw128x64, cudnn-..., reformat steps)
-      awk '/ ms$/{f=$2; for(i=3;i<=NF;i++) if($i ~ /^(cuda|cudnn|cublas)/){f=$i; break}
-           split(f, a, "."); k=a[1] (a[2] != "" ? "." a[2] : "");
-           s[k]+=$(NF-1); n[k]++} END{for(k in s) printf "   %-36s %3d steps %.4f ms\n", k, n[k], s[k]}' \
-        "$p" | sort -k4 -rn | head -n 14
+      families "$p" | head -n 14
       echo "   slowest:"
       awk '/ ms$/{print $(NF-1), $0}' "$p" | sort -rn | head -n 8 | cut -c1-200 | sed 's/^/   /'
     done
