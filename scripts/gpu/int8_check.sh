@@ -251,7 +251,10 @@ fi
 
 if [[ " $steps " == *" trace "* ]]; then
   echo "== kernel timeline (CUPTI, kernel_trace.cpp): one CUDA graph replay of each engine"
-  cupti=$(ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13 /usr/local/cuda/lib64/libcupti.so.13 2>/dev/null | head -n 1)
+  cupti=
+  for c in /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13 /usr/local/cuda/lib64/libcupti.so.13; do
+    [ -f "$c" ] && { cupti=$c; break; }
+  done
   if [ -z "$cupti" ] && [ -f "$carry/libcupti.so.13.xz" ]; then
     mkdir -p /tmp/ei/cupti && xz -dc "$carry/libcupti.so.13.xz" >/tmp/ei/cupti/libcupti.so.13
     cupti=/tmp/ei/cupti/libcupti.so.13
