@@ -30,6 +30,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fused_activation.cuh"
+#include "kernels/cuda/mma_sync.cuh"
 #include "kernels/cuda/quantize.cuh"
 #include "kernels/cuda/stem_conv.h"
 
@@ -231,14 +232,20 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
   const int patchH = (TILE_H - 1) * p.strideH + (p.R - 1) * p.dilH + 1;
   const int patchElems = patchH * patchW * p.C;
 
+  // The block's weights, bias and tap offsets by cp.async: every copy in flight at once (a
+  // loop of loads and stores into shared memory waits for each load in turn, which at batch 1,
+  // where a block has one tile, is on the kernel's critical path), landing while the first
+  // patch loads.
   const int chunks = p.gemmKPad / 8;  // 16-byte pieces of a weight row
   for (int i = tid; i < BN * chunks; i += kThreads) {
     const int r = i / chunks, c = i % chunks;
-    *reinterpret_cast<uint4*>(Ws + r * ldw + c * 8) =
-        *reinterpret_cast<const uint4*>(w + static_cast<int64_t>(n0 + r) * p.gemmKPad + c * 8);
+    dev::cpAsync<16>(Ws + r * ldw + c * 8, w + static_cast<int64_t>(n0 + r) * p.gemmKPad + c * 8,
+                     true);
   }
-  for (int k = tid; k < BN; k += kThreads) Bs[k] = bias[n0 + k];
-  for (int k = tid; k < p.gemmKPad / 2; k += kThreads) offs[k] = pairOffsets[k];
+  for (int k = tid; k < BN; k += kThreads) dev::cpAsync<4>(Bs + k, bias + n0 + k, true);
+  for (int k = tid; k < p.gemmKPad / 2; k += kThreads)
+    dev::cpAsync<4>(offs + k, pairOffsets + k, true);
+  dev::cpAsyncCommit();
   // The last word's high half (past the patch) is read by a pair that ends in padding.
   if (tid == 0) pairs[patchElems - 1] = 0;
   // Patch offsets of this thread's four pixels: fragment a (tile row 2 * warp + a), column g
@@ -260,6 +267,7 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
     __syncthreads();  // the previous tile is out of the patch and the output stage
     loadPatch<XF, kThreads>(p, x, reinterpret_cast<__half*>(pairs), n, p0 * p.strideH - p.padTop,
                             q0 * p.strideW - p.padLeft, patchH, patchW);
+    dev::cpAsyncWait<0>();  // this thread's weight copies (a no-op after the first tile)
     __syncthreads();
 
     float acc[2][NT][4];
