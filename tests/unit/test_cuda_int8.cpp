@@ -1524,6 +1524,85 @@ TEST(CudaInt8Engine, StemAndMaxPoolHandInt8ToTheConvolutions) {
   EXPECT_EQ(std::memcmp(again.raw(), got.raw(), got.bytes()), 0);
 }
 
+// A classifier's end in a strict INT8 build: the GlobalAveragePool writes int8 (quantized with
+// the scale calibrated for the Gemm's input, which the Flatten between them passes back) and
+// the Gemm reads it through the Flatten as it is: no quantize reformat between the pool and the
+// classifier. Kept in FP16, the Gemm gets float features and the pool writes no int8.
+TEST(CudaInt8Engine, GlobalPoolHandsInt8ToTheClassifier) {
+  EI_SKIP_WITHOUT_GPU();
+  test::TestModel m(13);
+  m.input("x", {2, 8, 20, 18});
+  m.randomInitializer("w1", {32, 8, 3, 3}, 1, -0.2f, 0.2f);
+  m.randomInitializer("b1", {32}, 2, -0.2f, 0.2f);
+  m.randomInitializer("wf", {10, 32}, 3, -0.3f, 0.3f);
+  m.randomInitializer("bf", {10}, 4, -0.1f, 0.1f);
+  auto& c1 = m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
+  test::TestModel::attrInts(c1, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  m.node("GlobalAveragePool", {"r1"}, {"p"}, "pool");
+  test::TestModel::attr(m.node("Flatten", {"p"}, {"f"}, "flatten"), "axis", 1);
+  test::TestModel::attr(m.node("Gemm", {"f", "wf", "bf"}, {"y"}, "fc"), "transB", 1);
+  m.output("y");
+  Int8Fixture f;
+  ASSERT_TRUE(f.prepare(m).ok());
+  auto cpuInt8 = f.cpuEngine(/*int8=*/true);
+  ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
+  BuilderConfig cpu;
+  cpu.backend = Backend::kCpu;
+  auto fp32 = Builder::buildFromFile(f.model, cpu);
+  ASSERT_TRUE(fp32.ok()) << fp32.status().toString();
+  const auto countOf = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+
+  auto e = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  std::map<std::string, std::string> tactics;
+  for (const auto& [layer, id] : runtime::cudaEngineTactics(**e)) tactics[layer] = id;
+  const std::string pool = tactics["pool"], fc = tactics["fc"];
+  EXPECT_EQ(pool.rfind("cuda.pool.", 0), 0u) << pool;
+  ASSERT_GE(pool.size(), 3u);
+  EXPECT_EQ(pool.substr(pool.size() - 3), ".i8") << "the pool writes int8: " << pool;
+  EXPECT_TRUE(fc.rfind("cuda-i8.", 0) == 0 || fc.rfind("cublaslt-i8.", 0) == 0) << fc;
+  auto bytes = (*e)->serialize();
+  ASSERT_TRUE(bytes.ok());
+  const std::string text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  EXPECT_EQ(countOf(text, "\"value\":\"p\""), 1u) << "p: one stored version (int8)";
+  EXPECT_EQ(countOf(text, "\"value\":\"f\""), 1u) << "f: the view of p, not a reformat";
+  const Tensor got = runOnce(**e, f.sample);
+  const double vsInt8 = cosine(got, runOnce(**cpuInt8, f.sample));
+  const double vsFp32 = cosine(got, runOnce(**fp32, f.sample));
+  std::printf(
+      "[          ] int8 GlobalAveragePool -> Gemm engine: cosine %.6f against the CPU INT8, "
+      "%.6f against FP32\n",
+      vsInt8, vsFp32);
+  EXPECT_GT(vsInt8, 0.999);
+  EXPECT_GT(vsFp32, 0.99);
+  auto loaded = Engine::deserialize(bytes->data(), bytes->size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  for (const auto& [layer, id] : runtime::cudaEngineTactics(**loaded))
+    EXPECT_EQ(id, tactics[layer]) << layer;
+  const Tensor again = runOnce(**loaded, f.sample);
+  ASSERT_EQ(again.numel(), got.numel());
+  EXPECT_EQ(std::memcmp(again.raw(), got.raw(), got.bytes()), 0);
+
+  // The classifier kept in FP16: nothing reads p as int8, so the pool writes float.
+  BuilderConfig keep = f.config(/*strict=*/true);
+  keep.layerPrecision["fc"] = Precision::kFp16;
+  auto e16 = Builder::buildFromFile(f.model, keep);
+  ASSERT_TRUE(e16.ok()) << e16.status().toString();
+  for (const auto& [layer, id] : runtime::cudaEngineTactics(**e16)) {
+    if (layer == "pool") {
+      EXPECT_EQ(id.find(".i8"), std::string::npos) << id;
+    } else if (layer == "fc") {
+      EXPECT_EQ(id.find("i8"), std::string::npos) << id;
+    }
+  }
+  EXPECT_GT(cosine(runOnce(**e16, f.sample), runOnce(**fp32, f.sample)), 0.99);
+}
+
 TEST(CudaInt8Engine, DamagedPlanScaleIsRefused_n) {
   // Anywhere: a plan whose int8 tensor lost its scale, or has a bad one.
   graph::Graph g;

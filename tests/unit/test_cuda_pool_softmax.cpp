@@ -9,7 +9,9 @@
 
 #ifdef EDGEINFER_HAVE_CUDA
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <set>
@@ -354,13 +356,17 @@ TEST(CudaPool, Int8MaxPoolOnlyWithBothScales_n) {
 // The int8 MaxPool gives exactly quantize(max(dequantize(x)), sOut): the float MaxPool of the
 // dequantized input, quantized with the output's scale, for equal scales (the max of the int8
 // values itself) and for a larger and a smaller output scale (saturating); channel counts that
-// take the 16-, 4- and 1-channel paths; every window case of the float tests.
+// take the 16-, 4- and 1-channel paths; every window case of the float tests; 3x3 windows in
+// the form that loads every tap first (small launches) and in the general walk (large ones).
 TEST(CudaPool, Int8MaxPoolIsTheDequantizedPoolQuantized) {
   EI_SKIP_WITHOUT_GPU();
   std::vector<WindowCase> cases = windowCases();
   cases.push_back({Shape{2, 64, 17, 15}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, ""});  // ResNet's
   cases.push_back({Shape{1, 48, 9, 10}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 1, ""});
   cases.push_back({Shape{1, 20, 9, 10}, {2, 2}, {1, 1}, {0, 0, 0, 0}, {}, 0, ""});
+  cases.push_back({Shape{1, 32, 11, 12}, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 0, ""});  // dilated
+  // 67,600 threads: a 3x3 window past the latency-bound form's limit (the general walk).
+  cases.push_back({Shape{4, 64, 130, 130}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, ""});
   uint32_t seed = 60;
   size_t runs = 0;
   for (const auto& c : cases) {
@@ -403,6 +409,129 @@ TEST(CudaPool, Int8MaxPoolIsTheDequantizedPoolQuantized) {
     }
   }
   EXPECT_EQ(runs, cases.size() * 3);
+}
+
+// A global pool that writes int8 for an INT8 reader (issue 6): offered at kInt8 for
+// GlobalAveragePool and GlobalMaxPool whose output has a scale, for each float input type and
+// layout, and nowhere else; its launcher refuses what it does not run.
+TEST(CudaPool, Int8OutGlobalPoolOnlyWithAnOutputScale_n) {
+  const Tensor x = randomTensor(Shape{2, 16, 9, 8}, 3);
+  const auto int8Ids = [&](const graph::Node& n, Precision precision, float sOut) {
+    graph::Graph g;
+    LayerContext layer;
+    EXPECT_TRUE(test::makeLayer(n, g, {&x}, &layer).ok());
+    layer.inputScales = {0.f};
+    layer.outputScales = {sOut};
+    cuda::CudaKernelProvider provider;
+    std::set<std::string> ids;
+    for (const auto& t : provider.candidates(layer, precision))
+      if (t->outputFormat(0).dtype == DataType::kInt8) ids.insert(t->id());
+    return ids;
+  };
+  const std::set<std::string> all{"cuda.pool.fp16.nchw.i8", "cuda.pool.fp16.nhwc.i8",
+                                  "cuda.pool.fp32.nchw.i8", "cuda.pool.fp32.nhwc.i8"};
+  EXPECT_EQ(int8Ids(makeNode("GlobalAveragePool"), Precision::kInt8, 0.03f), all);
+  EXPECT_EQ(int8Ids(makeNode("GlobalMaxPool"), Precision::kInt8, 0.03f), all);
+  EXPECT_TRUE(int8Ids(makeNode("GlobalAveragePool"), Precision::kInt8, 0.f).empty())
+      << "no output scale";
+  EXPECT_TRUE(int8Ids(makeNode("GlobalAveragePool"), Precision::kInt8, NAN).empty()) << "NaN";
+  EXPECT_TRUE(int8Ids(makeNode("GlobalAveragePool"), Precision::kInt8, -0.5f).empty())
+      << "negative scale";
+  EXPECT_TRUE(int8Ids(makeNode("GlobalAveragePool"), Precision::kFp16, 0.03f).empty())
+      << "FP16 precision";
+  EXPECT_TRUE(int8Ids(windowNode("AveragePool", windowCases()[4]), Precision::kInt8, 0.03f).empty())
+      << "a windowed AveragePool";
+  // A tactic built for a scale refuses a layer without one (an engine whose plan lost it).
+  {
+    graph::Graph g;
+    const graph::Node n = makeNode("GlobalAveragePool");
+    LayerContext layer;
+    ASSERT_TRUE(test::makeLayer(n, g, {&x}, &layer).ok());
+    layer.outputScales = {0.03f};
+    cuda::CudaKernelProvider provider;
+    auto cands = provider.candidates(layer, Precision::kInt8);
+    layer.outputScales = {0.f};
+    size_t refused = 0;
+    for (auto& t : cands)
+      if (t->outputFormat(0).dtype == DataType::kInt8) {
+        EXPECT_EQ(t->initialize(layer).code(), ErrorCode::kUnsupported) << t->id();
+        ++refused;
+      }
+    EXPECT_EQ(refused, 4u);
+  }
+  cuda::PoolPlan plan;
+  plan.kind = cuda::PoolKind::kGlobalAverage, plan.N = 1, plan.C = 16, plan.H = 4, plan.W = 4;
+  alignas(16) static float in[256];
+  alignas(16) static int8_t out[16];
+  EXPECT_EQ(cuda::launchGlobalPoolInt8Out(plan, false, 0.f, in, out, 1, nullptr).code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(cuda::launchGlobalPoolInt8Out(plan, false, INFINITY, in, out, 1, nullptr).code(),
+            ErrorCode::kInvalidArgument);
+  cuda::PoolPlan windowed = plan;
+  windowed.kind = cuda::PoolKind::kAverage;
+  EXPECT_EQ(cuda::launchGlobalPoolInt8Out(windowed, false, 0.1f, in, out, 1, nullptr).code(),
+            ErrorCode::kInvalidArgument);
+}
+
+// The int8-output global pools give the pooled value quantized with the output's scale: against
+// the mean (or max) of the inputs in double precision, rounded half to even and clamped, with
+// a difference allowed only where that value is within 1e-3 of a half step (the float sums'
+// order moves it by far less than that), and then by one step. Shapes that take the NHWC
+// vector and scalar paths, a block per NCHW plane (4,096 pixels) and a warp per plane, batch
+// 1 and 64 at ResNet's 7x7; GlobalMaxPool saturating at 127.
+TEST(CudaPool, Int8OutGlobalPoolIsThePoolQuantized) {
+  EI_SKIP_WITHOUT_GPU();
+  uint32_t seed = 90;
+  size_t runs = 0, nearHalf = 0;
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    const bool mx = std::string(op) == "GlobalMaxPool";
+    for (const Shape& shape : {Shape{1, 2048, 7, 7}, Shape{64, 16, 7, 7}, Shape{2, 40, 13, 11},
+                               Shape{1, 24, 64, 64}, Shape{3, 5, 1, 1}}) {
+      SCOPED_TRACE(std::string(op) + " " + shape.toString());
+      const Tensor x = randomTensor(shape, seed++);
+      const float s = mx ? 0.02f : 0.01f;  // the max (about 3) saturates at 127 steps
+      graph::Graph g;
+      const graph::Node n = makeNode(op);
+      LayerContext layer;
+      ASSERT_TRUE(test::makeLayer(n, g, {&x}, &layer).ok());
+      layer.outputScales = {s};
+      const int64_t N = shape[0], C = shape[1], size = shape[2] * shape[3];
+      std::vector<double> want(static_cast<size_t>(N * C));
+      for (int64_t p = 0; p < N * C; ++p) {
+        const float* xp = x.data<float>() + p * size;
+        double acc = mx ? -1e30 : 0.0;
+        for (int64_t i = 0; i < size; ++i) acc = mx ? std::max(acc, double{xp[i]}) : acc + xp[i];
+        want[static_cast<size_t>(p)] = (mx ? acc : acc / static_cast<double>(size)) / s;
+      }
+      cuda::CudaKernelProvider provider;
+      size_t found = 0;
+      for (auto& t : provider.candidates(layer, Precision::kInt8)) {
+        if (t->outputFormat(0).dtype != DataType::kInt8) continue;
+        ++found;
+        ASSERT_TRUE(t->initialize(layer).ok()) << t->id();
+        auto outs = test::runTactic(*t, layer, {&x});
+        ASSERT_TRUE(outs.ok()) << t->id() << ": " << outs.status().toString();
+        const Tensor& got = (*outs)[0];
+        ASSERT_EQ(got.numel(), N * C);
+        int64_t unexplained = 0;
+        for (int64_t i = 0; i < got.numel(); ++i) {
+          const double m = want[static_cast<size_t>(i)];
+          const double q = std::nearbyint(static_cast<double>(got.data<float>()[i]) / s);
+          const double exact = std::min(std::max(std::nearbyint(m), -128.0), 127.0);
+          if (q == exact) continue;
+          const bool half = std::fabs(m - std::floor(m) - 0.5) < 1e-3;
+          nearHalf += half ? 1 : 0;
+          unexplained += half && std::fabs(q - m) < 1.0 ? 0 : 1;
+        }
+        EXPECT_EQ(unexplained, 0) << t->id() << ", of " << got.numel();
+        ++runs;
+      }
+      EXPECT_EQ(found, 4u);
+    }
+  }
+  EXPECT_EQ(runs, 2u * 5u * 4u);
+  std::printf("[          ] int8-output global pools: %zu runs, %zu values at a half step\n", runs,
+              nearHalf);
 }
 
 TEST(CudaPool, ThreeDimensionalPool_n) {

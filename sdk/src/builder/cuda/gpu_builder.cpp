@@ -219,6 +219,20 @@ class GpuBuilder {
     for (const auto& n : g_.nodes)
       if (isViewOp(n) && n.hasInput(0) && scales_.count(n.inputs[0]) && !n.outputs.empty())
         scales_[n.outputs[0]] = scales_[n.inputs[0]];
+    // And back: a view's input that nothing else reads takes the output's scale (the same
+    // values: quantizing before or after the view gives the same bits). A classifier's pooled
+    // features, flattened for its INT8 Gemm, can so be written as int8 by the pool.
+    for (auto it = g_.nodes.rbegin(); it != g_.nodes.rend(); ++it) {
+      const graph::Node& n = *it;
+      if (!isViewOp(n) || !n.hasInput(0) || n.outputs.empty()) continue;
+      const std::string& in = n.inputs[0];
+      const auto out = scales_.find(n.outputs[0]);
+      if (out == scales_.end() || scales_.count(in) || g_.isConstant(in) || g_.isGraphOutput(in) ||
+          readerCount(in) != 1)
+        continue;
+      const graph::Value* v = g_.findValue(in);
+      if (v && v->dtype == DataType::kFloat32) scales_[in] = out->second;
+    }
     // A MaxPool's input that nothing else reads takes the output's scale (calibration ranges
     // only the inputs of quantized layers: ResNet's stem output has none). Quantization is
     // monotone, so max(q(x)) = q(max(x)): the int8 pool of its input quantized with that scale
@@ -368,7 +382,8 @@ class GpuBuilder {
   /// Gemm/MatMul built at INT8, reading it as its data input (or a fused op's residual Z):
   /// those readers' INT8 tactics (cuda-i8, cublaslt-i8) want it as int8. A MaxPool built at
   /// INT8 counts as one when its own output has such readers (its int8 tactic pools the int8
-  /// values: ResNet's stem -> MaxPool -> convolution stays in int8).
+  /// values: ResNet's stem -> MaxPool -> convolution stays in int8), and so does a view
+  /// (Flatten, Reshape, ...: the same bytes under another shape) whose output has them.
   bool int8Readers(const std::string& value) {
     if (const auto it = int8Readers_.find(value); it != int8Readers_.end()) return it->second;
     bool all = scaleOf(value) > 0.f && !g_.isGraphOutput(value), any = false;
@@ -388,7 +403,9 @@ class GpuBuilder {
                               (m.outputs.size() == 1 || m.outputs[1].empty()) && pooled &&
                               pooled->shape.rank() == 4 && precisionOf(m) == Precision::kInt8 &&
                               int8Readers(m.outputs[0]);
-        all = int8Pool ||
+        const bool int8View =
+            isViewOp(m) && k == 0 && !m.outputs.empty() && int8Readers(m.outputs[0]);
+        all = int8Pool || int8View ||
               (int8Op && (k == 0 || (fused && k == 3)) && precisionOf(m) == Precision::kInt8);
       }
     }

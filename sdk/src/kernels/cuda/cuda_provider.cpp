@@ -572,19 +572,28 @@ bool poolPlanFor(const LayerContext& layer, PoolKind kind, PoolPlan* p) {
 
 class PoolTactic final : public CudaTactic {
  public:
-  PoolTactic(PoolPlan plan, DataType dtype, Layout layout, const LayerContext& layer)
-      : CudaTactic("pool", dtype, layout, layer), plan_(plan) {
+  /// dtype: the storage type of input and output (int8: the INT8 MaxPool); int8Out: a global
+  /// pool of a dtype input that writes int8 for INT8 readers (id suffix ".i8").
+  PoolTactic(PoolPlan plan, DataType dtype, Layout layout, const LayerContext& layer,
+             bool int8Out = false)
+      : CudaTactic("pool", dtype, layout, layer), plan_(plan), int8Out_(int8Out) {
     plan_.nhwc = layout == Layout::kNHWC;
+    if (int8Out_) id_ += ".i8";
+  }
+  TensorFormat outputFormat(size_t i) const override {
+    TensorFormat f = CudaTactic::outputFormat(i);
+    if (int8Out_) f.dtype = DataType::kInt8;
+    return f;
   }
   Status initialize(const LayerContext& layer) override {
     PoolPlan p;
     if (!poolKindFor(*layer.node, &p.kind) || !poolPlanFor(layer, p.kind, &p))
       return Status(ErrorCode::kUnsupported, id() + ": layer not supported");
     p.nhwc = plan_.nhwc;
-    if (dtype_ == DataType::kInt8) {
+    if (dtype_ == DataType::kInt8 || int8Out_) {
       sIn_ = layer.inputScale(0);
       sOut_ = layer.outputScale(0);
-      if (!int8MaxPoolRuns(layer, p))
+      if (int8Out_ ? !int8OutGlobalPoolRuns(layer, p) : !int8MaxPoolRuns(layer, p))
         return Status(ErrorCode::kUnsupported, id() + ": the layer's tensors have no int8 scales");
     }
     plan_ = p;
@@ -594,10 +603,22 @@ class PoolTactic final : public CudaTactic {
   }
   Status enqueue(const LaunchArgs& args) override {
     EI_RETURN_IF_ERROR(checkArgs(args, 1));
+    if (int8Out_)
+      return launchGlobalPoolInt8Out(plan_, fp16(), sOut_, args.inputs[0], args.outputs[0],
+                                     maxBlocks_, args.stream);
     if (dtype_ == DataType::kInt8)
       return launchMaxPoolInt8(plan_, sIn_, sOut_, args.inputs[0], args.outputs[0], maxBlocks_,
                                args.stream);
     return launchPool(plan_, fp16(), args.inputs[0], args.outputs[0], maxBlocks_, args.stream);
+  }
+
+  /// INT8 (issue 6): a GlobalAveragePool or GlobalMaxPool whose output has an int8 scale (its
+  /// readers are INT8 layers: a classifier's Gemm, through a Flatten) pools its float input and
+  /// quantizes the result itself, in place of a quantize reformat after it.
+  static bool int8OutGlobalPoolRuns(const LayerContext& layer, const PoolPlan& p) {
+    const float s = layer.outputScale(0);
+    return (p.kind == PoolKind::kGlobalAverage || p.kind == PoolKind::kGlobalMax) && s > 0.f &&
+           std::isfinite(s);
   }
 
   /// INT8 (issue 6): a MaxPool of a 4-D float tensor whose input and output both have an
@@ -611,6 +632,7 @@ class PoolTactic final : public CudaTactic {
 
  private:
   PoolPlan plan_;
+  bool int8Out_ = false;
   float sIn_ = 0.f, sOut_ = 0.f;  // INT8
 };
 
@@ -736,6 +758,10 @@ std::vector<std::unique_ptr<builder::Tactic>> CudaKernelProvider::candidates(
       for (Layout l : layouts) out.push_back(std::make_unique<PoolTactic>(plan, t, l, layer));
     if (precision == Precision::kInt8 && PoolTactic::int8MaxPoolRuns(layer, plan))
       out.push_back(std::make_unique<PoolTactic>(plan, DataType::kInt8, Layout::kNHWC, layer));
+    if (precision == Precision::kInt8 && PoolTactic::int8OutGlobalPoolRuns(layer, plan))
+      for (DataType t : storageTypes(precision))
+        for (Layout l : layouts)
+          out.push_back(std::make_unique<PoolTactic>(plan, t, l, layer, /*int8Out=*/true));
   } else {
     for (DataType t : storageTypes(precision))
       for (Layout l : layouts) {

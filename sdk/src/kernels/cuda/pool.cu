@@ -8,9 +8,11 @@
 // over the taps inside (padding counts as zero) and takes the p-th root.
 // INT8 MaxPool (NHWC): a thread per 16, 4 or 1 channels of one output pixel, the max taken on
 // the int8 values (four at a time, __vmaxs4), then requantized to the output's scale.
-// Global pools: a warp (or a block, for large planes) per NCHW plane; for NHWC a block per
-// (image, channel slice), its rows splitting the pixels and reduced pairwise in shared memory;
-// slices as narrow as it takes to give every multiprocessor about two blocks.
+// Global pools: a warp (or a block, for large planes) per NCHW plane; for NHWC a warp per
+// channel vector of an image for small batches of small planes, else a block per (image,
+// channel slice), its rows splitting the pixels and reduced pairwise in shared memory; slices
+// as narrow as it takes to give every multiprocessor about two blocks. Their result may
+// be written as int8, quantized for an INT8 reader (launchGlobalPoolInt8Out).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_half.h"
@@ -42,6 +45,16 @@ constexpr int kModeMax = 0, kModeAverage = 1, kModeLp = 2;
 
 __device__ __forceinline__ float refMax(float a, float b) {
   return a < b ? b : a;
+}
+
+/// A global pool's result as its output type O: the storage type, or int8 quantized with
+/// `scale` (inv = __frcp_rn(scale)) as the quantize reformat rounds it.
+template <typename O>
+__device__ __forceinline__ O globalOut(float v, float scale, float inv) {
+  if constexpr (std::is_same_v<O, int8_t>)
+    return dev::quantizeToInt8(v, scale, inv);
+  else
+    return dev::fromFloat<O>(v);
 }
 
 /// Taps of one window dim inside the padded input [-padBegin, in + padEnd).
@@ -169,9 +182,10 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 /// Global pooling over NCHW planes: kPlaneThreads (32 or 256) threads per plane.
-template <typename T, bool kMax, int VEC, int kPlaneThreads>
+template <typename T, typename O, bool kMax, int VEC, int kPlaneThreads>
 __global__ void __launch_bounds__(kThreads)
-    globalPoolNchwKernel(const T* __restrict__ x, T* __restrict__ y, int64_t planes, int64_t size) {
+    globalPoolNchwKernel(const T* __restrict__ x, O* __restrict__ y, int64_t planes, int64_t size,
+                         float qScale, float qInv) {
   constexpr int kPlanesPerBlock = kThreads / kPlaneThreads;
   __shared__ float partial[kThreads / 32];
   const int lane = threadIdx.x % kPlaneThreads;
@@ -207,15 +221,16 @@ __global__ void __launch_bounds__(kThreads)
         acc = kMax ? refMax(acc, partial[w]) : acc + partial[w];
     }
     if (lane == 0 && plane < planes)
-      y[plane] = dev::fromFloat<T>(kMax ? acc : acc / static_cast<float>(size));
+      y[plane] = globalOut<O>(kMax ? acc : acc / static_cast<float>(size), qScale, qInv);
   }
 }
 
 /// Global pooling over NHWC: block (tx, ty) covers tx channel vectors of image blockIdx.y,
 /// its ty rows take every ty-th pixel.
-template <typename T, bool kMax, int VEC>
+template <typename T, typename O, bool kMax, int VEC>
 __global__ void __launch_bounds__(kThreads)
-    globalPoolNhwcKernel(const T* __restrict__ x, T* __restrict__ y, int C, int64_t size) {
+    globalPoolNhwcKernel(const T* __restrict__ x, O* __restrict__ y, int C, int64_t size,
+                         float qScale, float qInv) {
   __shared__ float partial[kThreads * VEC];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int c = (blockIdx.x * blockDim.x + tx) * VEC;
@@ -254,7 +269,68 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int k = 0; k < VEC; ++k) acc[k] /= static_cast<float>(size);
     }
-    dev::storeN<T, VEC>(y + n * C + c, acc);
+    if constexpr (std::is_same_v<O, int8_t>) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) y[n * C + c + k] = globalOut<O>(acc[k], qScale, qInv);
+    } else {
+      dev::storeN<T, VEC>(y + n * C + c, acc);
+    }
+  }
+}
+
+/// The warp form of the NHWC global pool takes planes of up to 64 pixels and up to 8,192 warps
+/// (a warp per channel vector of an image): the latency-bound small batches. Beyond, the
+/// block form reads whole sectors and was faster (ResNet-50 at batch 64 on an H200: 5.6
+/// against 8.0 us with two vectors a warp).
+constexpr int64_t kWarpPoolMaxPixels = 64, kWarpPoolMaxWarps = 8192;
+
+/// Global pooling over NHWC for small planes (a classifier's 7 x 7): a warp per TX channel
+/// vectors of one image, its 32 / TX lane groups splitting the pixels, reduced by shuffles (no
+/// shared memory, no barrier; each lane's loads are independent of each other).
+template <typename T, typename O, bool kMax, int VEC, int TX>
+__global__ void __launch_bounds__(kThreads)
+    globalPoolNhwcWarpKernel(const T* __restrict__ x, O* __restrict__ y, int C, int64_t size,
+                             int64_t images, float qScale, float qInv) {
+  constexpr int kGroups = 32 / TX;
+  const int lane = threadIdx.x % 32;
+  const int64_t vecs = C / VEC, warpsPerImage = (vecs + TX - 1) / TX;
+  const int64_t warp = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
+  const int64_t n = warp / warpsPerImage;
+  if (n >= images) return;  // the whole warp: shuffles below need all its lanes
+  const int64_t v = (warp % warpsPerImage) * TX + lane % TX;
+  const int group = lane / TX;
+  const bool valid = v < vecs;  // the same for every lane of a vector
+  float acc[VEC];
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) acc[k] = kMax ? -FLT_MAX : 0.f;
+  if (valid) {
+    const T* xp = x + n * size * C + v * VEC;
+#pragma unroll 4
+    for (int64_t i = group; i < size; i += kGroups) {
+      float in[VEC];
+      dev::loadN<T, VEC>(xp + i * C, in);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) acc[k] = kMax ? refMax(acc[k], in[k]) : acc[k] + in[k];
+    }
+  }
+#pragma unroll
+  for (int off = 16; off >= TX; off >>= 1)
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      const float o = __shfl_xor_sync(0xffffffffu, acc[k], off);
+      acc[k] = kMax ? refMax(acc[k], o) : acc[k] + o;
+    }
+  if (group != 0 || !valid) return;
+  if constexpr (!kMax) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) acc[k] /= static_cast<float>(size);
+  }
+  O* yp = y + n * C + v * VEC;
+  if constexpr (std::is_same_v<O, int8_t>) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) yp[k] = globalOut<O>(acc[k], qScale, qInv);
+  } else {
+    dev::storeN<T, VEC>(yp, acc);
   }
 }
 
@@ -299,7 +375,10 @@ struct I8Lanes {
   }
 };
 
-template <int VEC, typename I>
+/// KFIX: 0 for any window, or the side of a square window (3: ResNet's) whose taps are all
+/// loaded before the first max, so that their loads are in flight together (in the walk of
+/// forEachTap each load waits for the one before: at batch 1 nine round trips were the kernel).
+template <int VEC, typename I, int KFIX>
 __global__ void __launch_bounds__(kThreads)
     maxPoolInt8NhwcKernel(const int8_t* __restrict__ x, int8_t* __restrict__ y,
                           const WindowParams q, I total, float sIn, float sOut, float invOut,
@@ -311,15 +390,40 @@ __global__ void __launch_bounds__(kThreads)
     const int8_t* xp = x + n * static_cast<I>(q.H) * q.W * q.C + c;
     I8Lanes<VEC> acc;
     bool found = false;
-    forEachTap(q, oh, ow, [&](int ih, int iw) {
-      I8Lanes<VEC> v;
-      v.load(xp + (static_cast<I>(ih) * q.W + iw) * q.C);
-      if (found)
-        acc.max(v);
-      else
-        acc = v;
-      found = true;
-    });
+    if constexpr (KFIX > 0) {
+      const int hs = oh * q.sh - q.padTop, ws = ow * q.sw - q.padLeft;
+      I8Lanes<VEC> v[KFIX * KFIX];
+      bool inside[KFIX * KFIX];
+#pragma unroll
+      for (int i = 0; i < KFIX; ++i) {
+        const int ih = hs + i * q.dh;
+#pragma unroll
+        for (int j = 0; j < KFIX; ++j) {
+          const int iw = ws + j * q.dw, t = i * KFIX + j;
+          inside[t] = ih >= 0 && ih < q.H && iw >= 0 && iw < q.W;
+          if (inside[t]) v[t].load(xp + (static_cast<I>(ih) * q.W + iw) * q.C);
+        }
+      }
+#pragma unroll
+      for (int t = 0; t < KFIX * KFIX; ++t) {
+        if (!inside[t]) continue;
+        if (found)
+          acc.max(v[t]);
+        else
+          acc = v[t];
+        found = true;
+      }
+    } else {
+      forEachTap(q, oh, ow, [&](int ih, int iw) {
+        I8Lanes<VEC> v;
+        v.load(xp + (static_cast<I>(ih) * q.W + iw) * q.C);
+        if (found)
+          acc.max(v);
+        else
+          acc = v;
+        found = true;
+      });
+    }
     if (!found) {
 #pragma unroll
       for (int k = 0; k < I8Lanes<VEC>::kWords; ++k) acc.w[k] = VEC == 1 ? 0x80u : 0x80808080u;
@@ -390,12 +494,13 @@ Status launchWindow(const PoolPlan& p, const void* in, void* out, int maxBlocks,
   return Status::Ok();
 }
 
-template <typename T, bool kMax>
+/// O: T, or int8 quantized with qScale (qInv = 1 / qScale).
+template <typename T, typename O, bool kMax>
 Status launchGlobal(const PoolPlan& p, const void* in, void* out, int maxBlocks,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, float qScale = 0.f, float qInv = 0.f) {
   constexpr int V = dev::kVec16<T>;
   const T* x = static_cast<const T*>(in);
-  T* y = static_cast<T*>(out);
+  O* y = static_cast<O*>(out);
   const int64_t size = p.H * p.W;
   if (!p.nhwc) {
     const int64_t planes = p.N * p.C;
@@ -403,35 +508,51 @@ Status launchGlobal(const PoolPlan& p, const void* in, void* out, int maxBlocks,
     if (size >= 2048) {  // a block per plane
       const int grid = dev::gridFor(planes, 1, maxBlocks);
       if (vec)
-        globalPoolNchwKernel<T, kMax, V, kThreads>
-            <<<grid, kThreads, 0, stream>>>(x, y, planes, size);
+        globalPoolNchwKernel<T, O, kMax, V, kThreads>
+            <<<grid, kThreads, 0, stream>>>(x, y, planes, size, qScale, qInv);
       else
-        globalPoolNchwKernel<T, kMax, 1, kThreads>
-            <<<grid, kThreads, 0, stream>>>(x, y, planes, size);
+        globalPoolNchwKernel<T, O, kMax, 1, kThreads>
+            <<<grid, kThreads, 0, stream>>>(x, y, planes, size, qScale, qInv);
     } else {  // a warp per plane
       const int grid = dev::gridFor(planes, kThreads / 32, maxBlocks);
       if (vec)
-        globalPoolNchwKernel<T, kMax, V, 32><<<grid, kThreads, 0, stream>>>(x, y, planes, size);
+        globalPoolNchwKernel<T, O, kMax, V, 32>
+            <<<grid, kThreads, 0, stream>>>(x, y, planes, size, qScale, qInv);
       else
-        globalPoolNchwKernel<T, kMax, 1, 32><<<grid, kThreads, 0, stream>>>(x, y, planes, size);
+        globalPoolNchwKernel<T, O, kMax, 1, 32>
+            <<<grid, kThreads, 0, stream>>>(x, y, planes, size, qScale, qInv);
     }
   } else {
     const bool vec = p.C % V == 0 && dev::aligned16(in) && dev::aligned16(out);
     const int64_t vecs = vec ? p.C / V : p.C;
+    if (size <= kWarpPoolMaxPixels && vecs * p.N <= kWarpPoolMaxWarps) {
+      const int64_t warps = vecs * p.N;
+      const int grid = static_cast<int>((warps + kThreads / 32 - 1) / (kThreads / 32));
+      const auto kernel = vec ? globalPoolNhwcWarpKernel<T, O, kMax, V, 1>
+                              : globalPoolNhwcWarpKernel<T, O, kMax, 1, 1>;
+      kernel<<<grid, kThreads, 0, stream>>>(x, y, static_cast<int>(p.C), size, p.N, qScale, qInv);
+      EI_CUDA_CHECK(cudaGetLastError());
+      return Status::Ok();
+    }
     int tx = 1;
     while (tx < 32 && tx < vecs) tx *= 2;
     // Narrower blocks (more of them, more rows each) until there are about two a
     // multiprocessor: at batch 1, 2048 fp16 channels made 8 blocks of 32 columns.
     const int64_t wanted = std::max(1, maxBlocks / 8);
     while (tx > 1 && (vecs + tx - 1) / tx * p.N < wanted) tx /= 2;
-    const dim3 block(tx, kThreads / tx);
+    // Rows: the rest of the block, but no more than the pixels rounded up to a power of two
+    // (at batch 1, ResNet's 7 x 7 pixels had 256 rows, 207 of them idle through all eight
+    // steps of the pairwise reduction).
+    int ty = 1;
+    while (ty < size && tx * ty < kThreads) ty *= 2;
+    const dim3 block(tx, ty);
     const dim3 grid(static_cast<unsigned>((vecs + tx - 1) / tx), static_cast<unsigned>(p.N));
     if (vec)
-      globalPoolNhwcKernel<T, kMax, V>
-          <<<grid, block, 0, stream>>>(x, y, static_cast<int>(p.C), size);
+      globalPoolNhwcKernel<T, O, kMax, V>
+          <<<grid, block, 0, stream>>>(x, y, static_cast<int>(p.C), size, qScale, qInv);
     else
-      globalPoolNhwcKernel<T, kMax, 1>
-          <<<grid, block, 0, stream>>>(x, y, static_cast<int>(p.C), size);
+      globalPoolNhwcKernel<T, O, kMax, 1>
+          <<<grid, block, 0, stream>>>(x, y, static_cast<int>(p.C), size, qScale, qInv);
   }
   EI_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
@@ -448,9 +569,9 @@ Status launchKind(const PoolPlan& p, const void* in, void* out, int maxBlocks,
     case PoolKind::kLp:
       return launchWindow<T, kModeLp>(p, in, out, maxBlocks, stream);
     case PoolKind::kGlobalMax:
-      return launchGlobal<T, true>(p, in, out, maxBlocks, stream);
+      return launchGlobal<T, T, true>(p, in, out, maxBlocks, stream);
     case PoolKind::kGlobalAverage:
-      return launchGlobal<T, false>(p, in, out, maxBlocks, stream);
+      return launchGlobal<T, T, false>(p, in, out, maxBlocks, stream);
   }
   return Status(ErrorCode::kInternal, "unknown pooling kind");
 }
@@ -463,12 +584,19 @@ void launchMaxPoolInt8Vec(const PoolPlan& p, float sIn, float sOut, const int8_t
   const int grid = dev::gridFor(total, kThreads, maxBlocks);
   const bool requantize = sIn != sOut;
   const float inv = 1.f / sOut;  // quantizeToInt8's __frcp_rn(scale): IEEE division, rounded
-  if (p.N * p.C * p.H * p.W < INT_MAX && p.N * p.C * p.OH * p.OW < INT_MAX)
-    maxPoolInt8NhwcKernel<VEC, uint32_t><<<grid, kThreads, 0, stream>>>(
-        x, y, q, static_cast<uint32_t>(total), sIn, sOut, inv, requantize);
-  else
-    maxPoolInt8NhwcKernel<VEC, int64_t>
-        <<<grid, kThreads, 0, stream>>>(x, y, q, total, sIn, sOut, inv, requantize);
+  // The 3x3 form where a launch is latency-bound (ResNet-50 at batch 1: 12,544 threads, 3.9 ->
+  // 2.6 us on an H200); at batch 64 (802,816 threads) its registers cost more than it saves.
+  const bool three = p.kh == 3 && p.kw == 3 && total <= 65536;
+  if (p.N * p.C * p.H * p.W < INT_MAX && p.N * p.C * p.OH * p.OW < INT_MAX) {
+    const auto kernel =
+        three ? maxPoolInt8NhwcKernel<VEC, uint32_t, 3> : maxPoolInt8NhwcKernel<VEC, uint32_t, 0>;
+    kernel<<<grid, kThreads, 0, stream>>>(x, y, q, static_cast<uint32_t>(total), sIn, sOut, inv,
+                                          requantize);
+  } else {
+    const auto kernel =
+        three ? maxPoolInt8NhwcKernel<VEC, int64_t, 3> : maxPoolInt8NhwcKernel<VEC, int64_t, 0>;
+    kernel<<<grid, kThreads, 0, stream>>>(x, y, q, total, sIn, sOut, inv, requantize);
+  }
 }
 
 }  // namespace
@@ -493,6 +621,25 @@ Status launchMaxPoolInt8(const PoolPlan& plan, float sIn, float sOut, const void
     launchMaxPoolInt8Vec<1>(plan, sIn, sOut, x, y, maxBlocks, s);
   EI_CUDA_CHECK(cudaGetLastError());
   return Status::Ok();
+}
+
+Status launchGlobalPoolInt8Out(const PoolPlan& plan, bool fp16, float sOut, const void* input,
+                               void* output, int maxBlocks, void* stream) {
+  if (plan.kind != PoolKind::kGlobalAverage && plan.kind != PoolKind::kGlobalMax)
+    return Status(ErrorCode::kInvalidArgument,
+                  "int8-output pooling: GlobalAveragePool and GlobalMaxPool only");
+  if (!(sOut > 0.f) || !std::isfinite(sOut))
+    return Status(ErrorCode::kInvalidArgument, "int8-output pooling: the scale must be positive");
+  if (plan.N * plan.C == 0) return Status::Ok();
+  auto s = static_cast<cudaStream_t>(stream);
+  // The reciprocal as quantizeToInt8 takes it: __frcp_rn, the IEEE-rounded 1 / sOut.
+  const float inv = 1.f / sOut;
+  const bool mx = plan.kind == PoolKind::kGlobalMax;
+  if (fp16)
+    return mx ? launchGlobal<__half, int8_t, true>(plan, input, output, maxBlocks, s, sOut, inv)
+              : launchGlobal<__half, int8_t, false>(plan, input, output, maxBlocks, s, sOut, inv);
+  return mx ? launchGlobal<float, int8_t, true>(plan, input, output, maxBlocks, s, sOut, inv)
+            : launchGlobal<float, int8_t, false>(plan, input, output, maxBlocks, s, sOut, inv);
 }
 
 Status launchPool(const PoolPlan& plan, bool fp16, const void* input, void* output, int maxBlocks,
