@@ -18,6 +18,11 @@
 #              the build arguments FORCE_ARGS ("--tactic L=ID --layer-precision L=fp16 ...")
 #              and the build's environment FORCE_ENV ("VAR=VALUE ..."; the runs have none),
 #              benched AB_REPS (3) times alternately
+#   binab      R50_BATCHES x R50_MODES (int8_strict) ResNet-50 engines built by edgeinfer_old (an
+#              earlier build of the CLI, carried as fresh/edgeinfer_old.xz) and by edgeinfer, each
+#              with a timing cache of its own, their plans' timed sums, then each engine benched by
+#              its own program AB_REPS (3) times alternately: a change of kernels measured in one
+#              machine session
 #   plan       R50_BATCHES x R50_MODES ResNet-50 engines built with --verbose: each plan's steps
 #              with their timed ms to $OUT/plan_b<B>_<mode>.txt, the sum per tactic family and the
 #              slowest steps printed
@@ -45,10 +50,10 @@ mkdir -p "$out"
 steps=${STEPS:-unit blazeface resnet}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 
-bench() {  # label, then edgeinfer bench arguments
+bench() {  # label, then edgeinfer bench arguments (BENCH_BIN: another program than edgeinfer)
   local label=$1
   shift
-  edgeinfer bench "$@" --iterations "${ITERS:-300}" --device-inputs >"$out/bench_$label.log" 2>&1
+  "${BENCH_BIN:-edgeinfer}" bench "$@" --iterations "${ITERS:-300}" --device-inputs >"$out/bench_$label.log" 2>&1
   echo "$label rc=$? $(grep -E "precision|latency|throughput|GPU time" "$out/bench_$label.log" | tr '\n' ' ' | cut -c1-300)"
 }
 
@@ -203,6 +208,41 @@ if [[ " $steps " == *" force "* ]]; then
   done
 fi
 
+if [[ " $steps " == *" binab "* ]]; then
+  echo "== engines of edgeinfer_old against edgeinfer's, benched alternately"
+  if ! command -v edgeinfer_old >/dev/null; then
+    echo "no edgeinfer_old: carry an earlier build as $carry/fresh/edgeinfer_old.xz"
+  else
+    r50_prepare
+    for b in ${R50_BATCHES:-1 64}; do
+      for mode in ${R50_MODES:-int8_strict}; do
+        r50_args "$mode"
+        for v in old new; do
+          bin=edgeinfer
+          [ "$v" = old ] && bin=edgeinfer_old
+          e=/tmp/ei/binab_b${b}_${mode}_$v.engine
+          XDG_CACHE_HOME=/tmp/ei/cache_$v "$bin" build /tmp/ei/resnet50.onnx --backend cuda \
+            --dynamic-dim "$b" "${args[@]}" --verbose -o "$e" >"$out/build_binab_b${b}_${mode}_$v.log" 2>&1 ||
+            echo "build b$b $mode $v failed: $(tail -n 2 "$out/build_binab_b${b}_${mode}_$v.log")"
+          p=$out/plan_binab_b${b}_${mode}_$v.txt
+          awk '/GPU plan:/{p=1;next} p' "$out/build_binab_b${b}_${mode}_$v.log" >"$p"
+          echo "-- b$b $mode $v: $(grep -c ' ms$' "$p") timed steps, $(awk '/ ms$/{s+=$(NF-1)} END{printf "%.4f", s}' "$p") ms timed"
+          families "$p"
+        done
+        for rep in $(seq "${AB_REPS:-3}"); do
+          for v in old new; do
+            e=/tmp/ei/binab_b${b}_${mode}_$v.engine
+            [ -f "$e" ] || continue
+            bin=edgeinfer
+            [ "$v" = old ] && bin=edgeinfer_old
+            BENCH_BIN=$bin bench "binab_b${b}_${mode}_${v}_$rep" "$e"
+          done
+        done
+      done
+    done
+  fi
+fi
+
 if [[ " $steps " == *" plan "* ]]; then
   echo "== ResNet-50 plans: timed ms per step"
   r50_prepare
@@ -277,7 +317,7 @@ if [[ " $steps " == *" trace "* ]]; then
           CUDA_INJECTION64_PATH=$PWD/$carry/libkernel_trace.so \
           edgeinfer bench "$e" --iterations 20 --warmup 5 --device-inputs >"$out/trace_bench_b${b}_$mode.log" 2>&1
         echo "-- b$b $mode (traced run: $(grep -E "GPU time" "$out/trace_bench_b${b}_$mode.log" | cut -c1-60))"
-        /opt/torch/.venv/bin/python - "$t" <<'PY'
+        /opt/torch/.venv/bin/python - "$t" "$out/trace_b${b}_$mode.txt" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 ks = sorted((int(r["start_ns"]), int(r["end_ns"]) - int(r["start_ns"]), r["name"], r["stream"])
@@ -308,6 +348,9 @@ print(f"   {len(full)} replays of {n} kernels, span median {spans[len(spans)//2]
 for x, a, b in sorted(gaps, reverse=True)[:5]:
     print(f"   gap {x/1e3:6.2f} us  {a} -> {b}")
 print("   kernels us: " + " ".join(f"{d/1e3:.1f}" for _, d, _, _ in g))
+with open(sys.argv[2], "w") as f:  # the replay's kernels: start, duration (us), stream, name
+    for s, d, name, st in g:
+        f.write(f"{(s - g[0][0])/1e3:8.2f} {d/1e3:7.2f} {st:>3} {name}\n")
 PY
       done
     done
