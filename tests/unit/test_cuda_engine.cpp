@@ -411,6 +411,83 @@ TEST(CudaEngine, CudaGraphsSwitchOffByOptionAndEnvironment) {
   unsetenv("EDGEINFER_DISABLE_CUDA_GRAPHS");
 }
 
+/// Outputs the GPU writes straight into the context's pinned host buffer: the small one no
+/// layer reads (y); not one another layer reads too (g, the pooled features the classifier
+/// reads through the Flatten), nor one over 256 KB (big: 330 KB).
+/// The same bits as with EDGEINFER_DISABLE_ZERO_COPY_OUTPUTS=1 (every output copied), in the
+/// first run, the captured graph, its replays and its updates for new input addresses.
+TEST(CudaEngine, SmallOutputsAreWrittenToTheHostByTheGpu) {
+  EI_SKIP_WITHOUT_GPU();
+  TempDir dir;
+  TestModel m(13);
+  m.input("x", {1, 3, 17, 19});
+  m.randomInitializer("w1", {8, 3, 3, 3}, 1, -0.5f, 0.5f);
+  m.randomInitializer("w2", {256, 8, 1, 1}, 2, -0.5f, 0.5f);
+  m.randomInitializer("w3", {5, 256}, 3, -0.5f, 0.5f);
+  auto& c1 = m.node("Conv", {"x", "w1"}, {"c1"}, "conv1");
+  TestModel::attrInts(c1, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  m.node("Conv", {"r1", "w2"}, {"c2"}, "conv2");
+  m.node("Relu", {"c2"}, {"big"}, "relu2");
+  m.node("GlobalAveragePool", {"c2"}, {"g"}, "gap");
+  m.node("Flatten", {"g"}, {"f"}, "flatten");
+  TestModel::attr(m.node("Gemm", {"f", "w3"}, {"y"}, "fc"), "transB", 1);
+  m.output("y");
+  m.output("g");
+  m.output("big");
+  auto e = build(m, gpuConfig(dir));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  const Tensor x1 = randomInput(Shape{1, 3, 17, 19}, 71), x2 = randomInput(Shape{1, 3, 17, 19}, 72);
+  const auto outputsOf = [](ExecutionContext& ctx) {
+    std::map<std::string, Tensor> o;
+    for (const char* name : {"y", "g", "big"}) {
+      auto t = ctx.getOutput(name);
+      EXPECT_TRUE(t.ok()) << name;
+      if (t.ok()) o[name] = t->clone();
+    }
+    return o;
+  };
+  auto d1 = copyToDevice(x1), d2 = copyToDevice(x2);
+  ASSERT_TRUE(d1.ok() && d2.ok());
+  // Runs: host x1 three times (warm-up, capture, replay), then device x1, x2, x1 (updates).
+  const auto runAll = [&](ExecutionContext& ctx) {
+    std::vector<std::map<std::string, Tensor>> all;
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_TRUE(ctx.setInput("x", x1).ok());
+      EXPECT_TRUE(ctx.execute().ok());
+      all.push_back(outputsOf(ctx));
+    }
+    for (const auto* d : {&*d1, &*d2, &*d1}) {
+      EXPECT_TRUE(ctx.setInput("x", *d).ok());
+      EXPECT_TRUE(ctx.execute().ok());
+      all.push_back(outputsOf(ctx));
+    }
+    return all;
+  };
+  auto ctx = (*e)->createExecutionContext();
+  ASSERT_TRUE(ctx.ok()) << ctx.status().toString();
+  EXPECT_EQ((*ctx)->stats().zeroCopyOutputs, 1);
+  const auto got = runAll(**ctx);
+  EXPECT_EQ((*ctx)->stats().graphCaptures, 1);
+  EXPECT_EQ((*ctx)->stats().graphUpdates, 3);
+  setenv("EDGEINFER_DISABLE_ZERO_COPY_OUTPUTS", "1", 1);
+  auto copied = (*e)->createExecutionContext();
+  unsetenv("EDGEINFER_DISABLE_ZERO_COPY_OUTPUTS");
+  ASSERT_TRUE(copied.ok()) << copied.status().toString();
+  EXPECT_EQ((*copied)->stats().zeroCopyOutputs, 0);
+  const auto want = runAll(**copied);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t r = 0; r < got.size(); ++r)
+    for (const char* name : {"y", "g", "big"}) {
+      const Tensor& a = got[r].at(name);
+      const Tensor& b = want[r].at(name);
+      ASSERT_EQ(a.bytes(), b.bytes()) << name;
+      EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.bytes()), 0) << "run " << r << ", " << name;
+    }
+  // The two inputs give different logits: a stale host buffer would pass the check above.
+  EXPECT_NE(std::memcmp(got[4].at("y").raw(), got[3].at("y").raw(), got[3].at("y").bytes()), 0);
+}
+
 /// Branches to run side by side: an Inception-style block (a 1x1, a 3x3, a 1x1 -> 3x3 and a
 /// max-pool -> 1x1 tower off one input, concatenated) and a ResNet bottleneck whose
 /// projection shortcut (a strided 1x1) runs beside its 1x1 -> 3x3 chain.
@@ -630,6 +707,7 @@ TEST(CudaEngine, LayerWithoutGpuKernelFallsBackToTheCpu) {
   }
   EXPECT_EQ((*ctx)->stats().cpuFallbackLayers, 1);
   EXPECT_FALSE((*ctx)->stats().cudaGraphs) << "a CPU layer synchronises: no graphs";
+  EXPECT_EQ((*ctx)->stats().zeroCopyOutputs, 0) << "CPU layers copy their results in";
   BuilderConfig strict = gpuConfig(dir);
   strict.allowCpuFallback = false;
   auto refused = build(m, strict);

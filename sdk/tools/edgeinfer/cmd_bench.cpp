@@ -125,12 +125,14 @@ int cmdBench(const Args& a) {
         "(latency - GPU, incl. copies) p50 %.4f ms\n",
         gpuP50, gpuP50 > 0 ? 1000.0 * static_cast<double>(batch) / gpuP50 : 0.0, p50 - gpuP50);
     std::printf(
-        "inputs %s; CUDA graphs %s (%lld captured, %lld updated, %lld replays); streams %lld; "
-        "workspace %.1f KiB; CPU-fallback layers %lld\n",
+        "inputs %s; outputs written to the host by the GPU %lld (the others copied); CUDA "
+        "graphs %s (%lld captured, %lld updated, %lld replays); streams %lld; workspace %.1f "
+        "KiB; CPU-fallback layers %lld\n",
         a.has("device-inputs") ? "on the GPU" : "copied from the host",
-        st.cudaGraphs ? "on" : "off", static_cast<long long>(st.graphCaptures),
-        static_cast<long long>(st.graphUpdates), static_cast<long long>(st.graphReplays),
-        static_cast<long long>(st.streams), static_cast<double>(st.workspaceBytes) / 1024.0,
+        static_cast<long long>(st.zeroCopyOutputs), st.cudaGraphs ? "on" : "off",
+        static_cast<long long>(st.graphCaptures), static_cast<long long>(st.graphUpdates),
+        static_cast<long long>(st.graphReplays), static_cast<long long>(st.streams),
+        static_cast<double>(st.workspaceBytes) / 1024.0,
         static_cast<long long>(st.cpuFallbackLayers));
     std::printf(
         "device memory of the engine (weights, constants, plans; equal weights held once): "
@@ -169,6 +171,7 @@ int cmdBench(const Args& a) {
         {"cuda_graphs", st.cudaGraphs},
         {"graph_replays", st.graphReplays},
         {"streams", st.streams},
+        {"zero_copy_outputs", st.zeroCopyOutputs},
         {"cpu_fallback_layers", st.cpuFallbackLayers},
         {"load_ms", loadMs},
         {"shape_ranges", formatShapeRanges((*engine)->shapeRanges())},
