@@ -467,6 +467,7 @@ TEST(CudaEngine, SmallOutputsAreWrittenToTheHostByTheGpu) {
   auto ctx = (*e)->createExecutionContext();
   ASSERT_TRUE(ctx.ok()) << ctx.status().toString();
   EXPECT_EQ((*ctx)->stats().zeroCopyOutputs, 1);
+  EXPECT_EQ((*ctx)->stats().zeroCopyOutputNames, std::vector<std::string>{"y"});
   const auto got = runAll(**ctx);
   EXPECT_EQ((*ctx)->stats().graphCaptures, 1);
   EXPECT_EQ((*ctx)->stats().graphUpdates, 3);
@@ -475,6 +476,7 @@ TEST(CudaEngine, SmallOutputsAreWrittenToTheHostByTheGpu) {
   unsetenv("EDGEINFER_DISABLE_ZERO_COPY_OUTPUTS");
   ASSERT_TRUE(copied.ok()) << copied.status().toString();
   EXPECT_EQ((*copied)->stats().zeroCopyOutputs, 0);
+  EXPECT_TRUE((*copied)->stats().zeroCopyOutputNames.empty());
   const auto want = runAll(**copied);
   ASSERT_EQ(got.size(), want.size());
   for (size_t r = 0; r < got.size(); ++r)

@@ -1447,6 +1447,42 @@ TEST(CudaInt8Engine, OnlyInt8ConvolutionsReadInt8Outputs) {
   EXPECT_GT(cosine(got, want), 0.995);
 }
 
+/// How often `what` occurs in `text` (a value's stored versions in a serialized plan).
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+/// The GPU engine `e` of fixture `f` (output y) against the CPU's INT8 emulation (cosine above
+/// 0.999) and FP32 (above minFp32) on f.sample, printed with `label`; and the engine saved and
+/// loaded again finds the same tactics and gives the same bits.
+void expectNearTheCpuAndReloadable(Engine& e, const Int8Fixture& f, const std::string& label,
+                                   double minFp32) {
+  auto cpuInt8 = f.cpuEngine(/*int8=*/true);
+  ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
+  auto fp32 = f.cpuEngine(/*int8=*/false);
+  ASSERT_TRUE(fp32.ok()) << fp32.status().toString();
+  const Tensor got = runOnce(e, f.sample);
+  const double vsInt8 = cosine(got, runOnce(**cpuInt8, f.sample));
+  const double vsFp32 = cosine(got, runOnce(**fp32, f.sample));
+  std::printf("[          ] %s: cosine %.6f against the CPU INT8, %.6f against FP32\n",
+              label.c_str(), vsInt8, vsFp32);
+  EXPECT_GT(vsInt8, 0.999);
+  EXPECT_GT(vsFp32, minFp32);
+  std::map<std::string, std::string> tactics;
+  for (const auto& [layer, id] : runtime::cudaEngineTactics(e)) tactics[layer] = id;
+  auto bytes = e.serialize();
+  ASSERT_TRUE(bytes.ok());
+  auto loaded = Engine::deserialize(bytes->data(), bytes->size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  for (const auto& [layer, id] : runtime::cudaEngineTactics(**loaded))
+    EXPECT_EQ(id, tactics[layer]) << layer;
+  const Tensor again = runOnce(**loaded, f.sample);
+  ASSERT_EQ(again.numel(), got.numel());
+  EXPECT_EQ(std::memcmp(again.raw(), got.raw(), got.bytes()), 0);
+}
+
 // ResNet's entry in a strict INT8 build: the 3-channel stem convolution (cuda-stem, FP16
 // arithmetic) writes int8 for the MaxPool, which pools the int8 values (cuda.pool.i8) for the
 // INT8 convolutions after it: no fp16 tensor and no quantize reformat between the stem and the
@@ -1495,33 +1531,10 @@ TEST(CudaInt8Engine, StemAndMaxPoolHandInt8ToTheConvolutions) {
   const std::string text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
   // Reformats: only the graph input's (float32 NCHW -> the stem's input format, if any) and the
   // outputs' (int8 -> float32 for y); none of r1 or p.
-  for (const char* value : {"\"value\":\"r1\"", "\"value\":\"p\""}) {
-    size_t n = 0;
-    for (size_t at = text.find(value); at != std::string::npos; at = text.find(value, at + 1)) ++n;
-    EXPECT_EQ(n, 1u) << value << ": one stored version (int8), no reformatted copy";
-  }
-  auto cpuInt8 = f.cpuEngine(/*int8=*/true);
-  ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
-  BuilderConfig cpu;
-  cpu.backend = Backend::kCpu;
-  auto fp32 = Builder::buildFromFile(f.model, cpu);
-  ASSERT_TRUE(fp32.ok()) << fp32.status().toString();
-  const Tensor got = runOnce(**e, f.sample);
-  const double vsInt8 = cosine(got, runOnce(**cpuInt8, f.sample));
-  const double vsFp32 = cosine(got, runOnce(**fp32, f.sample));
-  std::printf(
-      "[          ] stem + int8 MaxPool engine: cosine %.6f against the CPU INT8, %.6f "
-      "against FP32\n",
-      vsInt8, vsFp32);
-  EXPECT_GT(vsInt8, 0.999);
-  EXPECT_GT(vsFp32, 0.995);
-  auto loaded = Engine::deserialize(bytes->data(), bytes->size());
-  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
-  for (const auto& [layer, id] : runtime::cudaEngineTactics(**loaded))
-    EXPECT_EQ(id, tactics[layer]) << layer;
-  const Tensor again = runOnce(**loaded, f.sample);
-  ASSERT_EQ(again.numel(), got.numel());
-  EXPECT_EQ(std::memcmp(again.raw(), got.raw(), got.bytes()), 0);
+  for (const char* value : {"\"value\":\"r1\"", "\"value\":\"p\""})
+    EXPECT_EQ(occurrences(text, value), 1u)
+        << value << ": one stored version (int8), no reformatted copy";
+  expectNearTheCpuAndReloadable(**e, f, "stem + int8 MaxPool engine", 0.995);
 }
 
 // A classifier's end in a strict INT8 build: the GlobalAveragePool writes int8 (quantized with
@@ -1545,18 +1558,6 @@ TEST(CudaInt8Engine, GlobalPoolHandsInt8ToTheClassifier) {
   m.output("y");
   Int8Fixture f;
   ASSERT_TRUE(f.prepare(m).ok());
-  auto cpuInt8 = f.cpuEngine(/*int8=*/true);
-  ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
-  BuilderConfig cpu;
-  cpu.backend = Backend::kCpu;
-  auto fp32 = Builder::buildFromFile(f.model, cpu);
-  ASSERT_TRUE(fp32.ok()) << fp32.status().toString();
-  const auto countOf = [](const std::string& text, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
-
   auto e = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
   ASSERT_TRUE(e.ok()) << e.status().toString();
   std::map<std::string, std::string> tactics;
@@ -1569,24 +1570,9 @@ TEST(CudaInt8Engine, GlobalPoolHandsInt8ToTheClassifier) {
   auto bytes = (*e)->serialize();
   ASSERT_TRUE(bytes.ok());
   const std::string text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
-  EXPECT_EQ(countOf(text, "\"value\":\"p\""), 1u) << "p: one stored version (int8)";
-  EXPECT_EQ(countOf(text, "\"value\":\"f\""), 1u) << "f: the view of p, not a reformat";
-  const Tensor got = runOnce(**e, f.sample);
-  const double vsInt8 = cosine(got, runOnce(**cpuInt8, f.sample));
-  const double vsFp32 = cosine(got, runOnce(**fp32, f.sample));
-  std::printf(
-      "[          ] int8 GlobalAveragePool -> Gemm engine: cosine %.6f against the CPU INT8, "
-      "%.6f against FP32\n",
-      vsInt8, vsFp32);
-  EXPECT_GT(vsInt8, 0.999);
-  EXPECT_GT(vsFp32, 0.99);
-  auto loaded = Engine::deserialize(bytes->data(), bytes->size());
-  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
-  for (const auto& [layer, id] : runtime::cudaEngineTactics(**loaded))
-    EXPECT_EQ(id, tactics[layer]) << layer;
-  const Tensor again = runOnce(**loaded, f.sample);
-  ASSERT_EQ(again.numel(), got.numel());
-  EXPECT_EQ(std::memcmp(again.raw(), got.raw(), got.bytes()), 0);
+  EXPECT_EQ(occurrences(text, "\"value\":\"p\""), 1u) << "p: one stored version (int8)";
+  EXPECT_EQ(occurrences(text, "\"value\":\"f\""), 1u) << "f: the view of p, not a reformat";
+  expectNearTheCpuAndReloadable(**e, f, "int8 GlobalAveragePool -> Gemm engine", 0.99);
 
   // The classifier kept in FP16: nothing reads p as int8, so the pool writes float.
   BuilderConfig keep = f.config(/*strict=*/true);
@@ -1600,6 +1586,8 @@ TEST(CudaInt8Engine, GlobalPoolHandsInt8ToTheClassifier) {
       EXPECT_EQ(id.find("i8"), std::string::npos) << id;
     }
   }
+  auto fp32 = f.cpuEngine(/*int8=*/false);
+  ASSERT_TRUE(fp32.ok()) << fp32.status().toString();
   EXPECT_GT(cosine(runOnce(**e16, f.sample), runOnce(**fp32, f.sample)), 0.99);
 }
 

@@ -93,8 +93,10 @@ struct ContextStats {
   int64_t graphReplays = 0;       ///< runs that replayed a graph
   int64_t cpuFallbackLayers = 0;  ///< layers run on the CPU reference
   /// GPU: outputs its last kernel writes straight into the context's pinned host buffer (small
-  /// outputs no layer reads; no copy after the run; EDGEINFER_DISABLE_ZERO_COPY_OUTPUTS=1: none).
+  /// outputs no layer reads; no copy after the run; EDGEINFER_DISABLE_ZERO_COPY_OUTPUTS=1: none),
+  /// and their names.
   int64_t zeroCopyOutputs = 0;
+  std::vector<std::string> zeroCopyOutputNames;
   double lastGpuMs = 0.0;  ///< GPU time of the last run's layers (CUDA events; no copies)
   /// Engines with shape ranges: the shapes this context's runs had the engine specialise for
   /// (built once per shape and engine, shared by its contexts; a shape another context had

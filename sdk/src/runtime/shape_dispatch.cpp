@@ -76,8 +76,8 @@ class ShapeDispatchContext final : public ExecutionContext {
     return current_->getOutput(name);
   }
 
-  /// Memory: the largest of the sub-engines run; launch counts: summed over them; weights: the
-  /// engine's.
+  /// Memory: the largest of the sub-engines run; launch counts: summed over them; zero-copy
+  /// outputs: those any of them writes to the host; weights: the engine's.
   ContextStats stats() const override {
     ContextStats s;
     for (const auto& [sub, state] : subs_) {
@@ -91,7 +91,12 @@ class ShapeDispatchContext final : public ExecutionContext {
       s.graphUpdates += c.graphUpdates;
       s.graphReplays += c.graphReplays;
       s.cpuFallbackLayers = std::max(s.cpuFallbackLayers, c.cpuFallbackLayers);
+      for (const std::string& name : c.zeroCopyOutputNames)  // per output, in any sub-engine
+        if (std::find(s.zeroCopyOutputNames.begin(), s.zeroCopyOutputNames.end(), name) ==
+            s.zeroCopyOutputNames.end())
+          s.zeroCopyOutputNames.push_back(name);
     }
+    s.zeroCopyOutputs = static_cast<int64_t>(s.zeroCopyOutputNames.size());
     s.weightBytes = engine_.deviceWeightBytes();
     if (current_) s.lastGpuMs = current_->stats().lastGpuMs;
     s.shapeSpecializations = specializations_;

@@ -219,36 +219,30 @@ class GpuBuilder {
     for (const auto& n : g_.nodes)
       if (isViewOp(n) && n.hasInput(0) && scales_.count(n.inputs[0]) && !n.outputs.empty())
         scales_[n.outputs[0]] = scales_[n.inputs[0]];
-    // And back: a view's input that nothing else reads takes the output's scale (the same
-    // values: quantizing before or after the view gives the same bits). A classifier's pooled
-    // features, flattened for its INT8 Gemm, can so be written as int8 by the pool.
-    for (auto it = g_.nodes.rbegin(); it != g_.nodes.rend(); ++it) {
-      const graph::Node& n = *it;
-      if (!isViewOp(n) || !n.hasInput(0) || n.outputs.empty()) continue;
+    // An input of node n that nothing else reads and that has no scale of its own takes the
+    // output's, where both hold the same quantized values:
+    const auto takeOutputScale = [&](const graph::Node& n) {
       const std::string& in = n.inputs[0];
       const auto out = scales_.find(n.outputs[0]);
       if (out == scales_.end() || scales_.count(in) || g_.isConstant(in) || g_.isGraphOutput(in) ||
           readerCount(in) != 1)
-        continue;
+        return;
       const graph::Value* v = g_.findValue(in);
       if (v && v->dtype == DataType::kFloat32) scales_[in] = out->second;
-    }
-    // A MaxPool's input that nothing else reads takes the output's scale (calibration ranges
-    // only the inputs of quantized layers: ResNet's stem output has none). Quantization is
-    // monotone, so max(q(x)) = q(max(x)): the int8 pool of its input quantized with that scale
-    // gives exactly the output quantized, clipping included.
-    for (const auto& n : g_.nodes) {
-      if (!n.domain.empty() || n.opType != "MaxPool" || !n.hasInput(0) || n.outputs.empty() ||
-          (n.outputs.size() > 1 && !n.outputs[1].empty()))
-        continue;
-      const std::string& in = n.inputs[0];
-      const auto out = scales_.find(n.outputs[0]);
-      if (out == scales_.end() || scales_.count(in) || g_.isConstant(in) || g_.isGraphOutput(in) ||
-          readerCount(in) != 1)
-        continue;
-      const graph::Value* v = g_.findValue(in);
-      if (v && v->dtype == DataType::kFloat32) scales_[in] = out->second;
-    }
+    };
+    // - a view's (back from its output: quantizing before or after the view gives the same
+    //   bits): a classifier's pooled features, flattened for its INT8 Gemm, can so be written as
+    //   int8 by the pool;
+    for (auto it = g_.nodes.rbegin(); it != g_.nodes.rend(); ++it)
+      if (isViewOp(*it) && it->hasInput(0) && !it->outputs.empty()) takeOutputScale(*it);
+    // - a MaxPool's (calibration ranges only the inputs of quantized layers: ResNet's stem
+    //   output has none). Quantization is monotone, so max(q(x)) = q(max(x)): the int8 pool of
+    //   its input quantized with that scale gives exactly the output quantized, clipping
+    //   included.
+    for (const auto& n : g_.nodes)
+      if (n.domain.empty() && n.opType == "MaxPool" && n.hasInput(0) && !n.outputs.empty() &&
+          (n.outputs.size() == 1 || n.outputs[1].empty()))
+        takeOutputScale(n);
     policy_ = calib.layerPrecision;
   }
   ~GpuBuilder() {
@@ -410,6 +404,18 @@ class GpuBuilder {
       }
     }
     return int8Readers_[value] = all && any;
+  }
+
+  /// Whether every node that reads `value` is a view of it (addView wants a row-major version).
+  bool readOnlyByViews(const std::string& value) const {
+    bool any = false;
+    for (const auto& m : g_.nodes)
+      for (size_t k = 0; k < m.inputs.size(); ++k) {
+        if (m.inputs[k] != value) continue;
+        if (!isViewOp(m) || k != 0) return false;
+        any = true;
+      }
+    return any;
   }
 
   /// Can a reformat turn `value` stored as `src` into `dst`? Float <-> int8 needs its scale.
@@ -913,9 +919,11 @@ class GpuBuilder {
       // reader then dequantized (batch 64: 4 % slower than FP16).
       const bool chargeQuantize = precision == Precision::kInt8 && cfg_.strictPrecision;
       for (size_t k = 0; chargeQuantize && k < n.outputs.size(); ++k) {
-        const TensorFormat want{DataType::kInt8, Layout::kNHWC};
         const graph::Value* v = g_.findValue(n.outputs[k]);
         if (!v || !int8Readers(n.outputs[k])) continue;
+        // Views (a Flatten before a classifier) read row-major versions.
+        const TensorFormat want{DataType::kInt8,
+                                readOnlyByViews(n.outputs[k]) ? Layout::kLinear : Layout::kNHWC};
         const TensorFormat have = cuda::canonicalFormat(t.outputFormat(k), v->shape);
         if (have == cuda::canonicalFormat(want, v->shape)) continue;
         if (!convertible(n.outputs[k], have.dtype, want.dtype)) continue;

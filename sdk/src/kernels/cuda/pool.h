@@ -37,9 +37,10 @@ Status launchMaxPoolInt8(const PoolPlan& plan, float sIn, float sOut, const void
 
 /// Enqueues a GlobalAveragePool or GlobalMaxPool (NCHW or NHWC, as plan.nhwc) of a float
 /// input (fp16: half, else float32) whose result is written as int8 [N, C], quantized with
-/// `sOut` (> 0) as the quantize reformat rounds it (quantize.cuh): the same bits as the float32
-/// pool followed by that reformat, without the float tensor and the launch in between (an INT8
-/// classifier after the pool reads it as it is). Never synchronises.
+/// `sOut` (> 0) as the quantize reformat rounds it (quantize.cuh), from the float result: the
+/// same bits as a float32-output pool followed by that reformat (an fp16-output pool would
+/// round the result to half first), without the float tensor and the launch in between (an
+/// INT8 classifier after the pool reads it as it is). Never synchronises.
 Status launchGlobalPoolInt8Out(const PoolPlan& plan, bool fp16, float sOut, const void* input,
                                void* output, int maxBlocks, void* stream);
 

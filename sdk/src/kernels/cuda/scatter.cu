@@ -118,7 +118,7 @@ Status launchScatter(const ScatterPlan& plan, const void* data, const void* indi
   const auto s = static_cast<cudaStream_t>(stream);
   if (out != data)
     EI_CUDA_CHECK(cudaMemcpyAsync(out, data, static_cast<size_t>(plan.numel) * plan.elemBytes,
-                                  cudaMemcpyDeviceToDevice, s));
+                                  cudaMemcpyDefault, s));
   auto* winner = static_cast<int*>(workspace);
   EI_CUDA_CHECK(cudaMemsetAsync(winner, 0xff, scatterWorkspaceBytes(plan), s));
   return plan.indices64 ? launchI<int64_t>(plan, indices, updates, out, winner, maxBlocks, s)

@@ -107,18 +107,26 @@ class CudaContext final : public ExecutionContext {
     for (const auto& d : engine_.outputs()) {
       const int t = plan.graphOutputs.at(d.name);
       const size_t bytes = static_cast<size_t>(engine_.tensorBytes(t));
-      const bool mapped = std::find(zeroCopy.begin(), zeroCopy.end(), t) != zeroCopy.end();
+      bool mapped = std::find(zeroCopy.begin(), zeroCopy.end(), t) != zeroCopy.end();
       void* host = nullptr;
-      EI_CUDA_CHECK(cudaHostAlloc(&host, std::max<size_t>(bytes, 1),
-                                  mapped ? cudaHostAllocMapped : cudaHostAllocDefault));
+      void* dev = nullptr;
+      if (mapped &&
+          (cudaHostAlloc(&host, std::max<size_t>(bytes, 1), cudaHostAllocMapped) != cudaSuccess ||
+           cudaHostGetDevicePointer(&dev, host, 0) != cudaSuccess)) {
+        cudaGetLastError();  // not mapped after all: copied like the others
+        if (host) cudaFreeHost(host);
+        host = nullptr;
+        mapped = false;
+      }
+      if (!mapped)
+        EI_CUDA_CHECK(cudaHostAlloc(&host, std::max<size_t>(bytes, 1), cudaHostAllocDefault));
       auto storage = std::make_shared<Storage>(host, bytes, MemoryLocation::kHost,
                                                [](void* p) { cudaFreeHost(p); });
       outputs_[d.name] = Tensor::fromStorage(storage, d.dtype, d.shape);
       if (mapped) {
-        void* dev = nullptr;
-        EI_CUDA_CHECK(cudaHostGetDevicePointer(&dev, host, 0));
         zeroCopyRoot_[static_cast<size_t>(engine_.storageRoot(t))] = dev;
         ++stats_.zeroCopyOutputs;
+        stats_.zeroCopyOutputNames.push_back(d.name);
       }
     }
     ptrs_.assign(plan.tensors.size(), nullptr);
