@@ -309,21 +309,28 @@ TEST(CudaPool, MaxPoolInt8_n) {
   EXPECT_TRUE(candidatesFor(windowNode("MaxPool", windowCases()[0]), x).empty());
 }
 
+/// The ids of the candidates writing int8 that the provider offers for pooling node `n` over x
+/// at `precision`, the layer's input and output given the scales sIn and sOut.
+std::set<std::string> int8OutputIds(const graph::Node& n, const Tensor& x, Precision precision,
+                                    float sIn, float sOut) {
+  graph::Graph g;
+  LayerContext layer;
+  EXPECT_TRUE(test::makeLayer(n, g, {&x}, &layer).ok());
+  layer.inputScales = {sIn};
+  layer.outputScales = {sOut};
+  cuda::CudaKernelProvider provider;
+  std::set<std::string> ids;
+  for (const auto& t : provider.candidates(layer, precision))
+    if (t->outputFormat(0).dtype == DataType::kInt8) ids.insert(t->id());
+  return ids;
+}
+
 // INT8 MaxPool (issue 6): the int8 tactic is offered at kInt8 for a 4-D MaxPool whose input and
 // output both have scales, and nowhere else; its launcher refuses what it does not run.
 TEST(CudaPool, Int8MaxPoolOnlyWithBothScales_n) {
   const Tensor x = randomTensor(Shape{2, 16, 9, 8}, 3);
   const auto int8Ids = [&](const graph::Node& n, Precision precision, float sIn, float sOut) {
-    graph::Graph g;
-    LayerContext layer;
-    EXPECT_TRUE(test::makeLayer(n, g, {&x}, &layer).ok());
-    layer.inputScales = {sIn};
-    layer.outputScales = {sOut};
-    cuda::CudaKernelProvider provider;
-    std::set<std::string> ids;
-    for (const auto& t : provider.candidates(layer, precision))
-      if (t->outputFormat(0).dtype == DataType::kInt8) ids.insert(t->id());
-    return ids;
+    return int8OutputIds(n, x, precision, sIn, sOut);
   };
   const graph::Node maxPool = windowNode("MaxPool", windowCases()[4]);
   EXPECT_EQ(int8Ids(maxPool, Precision::kInt8, 0.02f, 0.03f),
@@ -417,16 +424,7 @@ TEST(CudaPool, Int8MaxPoolIsTheDequantizedPoolQuantized) {
 TEST(CudaPool, Int8OutGlobalPoolOnlyWithAnOutputScale_n) {
   const Tensor x = randomTensor(Shape{2, 16, 9, 8}, 3);
   const auto int8Ids = [&](const graph::Node& n, Precision precision, float sOut) {
-    graph::Graph g;
-    LayerContext layer;
-    EXPECT_TRUE(test::makeLayer(n, g, {&x}, &layer).ok());
-    layer.inputScales = {0.f};
-    layer.outputScales = {sOut};
-    cuda::CudaKernelProvider provider;
-    std::set<std::string> ids;
-    for (const auto& t : provider.candidates(layer, precision))
-      if (t->outputFormat(0).dtype == DataType::kInt8) ids.insert(t->id());
-    return ids;
+    return int8OutputIds(n, x, precision, 0.f, sOut);
   };
   const std::set<std::string> all{"cuda.pool.fp16.nchw.i8", "cuda.pool.fp16.nhwc.i8",
                                   "cuda.pool.fp32.nchw.i8", "cuda.pool.fp32.nhwc.i8"};
