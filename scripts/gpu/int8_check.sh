@@ -11,6 +11,9 @@
 #   resnet     ResNet-50 (torchvision, random weights, dynamic batch) calibrated (min-max) on
 #              2 random tensors, then R50_MODES (fp16 int8 int8_strict; int8_strict_exact on
 #              request: --int8-bit-exact) at R50_BATCHES (1 64)
+#   calibgpu   `edgeinfer calibrate` of ResNet-50 on CALIB_SAMPLES (64) random tensors with
+#              --backend cpu and cuda (twice: the second build from the timing cache), each of
+#              CALIB_METHODS (minmax entropy): wall times, and the caches' ranges compared
 #   ab         R50_BATCHES x R50_MODES (fp16, int8_strict) ResNet-50 engines, each run with the
 #              switch AB_ENV (EDGEINFER_DISABLE_PDL; or EDGEINFER_DISABLE_CONCURRENT_BRANCHES) =0
 #              and =1 (outputs compared) and benched AB_REPS (3) times with it =0 and =1 in turn
@@ -139,6 +142,36 @@ if [[ " $steps " == *" resnet "* ]]; then
       EDGEINFER_LOG_LEVEL=info bench "r50_b${b}_$mode" "$r" --backend cuda --dynamic-dim "$b" "${args[@]}"
       grep -E "INT8:" "$out/bench_r50_b${b}_$mode.log" | tail -n 2
     done
+  done
+fi
+
+if [[ " $steps " == *" calibgpu "* ]]; then
+  n=${CALIB_SAMPLES:-64}
+  echo "== calibration passes on the CPU reference and on the GPU: ResNet-50, $n random tensors"
+  r50_prepare
+  mkdir -p /tmp/ei/r50many
+  /opt/torch/.venv/bin/python - "$n" <<'PY'
+import sys, numpy as np
+rng = np.random.default_rng(1)
+for i in range(int(sys.argv[1])):
+    np.save(f"/tmp/ei/r50many/s{i:03d}.npy", rng.standard_normal((1, 3, 224, 224)).astype(np.float32))
+PY
+  for method in ${CALIB_METHODS:-minmax entropy}; do
+    for where in cpu cuda cuda; do  # the second GPU run builds from the timing cache
+      /usr/bin/time -f "%e" -o /tmp/ei/t edgeinfer calibrate /tmp/ei/resnet50.onnx --data /tmp/ei/r50many \
+        --method "$method" --dynamic-dim 1 --backend "$where" -o "/tmp/ei/r50_$where.calib" \
+        >"$out/calib_${method}_$where.log" 2>&1
+      echo "$method on $where: rc=$? wall $(cat /tmp/ei/t) s"
+    done
+    /opt/torch/.venv/bin/python - "$method" <<'PY'
+import sys
+def amax(p):
+    return {l.split(" ", 2)[2]: float(l.split(" ", 2)[1]) for l in open(p) if l.startswith("tensor ")}
+c, g = amax("/tmp/ei/r50_cpu.calib"), amax("/tmp/ei/r50_cuda.calib")
+rel = [abs(g[k] - c[k]) / max(c[k], 1e-12) for k in c]
+print(f"   {sys.argv[1]}: {len(c)} tensors (GPU {len(g)}), same names {set(c) == set(g)}, "
+      f"relative amax difference max {max(rel):.2e}, median {sorted(rel)[len(rel) // 2]:.2e}")
+PY
   done
 fi
 

@@ -98,6 +98,14 @@ check "percentile out of range_n" expect_exit 2 "percentile" "$cli" calibrate "$
 check "bad --max-images_n" expect_exit 2 "--max-images" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --max-images 0 -o "$work/e.calib"
 check "bad --exclude-threshold_n" expect_exit 2 "--exclude-threshold" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --exclude-threshold 2 -o "$work/e.calib"
 check "unwritable cache path_n" expect_exit 1 "cannot open" "$cli" calibrate "$work/m.onnx" --data "$work/npy" -o "$work/no/dir/c.calib"
+# --backend cuda measures the ranges on the GPU (the same cache as the CPU's, within rounding);
+# without a GPU it is an error that says so.
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  check "calibrate on the GPU" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --method minmax --backend cuda -o "$work/gpu.calib"
+  check "GPU cache builds" "$cli" build "$work/m.onnx" --backend cpu --int8 --calibration-cache "$work/gpu.calib" -o "$work/g.engine"
+else
+  check "calibrate on the GPU without one_n" expect_exit 1 "no GPU is usable" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --backend cuda -o "$work/e.calib"
+fi
 check "missing cache at build_n" expect_exit 3 "calibration cache" "$cli" build "$work/m.onnx" -o "$work/t.engine" --calibration-cache "$work/none.calib"
 head -c 200 "$work/m.calib" >"$work/trunc.calib"
 check "truncated cache_n" expect_exit 1 "line" "$cli" build "$work/m.onnx" -o "$work/t.engine" --calibration-cache "$work/trunc.calib"

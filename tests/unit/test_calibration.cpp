@@ -23,6 +23,7 @@
 #include "edgeinfer/vision/video.h"
 #include "kernels/ref/ref_kernels.h"
 #include "quant/qdq.h"
+#include "runtime/cuda_backend.h"
 #include "test_model.h"
 #include "test_paths.h"
 
@@ -401,6 +402,119 @@ TEST(Calibrate, CacheWithoutTheResidualRangeStillBuilds) {
   auto bad = Builder::buildFromFile(model, cfg);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("'x'"), std::string::npos) << bad.status().toString();
+}
+
+// ---- Passes 1 and 2 on the GPU (CalibrationOptions::backend) -------------------------------
+
+/// x[N,3,8,8] -> ConvA(8) -> Relu (r) -> ConvB(8) + r -> Relu -> GlobalAveragePool -> Flatten
+/// (f) -> Gemm(4) -> y: a graph input, a fused residual block's input and residual, and a
+/// Gemm's input are calibrated. `batch` < 0: a dynamic batch.
+std::string gpuCalibrationModel(int64_t batch) {
+  TestModel m;
+  m.input("x", {batch, 3, 8, 8}).output("y");
+  m.randomInitializer("wa", {8, 3, 3, 3}, 31, -0.6f, 0.6f);
+  m.randomInitializer("ba", {8}, 32, -0.2f, 0.4f);
+  m.randomInitializer("wb", {8, 8, 3, 3}, 33, -0.3f, 0.3f);
+  m.randomInitializer("wg", {4, 8}, 34);
+  auto& ca = m.node("Conv", {"x", "wa", "ba"}, {"a"}, "convA");
+  TestModel::attrInts(ca, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"a"}, {"r"}, "reluA");
+  auto& cb = m.node("Conv", {"r", "wb"}, {"b"}, "convB");
+  TestModel::attrInts(cb, "pads", {1, 1, 1, 1});
+  m.node("Add", {"b", "r"}, {"s"}, "add");
+  m.node("Relu", {"s"}, {"t"}, "reluB");
+  m.node("GlobalAveragePool", {"t"}, {"p"}, "pool");
+  m.node("Flatten", {"p"}, {"f"}, "flatten");
+  auto& g = m.node("Gemm", {"f", "wg"}, {"y"}, "fc");
+  TestModel::attr(g, "transB", 1);
+  return m.bytes();
+}
+
+Expected<CalibrationResult> calibrateOn(Backend backend, const std::string& model,
+                                        const std::string& data, CalibrationMethod method,
+                                        int64_t batch = 0) {
+  auto src = tensorSource(data);
+  if (!src) return Status(ErrorCode::kInternal, "no calibration data");
+  CalibrationOptions opt;
+  opt.calibrator.method = method;
+  opt.backend = backend;
+  opt.batchSize = batch;
+  return calibrate(model, *src, opt);
+}
+
+/// The ranges of the GPU's FP32 passes against the CPU reference's: min-max within float
+/// rounding (the kernels sum in another order), the histogram calibrators within a few of
+/// the 2048 bins (their bins span [0, amax], which moves with it).
+TEST(CalibrateOnTheGpu, RangesAndHistogramsAreTheCpus) {
+  std::string why;
+  if (!runtime::cudaBackendUsable(0, &why)) GTEST_SKIP() << why;
+  TempDir dir;
+  writeSamples(dir, "data", 6, 41);
+  for (const int64_t batch : {int64_t{1}, int64_t{-1}}) {
+    const std::string model =
+        dir.write("m" + std::to_string(batch) + ".onnx", gpuCalibrationModel(batch));
+    const int64_t runBatch = batch < 0 ? 2 : 0;  // the dynamic one: batches of 2 on both
+    for (CalibrationMethod method : {CalibrationMethod::kMinMax, CalibrationMethod::kEntropy,
+                                     CalibrationMethod::kPercentile, CalibrationMethod::kMse}) {
+      SCOPED_TRACE(std::string(calibrationMethodName(method)) + ", model batch " +
+                   std::to_string(batch));
+      auto cpu = calibrateOn(Backend::kCpu, model, dir.file("data"), method, runBatch);
+      auto gpu = calibrateOn(Backend::kCuda, model, dir.file("data"), method, runBatch);
+      ASSERT_TRUE(cpu.ok()) << cpu.status().toString();
+      ASSERT_TRUE(gpu.ok()) << gpu.status().toString();
+      EXPECT_EQ(gpu->samples, 6);
+      EXPECT_EQ(gpu->cache.images, cpu->cache.images);
+      EXPECT_EQ(gpu->cache.layerPrecision, cpu->cache.layerPrecision);
+      ASSERT_EQ(gpu->cache.tensorAmax.size(), cpu->cache.tensorAmax.size());
+      ASSERT_EQ(cpu->cache.tensorAmax.size(), 3u) << "x, r (convB's input and residual), f";
+      for (const auto& [name, want] : cpu->cache.tensorAmax) {
+        ASSERT_EQ(gpu->cache.tensorAmax.count(name), 1u) << name;
+        const float got = gpu->cache.tensorAmax.at(name);
+        EXPECT_GT(want, 0.f) << name;
+        const double tol = method == CalibrationMethod::kMinMax ? 1e-5 * want : 4.0 * want / 2048;
+        EXPECT_NEAR(got, want, tol) << name;
+      }
+    }
+  }
+}
+
+TEST(CalibrateOnTheGpu, DynamicDimsOtherThanTheBatchNeedAShape_n) {
+  std::string why;
+  if (!runtime::cudaBackendUsable(0, &why)) GTEST_SKIP() << why;
+  TempDir dir;
+  TestModel m;
+  m.input("x", {-1, 3, -1, -1}).output("y");
+  m.randomInitializer("w", {4, 3, 3, 3}, 5);
+  m.node("Conv", {"x", "w"}, {"y"}, "conv");
+  const std::string model = dir.write("d.onnx", m.bytes());
+  writeSamples(dir, "data", 2, 43);
+  auto r = calibrateOn(Backend::kCuda, model, dir.file("data"), CalibrationMethod::kMinMax);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("input 'x'"), std::string::npos) << r.status().toString();
+  EXPECT_NE(r.status().message().find("--shapes"), std::string::npos) << r.status().toString();
+  // On the CPU the same model calibrates (its shapes come from the data).
+  auto cpu = calibrateOn(Backend::kCpu, model, dir.file("data"), CalibrationMethod::kMinMax);
+  EXPECT_TRUE(cpu.ok()) << cpu.status().toString();
+}
+
+/// Without a GPU: kCuda is an error that says so; kAuto calibrates on the CPU, as kCpu does.
+TEST(Calibrate, OnTheGpuWithoutAGpu_n) {
+  std::string why;
+  if (runtime::cudaBackendUsable(0, &why)) GTEST_SKIP() << "a GPU is usable here";
+  TempDir dir;
+  const std::string model = dir.write("m.onnx", gpuCalibrationModel(1));
+  writeSamples(dir, "data", 2, 47);
+  auto gpu = calibrateOn(Backend::kCuda, model, dir.file("data"), CalibrationMethod::kMinMax);
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_EQ(gpu.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(gpu.status().message().find("no GPU is usable"), std::string::npos)
+      << gpu.status().toString();
+  auto cpu = calibrateOn(Backend::kCpu, model, dir.file("data"), CalibrationMethod::kMinMax);
+  auto aut = calibrateOn(Backend::kAuto, model, dir.file("data"), CalibrationMethod::kMinMax);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().toString();
+  ASSERT_TRUE(aut.ok()) << aut.status().toString();
+  EXPECT_EQ(aut->cache.tensorAmax, cpu->cache.tensorAmax);
 }
 
 TEST(Calibrate, EntropyClipsTheOutlierTensorBelowMinMax) {

@@ -18,9 +18,10 @@ namespace {
 const char* kCalibrateHelp =
     R"(usage: edgeinfer calibrate [MODEL.onnx] --data PATH -o CACHE [options]
 
-Runs the model in FP32 on the CPU over real data, observes every activation that feeds a
-quantizable layer (Conv, Gemm, MatMul) and writes a calibration cache (per-tensor INT8 ranges
-and the per-layer precision policy) that builds reuse without the data (--calibration-cache).
+Runs the model in FP32 over real data (on the CPU reference, or on the GPU with --backend cuda),
+observes every activation that feeds a quantizable layer (Conv, Gemm, MatMul) and writes a
+calibration cache (per-tensor INT8 ranges and the per-layer precision policy) that builds
+reuse without the data (--calibration-cache).
 
   --data PATH               a folder of images (.jpg .png .ppm ...), a video file, or a folder
                             of .npy tensors (one sample each, for the model's only input)
@@ -38,6 +39,10 @@ and the per-layer precision policy) that builds reuse without the data (--calibr
   --compare-calibrators     the whole-model error of every calibrator (implies --report)
   --exclude-worst N         keep the N layers INT8 hurts most in FP16 (implies --report)
   --exclude-threshold C     keep layers whose model-output cosine is below C in FP16
+  --backend B               where the ranges and histograms are measured: cpu (default: the
+                            CPU reference, nothing to build), cuda (an FP32 GPU engine, built
+                            first: for large models and many images) or auto (the GPU if usable);
+                            the report always runs on the CPU
 )";
 
 /// Progress on stderr: one line redrawn on a terminal, a line every 10 % otherwise.
@@ -115,6 +120,7 @@ int cmdCalibrate(const Args& a) {
     auto cfg = builderConfigFrom(a);
     if (!cfg.ok()) return fail(cfg.status());
     opt.builder = *cfg;
+    opt.backend = a.has("backend") ? cfg->backend : Backend::kCpu;
   }
   if (a.has("method")) {
     auto m = parseCalibrationMethod(a.get("method"));
