@@ -17,6 +17,7 @@
 #include <map>
 #include <random>
 #include <regex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -1363,6 +1364,96 @@ TEST(CudaInt8Engine, TimedBuildKeepsTheFasterOfPerLayerAndAllInt8) {
   auto cpuInt8 = f.cpuEngine(/*int8=*/true);
   ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
   EXPECT_GT(cosine(runOnce(*chosen, f.sample), runOnce(**cpuInt8, f.sample)), 0.99);
+}
+
+/// x[1,64,14,14] -> 1x1 (64 -> 128) + Relu -> 1x1 (128 -> 64) + x -> Relu -> y: unstrided
+/// 1x1 layers, which both our INT8 kernels and cuBLASLt's run in a strict build.
+test::TestModel int8Pointwise() {
+  test::TestModel m(17);
+  m.input("x", {1, 64, 14, 14});
+  m.randomInitializer("w1", {128, 64, 1, 1}, 11, -0.1f, 0.1f);
+  m.randomInitializer("b1", {128}, 12, -0.2f, 0.2f);
+  m.randomInitializer("w2", {64, 128, 1, 1}, 13, -0.1f, 0.1f);
+  m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "expand");
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  m.node("Conv", {"r1", "w2"}, {"c2"}, "project");
+  m.node("Add", {"c2", "x"}, {"a"}, "add");
+  m.node("Relu", {"a"}, {"y"}, "relu2");
+  m.output("y");
+  return m;
+}
+
+// Close runner-ups of another tactic family are recorded by the build and, with
+// BuilderConfig::tryRunnerUpsInEngine, tried in the whole engine: the engine keeps, per layer, its
+// own choice or the runner-up, never anything else; a layer the user forced is left alone; whatever
+// is kept computes what the CPU's INT8 emulation does.
+TEST(CudaInt8Engine, CloseRunnerUpsAreTriedInTheWholeEngine) {
+  EI_SKIP_WITHOUT_GPU();
+  Int8Fixture f;
+  f.inputShape = Shape{1, 64, 14, 14};
+  ASSERT_TRUE(f.prepare(int8Pointwise()).ok());
+  const auto family = [](const std::string& id) { return id.substr(0, id.find('.')); };
+  auto e0 = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
+  ASSERT_TRUE(e0.ok()) << e0.status().toString();
+  const auto tactics0 = runtime::cudaEngineTactics(**e0);
+  const auto alts = runtime::cudaEngineAlternatives(**e0);
+  ASSERT_FALSE(alts.empty()) << "both 1x1 layers have cuda-i8 and cublaslt-i8 candidates";
+  std::map<std::string, std::string> altOf;
+  std::set<std::pair<std::string, std::string>> close;
+  for (const auto& a : alts) {
+    SCOPED_TRACE(a.layer);
+    EXPECT_EQ(tactics0.at(a.layer), a.chosen);
+    EXPECT_NE(family(a.alternative), family(a.chosen));
+    EXPECT_GT(a.chosenMs, 0.0);
+    EXPECT_GE(a.alternativeMs, a.chosenMs);
+    EXPECT_FALSE(a.signature.empty());
+    altOf[a.layer] = a.alternative;
+    if (a.alternativeMs <= 1.15 * a.chosenMs) close.insert({a.signature, a.alternative});
+    std::printf("[          ] %s: %s %.4f ms, runner-up %s %.4f ms\n", a.layer.c_str(),
+                a.chosen.c_str(), a.chosenMs, a.alternative.c_str(), a.alternativeMs);
+  }
+
+  const std::string said = "runner-up tactics tried in the engine";
+  std::unique_ptr<Engine> e1;
+  {
+    test::LogCapture log;
+    BuilderConfig trials = f.config(/*strict=*/true);
+    trials.tryRunnerUpsInEngine = true;
+    auto e = Builder::buildFromFile(f.model, trials);
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    e1 = std::move(e).value();
+    EXPECT_EQ(log.count(Severity::kInfo, said), close.empty() ? 0 : 1) << log.all();
+    const std::string all = log.all();
+    if (const size_t at = all.find(said); at != std::string::npos)
+      std::printf("[          ] %s\n", all.substr(at, all.find('\n', at) - at).c_str());
+  }
+  for (const auto& [layer, id] : runtime::cudaEngineTactics(*e1)) {
+    SCOPED_TRACE(layer);
+    EXPECT_TRUE(id == tactics0.at(layer) || (altOf.count(layer) && id == altOf.at(layer))) << id;
+  }
+  auto cpuInt8 = f.cpuEngine(/*int8=*/true);
+  ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
+  EXPECT_GT(cosine(runOnce(*e1, f.sample), runOnce(**cpuInt8, f.sample)), 0.99);
+
+  // Off (the default): no trial.
+  {
+    test::LogCapture log;
+    auto e = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    EXPECT_EQ(log.count(Severity::kInfo, said), 0) << log.all();
+    EXPECT_EQ(runtime::cudaEngineTactics(**e), tactics0);
+  }
+
+  // A forced layer keeps the tactic it was given.
+  const auto& forcedLayer = alts.front();
+  BuilderConfig forced = f.config(/*strict=*/true);
+  forced.tryRunnerUpsInEngine = true;
+  forced.forcedTactics[forcedLayer.layer] = forcedLayer.chosen;
+  auto e2 = Builder::buildFromFile(f.model, forced);
+  ASSERT_TRUE(e2.ok()) << e2.status().toString();
+  EXPECT_EQ(runtime::cudaEngineTactics(**e2).at(forcedLayer.layer), forcedLayer.chosen);
+  for (const auto& a : runtime::cudaEngineAlternatives(**e2))
+    EXPECT_NE(a.layer, forcedLayer.layer) << "a forced layer has no runner-up to try";
 }
 
 TEST(CudaInt8Engine, Int8WithoutACalibrationCacheIsAClearError_n) {

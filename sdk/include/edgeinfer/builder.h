@@ -129,6 +129,15 @@ struct BuilderConfig {
   /// times the INT8 candidates again; both engines are on the GPU while it runs. Off: the
   /// per-layer choice alone.
   bool int8WholeEngineChoice = true;
+  /// GPU builds of one shape: layers whose tactic won its timing by less than 15 % over one of
+  /// another family (cuBLASLt against our kernels, cuDNN against either) get that runner-up in
+  /// trial builds of the whole engine, at most 6 groups of equal layers (one timing signature),
+  /// each kept when the engine's GPU time drops by at least 0.5 % (medians measured in turn).
+  /// Candidates are timed alone, and in the engine a kernel can run slower or faster after the
+  /// one before it. The trials read the timing cache (no timing) but each is a build and a run:
+  /// ResNet-50 INT8 took 8.2 s instead of 2.6 s at batch 1, 12.2 instead of 2.3 at batch 64,
+  /// for no gain measured beyond noise there (docs/performance.md); hence off by default.
+  bool tryRunnerUpsInEngine = false;
   /// INT8 kernels of our own (cuda-i8) round bit for bit as the CPU backend's INT8 emulation
   /// does: every float operation of the epilogue rounded on its own, the quantize's division
   /// correctly rounded; cuBLASLt's own INT8 epilogue (cublaslt-i8 "e8", within one step) is not

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "edgeinfer/builder.h"
 #include "edgeinfer/engine.h"
@@ -37,6 +38,22 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(
 
 /// The tactic id of every GPU layer of a GPU engine (layer name -> id); empty for others.
 std::map<std::string, std::string> cudaEngineTactics(const Engine& engine);
+
+/// A layer whose chosen tactic had a runner-up of another family (the id up to its first '.':
+/// cuda-i8 against cublaslt-i8 or cudnn) when it was built, with both timed costs (the layer's
+/// time and the reformats it causes). The timing is of each candidate alone; in the engine a
+/// kernel runs after another one (chained by programmatic dependent launch, or not), which can
+/// reverse a close call: the builder tries such runner-ups in the whole engine (builder.cpp).
+struct TacticAlternative {
+  std::string layer;
+  std::string signature;  ///< the layer's timing-cache key: equal layers share it
+  std::string chosen, alternative;
+  double chosenMs = 0.0, alternativeMs = 0.0;
+};
+
+/// The runner-ups the build of GPU engine `engine` recorded, in plan order (empty for loaded
+/// engines and other backends).
+std::vector<TacticAlternative> cudaEngineAlternatives(const Engine& engine);
 
 /// Recreates a GPU engine from its file: the graph, the facts and the plan (JSON).
 Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph g, EngineInfo info,

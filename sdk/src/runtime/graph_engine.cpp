@@ -131,6 +131,9 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(graph::Graph, EngineInfo, cons
 std::map<std::string, std::string> cudaEngineTactics(const Engine&) {
   return {};
 }
+std::vector<TacticAlternative> cudaEngineAlternatives(const Engine&) {
+  return {};
+}
 Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph, EngineInfo, const std::string&) {
   return Status(ErrorCode::kUnsupported,
                 "this is a GPU engine and this EdgeInfer was built without CUDA");

@@ -59,6 +59,9 @@ const char* kBuilderOptionsHelp = R"(builder options:
                                 faster of the two, unless --int8-per-layer-only)
   --int8-per-layer-only         a timed INT8 build keeps its per-layer choice without building
                                 and running the all-INT8 engine against it
+  --try-runner-ups              GPU: try each close runner-up tactic of another family (within
+                                15 %) in the whole engine and keep it where the engine runs
+                                faster (slower builds: a build and a run per trial)
   --int8-bit-exact              INT8 kernels round bit for bit as the CPU's INT8 emulation does
                                 (default: fused multiply-adds, within one quantization step,
                                 faster on layers bound by their outputs)
@@ -183,6 +186,7 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
   if (a.has("strict-precision")) c.strictPrecision = true;
   if (a.has("int8-bit-exact")) c.int8BitExact = true;
   if (a.has("int8-per-layer-only")) c.int8WholeEngineChoice = false;
+  if (a.has("try-runner-ups")) c.tryRunnerUpsInEngine = true;
   if (a.has("no-fusion")) {
     c.passes.fuseConvActivation = false;
     c.passes.fuseGemmActivation = false;

@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
                                           "strict-precision",
                                           "int8-bit-exact",
                                           "int8-per-layer-only",
+                                          "try-runner-ups",
                                           "device-inputs",
                                           "no-cuda-graphs",
                                           "report",

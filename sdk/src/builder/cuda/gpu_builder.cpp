@@ -333,6 +333,8 @@ class GpuBuilder {
   }
   /// Tactic states (cuDNN plans) recorded in the timing cache by this build.
   int statesAdded() const { return statesAdded_; }
+  /// Runner-ups of another tactic family, per timed-choice layer (runtime/cuda_backend.h).
+  std::vector<runtime::TacticAlternative> takeAlternatives() { return std::move(alternatives_); }
   int cachedLayers() const { return cached_; }
   /// Layers that took their preferred tactic (no timing), and layers with a preferred tactic
   /// that was no candidate for them or failed to initialise.
@@ -952,16 +954,27 @@ class GpuBuilder {
     } else if (preferred) {
       best = *preferred;
     } else {
+      std::vector<std::pair<std::string, double>> costs;
       for (const auto& tt : entry.table) {
         if (tt.failed || !byId.count(tt.tacticId)) continue;
         EI_ASSIGN_OR_RETURN(double r, reformatTotal(*byId.at(tt.tacticId)));
         const double cost = tt.medianMs + r;
+        costs.emplace_back(tt.tacticId, cost);
         if (cost < bestCost || (cost == bestCost && tt.tacticId < best))
           best = tt.tacticId, bestCost = cost, bestTime = tt.medianMs;
       }
       if (best.empty() || !std::isfinite(bestCost))
         return Status(ErrorCode::kUnsupported,
                       "layer '" + n.name + "' (" + n.opType + "): every GPU candidate failed");
+      // The cheapest candidate of another family, for the whole-engine trial (builder.cpp).
+      const auto family = [](const std::string& id) { return id.substr(0, id.find('.')); };
+      runtime::TacticAlternative alt{n.name, sig, best, "", bestCost, kInfinity};
+      for (const auto& [id, cost] : costs)
+        if (family(id) != family(best) &&
+            (cost < alt.alternativeMs || (cost == alt.alternativeMs && id < alt.alternative)))
+          alt.alternative = id, alt.alternativeMs = cost;
+      if (!alt.alternative.empty() && std::isfinite(alt.alternativeMs))
+        alternatives_.push_back(std::move(alt));
       if (getLogLevel() >= Severity::kVerbose)
         log(Severity::kVerbose,
             builder::formatTimingTable(entry, "layer '" + n.name + "' [" + sig + "] " +
@@ -1069,6 +1082,7 @@ class GpuBuilder {
   double candidateSeconds_ = 0.0, preparedSeconds_ = 0.0;
   std::deque<builder::LayerContext> preparedLayers_;  // the layers they were prepared for
   int timed_ = 0, cached_ = 0, statesAdded_ = 0;
+  std::vector<runtime::TacticAlternative> alternatives_;
   int preferredTaken_ = 0, preferredMissed_ = 0;
   int candidatesTimed_ = 0, candidatesPruned_ = 0;
   double initSeconds_ = 0.0, timingSeconds_ = 0.0;
@@ -1195,6 +1209,7 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(
   EI_ASSIGN_OR_RETURN(auto engine,
                       CudaEngine::create(std::move(g), std::move(info), std::move(plan),
                                          std::move(tactics), std::move(providers), cfg.deviceId));
+  engine->setAlternatives(b.takeAlternatives());
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f s", secs);
@@ -1219,6 +1234,11 @@ std::map<std::string, std::string> cudaEngineTactics(const Engine& engine) {
     if (s.kind == StepKind::kTactic && s.node >= 0)
       out[e->graph().nodes[static_cast<size_t>(s.node)].name] = s.tactic;
   return out;
+}
+
+std::vector<TacticAlternative> cudaEngineAlternatives(const Engine& engine) {
+  const auto* e = dynamic_cast<const CudaEngine*>(&engine);
+  return e ? e->alternatives() : std::vector<TacticAlternative>{};
 }
 
 Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph g, EngineInfo info,

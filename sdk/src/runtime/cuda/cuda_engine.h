@@ -15,6 +15,7 @@
 #include "graph/graph.h"
 #include "runtime/cuda/cuda_plan.h"
 #include "runtime/cuda/stream_schedule.h"
+#include "runtime/cuda_backend.h"
 #include "runtime/memory_planner.h"
 
 namespace edgeinfer::runtime::cuda {
@@ -61,6 +62,9 @@ class CudaEngine final : public Engine {
   int64_t weightBytes() const { return weightBytes_; }
   int deviceId() const { return deviceId_; }
   bool hasCpuSteps() const { return cpuSteps_ > 0; }
+  /// The build's runner-up tactics (runtime/cuda_backend.h); not part of the file.
+  const std::vector<runtime::TacticAlternative>& alternatives() const { return alternatives_; }
+  void setAlternatives(std::vector<runtime::TacticAlternative> a) { alternatives_ = std::move(a); }
   int64_t cpuSteps() const { return cpuSteps_; }
 
  private:
@@ -75,6 +79,7 @@ class CudaEngine final : public Engine {
   std::vector<std::unique_ptr<builder::Tactic>> tactics_;  // per step (nullptr: not a tactic)
   std::vector<builder::LayerContext> layers_;              // per step
   std::vector<std::shared_ptr<void>> constants_;  // per tensor (device, or null; device_weights.h)
+  std::vector<runtime::TacticAlternative> alternatives_;
   std::vector<int> roots_;
   std::vector<int64_t> bytes_;
   std::vector<int64_t> offsets_;
