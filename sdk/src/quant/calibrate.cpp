@@ -281,7 +281,12 @@ class Calibration {
                         "written; build it in FP16 or FP32");
     collectTensors();
     engine_ = std::make_unique<runtime::GraphEngine>(makeEngine(graph_));
-    if (onGpu) EI_RETURN_IF_ERROR(buildGpuEngine(cfg, modelHashOf(bytes.data(), bytes.size())));
+    if (onGpu) {
+      const Status built = buildGpuEngine(cfg, modelHashOf(bytes.data(), bytes.size()));
+      if (!built.ok() && opt_.backend != Backend::kAuto) return built;
+      if (!built.ok())  // auto: the CPU reference calibrates any model the importer takes
+        log(Severity::kWarning, built.message() + "; the passes run on the CPU reference");
+    }
     int64_t batch = opt_.batchSize;
     if (batch <= 0) {
       const auto& in = engine_->inputs();
