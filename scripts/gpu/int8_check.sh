@@ -158,6 +158,7 @@ for i in range(int(sys.argv[1])):
 PY
   for method in ${CALIB_METHODS:-minmax entropy}; do
     for where in cpu cuda cuda; do  # the second GPU run builds from the timing cache
+      rm -f "/tmp/ei/r50_$where.calib"
       /usr/bin/time -f "%e" -o /tmp/ei/t edgeinfer calibrate /tmp/ei/resnet50.onnx --data /tmp/ei/r50many \
         --method "$method" --dynamic-dim 1 --backend "$where" -o "/tmp/ei/r50_$where.calib" \
         >"$out/calib_${method}_$where.log" 2>&1
@@ -168,6 +169,10 @@ import sys
 def amax(p):
     return {l.split(" ", 2)[2]: float(l.split(" ", 2)[1]) for l in open(p) if l.startswith("tensor ")}
 c, g = amax("/tmp/ei/r50_cpu.calib"), amax("/tmp/ei/r50_cuda.calib")
+if set(c) != set(g):
+    print(f"   {sys.argv[1]}: the tensors differ: only CPU {sorted(set(c) - set(g))[:5]}, "
+          f"only GPU {sorted(set(g) - set(c))[:5]}")
+    sys.exit(0)
 rel = [abs(g[k] - c[k]) / max(c[k], 1e-12) for k in c]
 print(f"   {sys.argv[1]}: {len(c)} tensors (GPU {len(g)}), same names {set(c) == set(g)}, "
       f"relative amax difference max {max(rel):.2e}, median {sorted(rel)[len(rel) // 2]:.2e}")

@@ -100,9 +100,18 @@ check "bad --exclude-threshold_n" expect_exit 2 "--exclude-threshold" "$cli" cal
 check "unwritable cache path_n" expect_exit 1 "cannot open" "$cli" calibrate "$work/m.onnx" --data "$work/npy" -o "$work/no/dir/c.calib"
 # --backend cuda measures the ranges on the GPU (the same cache as the CPU's, within rounding);
 # without a GPU it is an error that says so.
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+if ! "$cli" device 2>/dev/null | grep -q "^GPU: none usable"; then  # this binary sees a GPU
   check "calibrate on the GPU" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --method minmax --backend cuda -o "$work/gpu.calib"
   check "GPU cache builds" "$cli" build "$work/m.onnx" --backend cpu --int8 --calibration-cache "$work/gpu.calib" -o "$work/g.engine"
+  # The same ranges as the CPU's, to float rounding.
+  "$cli" calibrate "$work/m.onnx" --data "$work/npy" --method minmax --backend cpu -o "$work/cpu.calib" >/dev/null 2>&1
+  same_ranges() {
+    paste <(grep '^tensor ' "$work/cpu.calib") <(grep '^tensor ' "$work/gpu.calib") |
+      awk -F'\t' '{split($1, c, " "); split($2, g, " "); if (c[3] != g[3]) bad = 1;
+        d = c[2] - g[2]; if (d < 0) d = -d; if (d > 1e-5 * c[2] + 1e-12) bad = 1; n++}
+        END {exit (bad || n == 0)}'
+  }
+  check "GPU ranges are the CPU's" same_ranges
 else
   check "calibrate on the GPU without one_n" expect_exit 1 "no GPU is usable" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --backend cuda -o "$work/e.calib"
 fi

@@ -130,11 +130,13 @@ struct BuilderConfig {
   /// per-layer choice alone.
   bool int8WholeEngineChoice = true;
   /// GPU builds of one shape: layers whose tactic won its timing by less than 15 % over one of
-  /// another family (cuBLASLt against our kernels, cuDNN against either) get that runner-up in
-  /// trial builds of the whole engine, at most 6 groups of equal layers (one timing signature),
-  /// each kept when the engine's GPU time drops by at least 0.5 % (medians measured in turn).
-  /// Candidates are timed alone, and in the engine a kernel can run slower or faster after the
-  /// one before it. The trials read the timing cache (no timing) but each is a build and a run:
+  /// another family (the tactic id up to its first '.': cuda-i8, cublaslt-i8, cudnn, cuda-dw...;
+  /// in a timed INT8 build an FP16 candidate can be the runner-up of an INT8 one) get that
+  /// runner-up in trial builds of the whole engine, every other layer keeping its tactic, at
+  /// most 6 groups of equal layers (one timing signature), each kept when the engine's GPU time
+  /// drops by at least 0.5 % (medians measured in turn). Candidates are timed alone, and in the
+  /// engine a kernel can run slower or faster after the one before it. The trials read the
+  /// timing cache (a reformat one needs may still be timed) but each is a build and a run:
   /// ResNet-50 INT8 took 8.2 s instead of 2.6 s at batch 1, 12.2 instead of 2.3 at batch 64,
   /// for no gain measured beyond noise there (docs/performance.md); hence off by default.
   bool tryRunnerUpsInEngine = false;

@@ -720,13 +720,21 @@ Expected<std::unique_ptr<Engine>> tryRunnerUpsInEngine(
   int kept = 0;
   std::string report;
   for (const Group& grp : groups) {
+    // Every other layer keeps the engine's tactic (its choice could otherwise move with the
+    // formats the group's new tactic reads and writes): the trial changes the group alone.
     BuilderConfig c = trialCfg;
+    for (const auto& [layer, id] : runtime::cudaEngineTactics(*engine))
+      c.forcedTactics.emplace(layer, id);
     for (const std::string& l : grp.layers) c.forcedTactics[l] = grp.alternative;
     auto g = onnx_import::importFromBuffer(bytes.data(), bytes.size(), io);
     if (!g.ok()) break;
     auto trial = buildOne(std::move(g).value(), modelHash, c, backend, profile, nullptr, nullptr,
                           /*cpuTail=*/true);
-    if (!trial.ok()) continue;
+    if (!trial.ok()) {
+      report += (report.empty() ? "" : "; ") + std::to_string(grp.layers.size()) + " x " +
+                grp.alternative + ": the trial build failed (" + trial.status().message() + ")";
+      continue;
+    }
     auto t1 = measure(**trial);
     auto b2 = measure(*engine);
     auto t2 = measure(**trial);

@@ -1,6 +1,8 @@
 // calibrate(): the FP32 optimised graph on the CPU reference over the calibration data,
 // activation statistics through the CPU context's node observer (pass 1: amax, pass 2:
-// histograms), the calibrator's thresholds, and the sensitivity report (Q/DQ graphs, qdq.h).
+// histograms) or, with CalibrationOptions::backend on the GPU, through the outputs of an FP32
+// GPU engine of the same graph; the calibrator's thresholds, and the sensitivity report (Q/DQ
+// graphs, qdq.h, always on the CPU reference).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -261,17 +263,29 @@ class Calibration {
       return Status(ErrorCode::kInvalidArgument, "the cosine threshold must be at most 1");
 
     EI_ASSIGN_OR_RETURN(std::string bytes, builder::readModelFile(onnxPath));
-    EI_ASSIGN_OR_RETURN(const bool onGpu, passesOnGpu());
+    EI_ASSIGN_OR_RETURN(bool onGpu, passesOnGpu());
     BuilderConfig cfg = opt_.builder;
     auto g = builder::importAndOptimize(bytes, cfg, builder::modelDir(onnxPath));
     if (!g.ok()) return g.status().withContext("'" + onnxPath + "'");
     graph_ = std::move(g).value();
-    if (onGpu && staticBatchFor(graph_, &cfg)) {  // the GPU engine has static shapes
-      g = builder::importAndOptimize(bytes, cfg, builder::modelDir(onnxPath));
-      if (!g.ok()) return g.status().withContext("'" + onnxPath + "'");
-      graph_ = std::move(g).value();
+    if (onGpu) {  // the GPU engine has static shapes
+      Status fits = Status::Ok();
+      BuilderConfig gpuCfg = cfg;
+      if (staticBatchFor(graph_, &gpuCfg)) {
+        auto sg = builder::importAndOptimize(bytes, gpuCfg, builder::modelDir(onnxPath));
+        fits = sg.ok() ? checkStaticShapes(*sg) : sg.status().withContext("'" + onnxPath + "'");
+        if (fits.ok()) graph_ = std::move(sg).value();
+      } else {
+        fits = checkStaticShapes(graph_);
+      }
+      if (!fits.ok() && opt_.backend != Backend::kAuto) return fits;
+      if (fits.ok()) {
+        cfg = gpuCfg;
+      } else {  // auto: the CPU reference takes any shapes
+        log(Severity::kWarning, fits.message() + "; the passes run on the CPU reference");
+        onGpu = false;
+      }
     }
-    if (onGpu) EI_RETURN_IF_ERROR(checkStaticShapes(graph_));
     layers_ = quant::findQuantizableLayers(graph_);
     if (layers_.empty())
       return Status(ErrorCode::kUnsupported,
@@ -439,11 +453,20 @@ class Calibration {
     cfg.calibrationCachePath.clear();
     cfg.layerPrecision.clear();
     cfg.strictPrecision = false;
+    // Settings of the INT8 build this cache is for, not of this FP32 engine: a forced INT8
+    // tactic is no candidate here, and a timing cache filled by INT8 builds lacks its layers.
+    cfg.forcedTactics.clear();
+    cfg.forcedTacticsFile.clear();
+    cfg.timingCacheMissIsError = false;
+    cfg.tryRunnerUpsInEngine = false;
     auto e = runtime::buildCudaEngine(std::move(g), std::move(info), cfg);
     if (!e.ok()) return e.status().withContext("calibration on the GPU: the FP32 engine");
     gpuEngine_ = std::move(e).value();
     auto ctx = gpuEngine_->createExecutionContext();
-    if (!ctx.ok()) return ctx.status().withContext("calibration on the GPU");
+    if (!ctx.ok()) {
+      gpuEngine_.reset();
+      return ctx.status().withContext("calibration on the GPU");
+    }
     gpuContext_ = std::move(ctx).value();
     log(Severity::kInfo, "calibration: FP32 GPU engine built in " +
                              std::to_string(secondsSince(t0)).substr(0, 5) + " s; " +

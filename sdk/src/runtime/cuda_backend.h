@@ -40,7 +40,7 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(
 std::map<std::string, std::string> cudaEngineTactics(const Engine& engine);
 
 /// A layer whose chosen tactic had a runner-up of another family (the id up to its first '.':
-/// cuda-i8 against cublaslt-i8 or cudnn) when it was built, with both timed costs (the layer's
+/// cuda-i8, cublaslt-i8, cudnn, cuda-dw...) when it was built, with both timed costs (the layer's
 /// time and the reformats it causes). The timing is of each candidate alone; in the engine a
 /// kernel runs after another one (chained by programmatic dependent launch, or not), which can
 /// reverse a close call: the builder tries such runner-ups in the whole engine (builder.cpp).
