@@ -496,9 +496,13 @@ TEST(CalibrateOnTheGpu, DynamicDimsOtherThanTheBatchNeedAShape_n) {
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("input 'x'"), std::string::npos) << r.status().toString();
   EXPECT_NE(r.status().message().find("--shapes"), std::string::npos) << r.status().toString();
-  // On the CPU the same model calibrates (its shapes come from the data).
+  // On the CPU the same model calibrates (its shapes come from the data), and auto falls back
+  // to it with the same ranges.
   auto cpu = calibrateOn(Backend::kCpu, model, dir.file("data"), CalibrationMethod::kMinMax);
-  EXPECT_TRUE(cpu.ok()) << cpu.status().toString();
+  ASSERT_TRUE(cpu.ok()) << cpu.status().toString();
+  auto aut = calibrateOn(Backend::kAuto, model, dir.file("data"), CalibrationMethod::kMinMax);
+  ASSERT_TRUE(aut.ok()) << aut.status().toString();
+  EXPECT_EQ(aut->cache.tensorAmax, cpu->cache.tensorAmax);
 }
 
 /// Without a GPU: kCuda is an error that says so; kAuto calibrates on the CPU, as kCpu does.
