@@ -94,9 +94,18 @@ std::set<std::string> checkAll(const StemCase& c) {
   return lc.runAll(p, 0.0, 2e-3);
 }
 
-const std::set<std::string> kAllIds{"cuda-stem.m128.f32nchw", "cuda-stem.m128.f16nhwc",
-                                    "cuda-stem.m128.f16nchw", "cuda-stem.m64.f32nchw",
-                                    "cuda-stem.m64.f16nhwc",  "cuda-stem.m64.f16nchw"};
+/// Every tactic offered for a layer of `outputs` channels: the tiles m128, m64 and m128w8 (8
+/// warps of one row) on each input format, in blocks of 64 channels (32 where there are no
+/// more), and where there are more than 32 also in blocks of 32 ("n32").
+std::set<std::string> allIds(int64_t outputs) {
+  std::set<std::string> ids;
+  for (const char* tile : {"m128", "m64", "m128w8"})
+    for (const char* in : {"f32nchw", "f16nhwc", "f16nchw"}) {
+      ids.insert(std::string("cuda-stem.") + tile + "." + in);
+      if (outputs > 32) ids.insert(std::string("cuda-stem.") + tile + "n32." + in);
+    }
+  return ids;
+}
 
 // ---- What is not offered, and launches refused (no GPU needed) ----------------------------
 
@@ -126,10 +135,7 @@ TEST(CudaStemConv, Fp16AndInt8OutputPrecisionsOnly_n) {
     EXPECT_EQ(t->outputFormat(0), (builder::TensorFormat{DataType::kInt8, builder::Layout::kNHWC}));
   }
   std::set<std::string> want;
-  for (const auto& id : std::set<std::string>{"cuda-stem.m128.f32nchw", "cuda-stem.m128.f16nhwc",
-                                              "cuda-stem.m128.f16nchw", "cuda-stem.m64.f32nchw",
-                                              "cuda-stem.m64.f16nhwc", "cuda-stem.m64.f16nchw"})
-    want.insert(id + ".i8");
+  for (const auto& id : allIds(c.K)) want.insert(id + ".i8");
   EXPECT_EQ(ids, want);
 }
 
@@ -288,7 +294,7 @@ TEST(CudaStemConv, ResNetStem7x7Stride2OddSizes) {
   EI_SKIP_WITHOUT_GPU();
   StemCase c;  // 7x7 / 2, 3 -> 64, bias, ReLU; 19 x 23 input: partial tiles both ways
   c.N = 2, c.H = 19, c.W = 23, c.act = "Relu";
-  EXPECT_EQ(checkAll(c), kAllIds);
+  EXPECT_EQ(checkAll(c), allIds(c.K));
 }
 
 TEST(CudaStemConv, MobileNetStem3x3Stride2Relu6AsymmetricPads) {
@@ -296,7 +302,7 @@ TEST(CudaStemConv, MobileNetStem3x3Stride2Relu6AsymmetricPads) {
   StemCase c;  // 32 outputs: one block of 32 channels
   c.K = 32, c.R = c.S = 3, c.pads = {0, 0, 1, 1}, c.H = 30, c.W = 41, c.act = "Clip";
   c.alpha = 0.f, c.beta = 6.f;
-  EXPECT_EQ(checkAll(c), kAllIds);
+  EXPECT_EQ(checkAll(c), allIds(c.K));
 }
 
 TEST(CudaStemConv, OutputChannelsNotAMultipleOf8) {
@@ -304,7 +310,7 @@ TEST(CudaStemConv, OutputChannelsNotAMultipleOf8) {
   StemCase c;  // 20 outputs: scalar stores; 5x5 / 2 like BlazeFace's first layer
   c.K = 20, c.R = c.S = 5, c.pads = {1, 2, 2, 1}, c.H = 21, c.W = 18, c.act = "LeakyRelu";
   c.alpha = 0.1f;
-  EXPECT_EQ(checkAll(c), kAllIds);
+  EXPECT_EQ(checkAll(c), allIds(c.K));
 }
 
 TEST(CudaStemConv, SeveralChannelBlocksNoBias) {
@@ -312,7 +318,7 @@ TEST(CudaStemConv, SeveralChannelBlocksNoBias) {
   StemCase c;  // 136 outputs: three blocks of 64, the last partial; plain Conv
   c.C = 4, c.K = 136, c.R = c.S = 3, c.strides = {1, 1}, c.pads = {1, 1, 1, 1}, c.H = 19;
   c.W = 23, c.bias = false;
-  EXPECT_EQ(checkAll(c), kAllIds);
+  EXPECT_EQ(checkAll(c), allIds(c.K));
 }
 
 TEST(CudaStemConv, ResidualBiasSiluDilatedMixedStrides) {
@@ -320,7 +326,7 @@ TEST(CudaStemConv, ResidualBiasSiluDilatedMixedStrides) {
   StemCase c;
   c.C = 8, c.K = 24, c.R = c.S = 3, c.strides = {1, 2}, c.dilations = {2, 2};
   c.pads = {2, 2, 2, 2}, c.H = 13, c.W = 35, c.residual = true, c.act = "SiLU";
-  EXPECT_EQ(checkAll(c), kAllIds);
+  EXPECT_EQ(checkAll(c), allIds(c.K));
 }
 
 TEST(CudaStemConv, ResidualWithoutBiasOneChannelNonSquareKernel) {
@@ -328,14 +334,14 @@ TEST(CudaStemConv, ResidualWithoutBiasOneChannelNonSquareKernel) {
   StemCase c;  // a grayscale input, 1 x 7 kernel with stride 3 along W
   c.N = 3, c.C = 1, c.K = 16, c.R = 1, c.S = 7, c.strides = {1, 3}, c.pads = {0, 3, 0, 3};
   c.H = 9, c.W = 50, c.bias = false, c.residual = true, c.act = "";
-  EXPECT_EQ(checkAll(c), kAllIds);
+  EXPECT_EQ(checkAll(c), allIds(c.K));
 }
 
 TEST(CudaStemConv, HardSwishFusedIn) {
   EI_SKIP_WITHOUT_GPU();
   StemCase c;  // MobileNetV3's stem: 3x3 / 2, 16 outputs, HardSwish
   c.K = 16, c.R = c.S = 3, c.pads = {1, 1, 1, 1}, c.H = c.W = 33, c.act = "HardSwish";
-  EXPECT_EQ(checkAll(c), kAllIds);
+  EXPECT_EQ(checkAll(c), allIds(c.K));
 }
 
 TEST(CudaStemConv, ResidualOddChannelsInSeveralBlocksDilatedOddInput) {
@@ -343,10 +349,10 @@ TEST(CudaStemConv, ResidualOddChannelsInSeveralBlocksDilatedOddInput) {
   StemCase c;  // 70 outputs: Z read in a partial second block, pairs (k, k + 1) past K
   c.C = 3, c.K = 70, c.R = c.S = 3, c.strides = {1, 1}, c.dilations = {1, 2};
   c.pads = {1, 2, 1, 2}, c.H = 12, c.W = 21, c.residual = true, c.act = "Relu";
-  EXPECT_EQ(checkAll(c), kAllIds);
+  EXPECT_EQ(checkAll(c), allIds(c.K));
   StemCase odd = c;  // 33 outputs: the last output pair has no second channel
   odd.K = 33, odd.dilations = {2, 1}, odd.pads = {2, 1, 2, 1};
-  EXPECT_EQ(checkAll(odd), kAllIds);
+  EXPECT_EQ(checkAll(odd), allIds(odd.K));
 }
 
 /// Every INT8 candidate of `c` (int8 output with scale `ys`) against the reference's float
@@ -390,9 +396,9 @@ std::set<std::string> checkInt8(const StemCase& c, float ysOfMax) {
   return ids;
 }
 
-std::set<std::string> int8Ids() {
+std::set<std::string> int8Ids(int64_t outputs) {
   std::set<std::string> ids;
-  for (const auto& id : kAllIds) ids.insert(id + ".i8");
+  for (const auto& id : allIds(outputs)) ids.insert(id + ".i8");
   return ids;
 }
 
@@ -400,17 +406,17 @@ TEST(CudaStemConv, Int8OutputIsTheFloatResultQuantized) {
   EI_SKIP_WITHOUT_GPU();
   StemCase resnet;  // 7x7 / 2, 3 -> 64, ReLU, partial tiles
   resnet.N = 2, resnet.H = 19, resnet.W = 23, resnet.act = "Relu";
-  EXPECT_EQ(checkInt8(resnet, 0.8f), int8Ids());
+  EXPECT_EQ(checkInt8(resnet, 0.8f), int8Ids(resnet.K));
   StemCase narrow;  // 20 outputs: byte stores; no activation (negative outputs)
   narrow.K = 20, narrow.R = narrow.S = 5, narrow.pads = {1, 2, 2, 1}, narrow.H = 21;
   narrow.W = 18;
-  EXPECT_EQ(checkInt8(narrow, 0.9f), int8Ids());
+  EXPECT_EQ(checkInt8(narrow, 0.9f), int8Ids(narrow.K));
   StemCase blocks;  // 136 outputs in three channel blocks, the last partial; 48 (%16) too
   blocks.C = 4, blocks.K = 136, blocks.R = blocks.S = 3, blocks.strides = {1, 1};
   blocks.pads = {1, 1, 1, 1}, blocks.H = 19, blocks.W = 23, blocks.bias = false;
-  EXPECT_EQ(checkInt8(blocks, 1.f), int8Ids());
+  EXPECT_EQ(checkInt8(blocks, 1.f), int8Ids(blocks.K));
   blocks.K = 48, blocks.act = "Clip", blocks.alpha = 0.f, blocks.beta = 1.5f;
-  EXPECT_EQ(checkInt8(blocks, 0.7f), int8Ids());
+  EXPECT_EQ(checkInt8(blocks, 0.7f), int8Ids(blocks.K));
 }
 
 /// Two layers of one kernel version, the larger initialised first: the smaller one's

@@ -124,6 +124,14 @@ bool dependentLaunchEnabled() {
   return k == 2;
 }
 
+bool smallKernelDependentLaunchEnabled() {
+  static const bool off = [] {
+    const char* e = std::getenv("EDGEINFER_DISABLE_PDL_SMALL");
+    return e && *e && std::string(e) != "0";
+  }();
+  return !off && dependentLaunchEnabled();
+}
+
 namespace detail {
 
 int deviceCapability() {

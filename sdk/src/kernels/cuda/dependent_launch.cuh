@@ -19,6 +19,8 @@
 
 #include <cuda_runtime.h>
 
+#include <utility>
+
 namespace edgeinfer::cuda {
 
 /// Whether kernels on the current device are launched as programmatic dependents: compute
@@ -40,6 +42,11 @@ class DependentLaunchOff {
   DependentLaunchOff& operator=(const DependentLaunchOff&) = delete;
 };
 
+/// dependentLaunchEnabled() for launchAsDependent(), the small kernels (stem, pools, the INT8
+/// epilogue and gemv): also off with EDGEINFER_DISABLE_PDL_SMALL=1 (to measure them apart from
+/// the convolutions').
+bool smallKernelDependentLaunchEnabled();
+
 /// Adds the programmatic-stream-serialization attribute to `cfg` (whose attrs array has room
 /// for one more) when dependentLaunchEnabled(); the kernel must keep the contract above.
 inline void addDependentLaunch(cudaLaunchConfig_t* cfg, cudaLaunchAttribute* attrs) {
@@ -48,6 +55,34 @@ inline void addDependentLaunch(cudaLaunchConfig_t* cfg, cudaLaunchAttribute* att
   a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   a.val.programmaticStreamSerializationAllowed = 1;
   cfg->attrs = attrs;
+}
+
+/// Launches `kernel` (a __global__ function's address, its arguments as for cudaLaunchKernel)
+/// with addDependentLaunch(): for kernels that keep the contract above.
+inline cudaError_t launchAsDependent(const void* kernel, dim3 grid, dim3 block, size_t smem,
+                                     cudaStream_t stream, void** args) {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attrs[1];
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  if (smallKernelDependentLaunchEnabled()) addDependentLaunch(&cfg, attrs);
+  return cudaLaunchKernelExC(&cfg, kernel, args);
+}
+
+/// The same with the kernel's own parameter types (the arguments converted to them).
+template <typename... Params, typename... Args>
+cudaError_t launchAsDependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                              cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attrs[1];
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  if (smallKernelDependentLaunchEnabled()) addDependentLaunch(&cfg, attrs);
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 namespace dev {
@@ -66,6 +101,14 @@ __device__ __forceinline__ void allowDependentGrids() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
+}
+
+/// The first statement of a small kernel launched with launchAsDependent() that reads nothing
+/// constant worth loading early: waits for the kernels before it, then lets the next one's
+/// blocks be scheduled (they wait for this one in turn).
+__device__ __forceinline__ void dependentKernelStart() {
+  waitForPriorGrids();
+  allowDependentGrids();
 }
 
 }  // namespace dev

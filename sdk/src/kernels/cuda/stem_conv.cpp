@@ -64,8 +64,13 @@ const char* inputName(StemInput in) {
 class StemConvTactic final : public builder::Tactic {
  public:
   StemConvTactic(const StemConvPlan& plan, bool hasBias) : plan_(plan), hasBias_(hasBias) {
-    id_ = std::string("cuda-stem.m") + std::to_string(plan.warps * 32) + "." +
-          inputName(plan.input) + (plan.int8Out ? ".i8" : "");
+    // "n32": blocks of 32 output channels where the layer has more (twice the blocks, each
+    // with half the products and the epilogue: at batch 1 a block's instruction count is the
+    // kernel's time).
+    id_ = std::string("cuda-stem.m") + std::to_string(plan.warps * 16 * plan.rowsPerWarp) +
+          (plan.rowsPerWarp == 1 ? "w" + std::to_string(plan.warps) : "") +
+          (plan.blockN == 32 && plan.K > 32 ? "n32" : "") + "." + inputName(plan.input) +
+          (plan.int8Out ? ".i8" : "");
   }
 
   std::string id() const override { return id_; }
@@ -94,7 +99,9 @@ class StemConvTactic final : public builder::Tactic {
       return Status(ErrorCode::kUnsupported, id_ + ": " + why);
     if (p.hasZ != plan_.hasZ) return Status(ErrorCode::kUnsupported, id_ + ": the layer changed");
     p.warps = plan_.warps;
+    p.rowsPerWarp = plan_.rowsPerWarp;
     p.input = plan_.input;
+    if (plan_.blockN == 32) p.blockN = 32;
     if (plan_.int8Out) {
       p.int8Out = true;
       p.yScale = layer.outputScale(0);
@@ -192,13 +199,20 @@ std::vector<std::unique_ptr<builder::Tactic>> StemConvProvider::candidates(
     plan.yScale = ys;
   }
   std::vector<std::unique_ptr<builder::Tactic>> offered;
-  for (int32_t warps : {4, 2}) {
-    StemConvPlan p = plan;
-    p.warps = warps;
-    if (stemPatchBytes(p) > kStemMaxPatchBytes) continue;
-    for (StemInput in : {StemInput::kFloatNchw, StemInput::kHalfNhwc, StemInput::kHalfNchw}) {
-      p.input = in;
-      offered.push_back(std::make_unique<StemConvTactic>(p, hasBias));
+  std::vector<int32_t> blockNs{plan.blockN};  // 64, and 32 ("n32") where C_out is over 32
+  if (plan.blockN != 32) blockNs.push_back(32);
+  for (int32_t blockN : blockNs) {
+    // (warps, rows a warp): m128, m64, m128w8
+    for (const auto& [warps, rows] : {std::pair{4, 2}, std::pair{2, 2}, std::pair{8, 1}}) {
+      StemConvPlan p = plan;
+      p.warps = warps;
+      p.rowsPerWarp = rows;
+      p.blockN = blockN;
+      if (stemPatchBytes(p) > kStemMaxPatchBytes) continue;
+      for (StemInput in : {StemInput::kFloatNchw, StemInput::kHalfNhwc, StemInput::kHalfNchw}) {
+        p.input = in;
+        offered.push_back(std::make_unique<StemConvTactic>(p, hasBias));
+      }
     }
   }
   if (offered.empty()) {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/fused_activation.cuh"
 #include "kernels/cuda/mma_sync.cuh"
 #include "kernels/cuda/quantize.cuh"
@@ -48,12 +49,22 @@ __device__ __forceinline__ __half loadInput(const void* x, int idx) {
     return static_cast<const __half*>(x)[idx];
 }
 
+/// e / d for 0 <= e < 2^22 and 0 < d < 2^12, `inv` = 1 / d: the float quotient truncated,
+/// then corrected by one step (its error is under one), without an integer division.
+__device__ __forceinline__ int divSmall(int e, int d, float inv) {
+  int q = __float2int_rz(__int2float_rn(e) * inv);
+  const int r = e - q * d;
+  return q + (r >= d) - (r < 0);
+}
+
 /// Copies the patch of image n with top-left input coordinate (h0, w0) into `pairs` as half
 /// values: element i goes to the low half of word i and the high half of word i - 1. The
 /// patch is read as rows of contiguous input values (NHWC: a patch row's patchW * C values;
 /// NCHW: one channel's patchW values), flattened, consecutive threads on consecutive values;
-/// each thread keeps its (row, column) and adds its stride to it (no division per value), and
-/// issues kBatch loads before it stores any.
+/// each thread finds the row of each of its values by a float division (divSmall: a stepping
+/// loop per value took more instructions than the rest of the load, and at batch 1, with a
+/// warp a scheduler, the kernel's time is its instruction count), and issues kBatch loads
+/// before it stores any.
 template <StemInput XF, int kThreads>
 __device__ __forceinline__ void loadPatch(const StemConvPlan& p, const void* __restrict__ x,
                                           __half* pairs, int n, int h0, int w0, int patchH,
@@ -62,37 +73,30 @@ __device__ __forceinline__ void loadPatch(const StemConvPlan& p, const void* __r
   constexpr bool kNhwc = XF == StemInput::kHalfNhwc;
   const int rowLen = kNhwc ? patchW * p.C : patchW;
   const int total = (kNhwc ? patchH : patchH * p.C) * rowLen;
+  const float invRow = __frcp_rn(static_cast<float>(rowLen));
+  const float invH = __frcp_rn(static_cast<float>(patchH));
   const __half zero = __ushort_as_half(0);
-  int e = threadIdx.x;
-  int row = e / rowLen, j = e - row * rowLen;  // row: the patch row (NHWC) or c * patchH + ph
-  int c = kNhwc ? 0 : row / patchH, ph = kNhwc ? row : row - c * patchH;
-  while (e < total) {
+  for (int e0 = threadIdx.x; e0 < total; e0 += kBatch * kThreads) {
     __half v[kBatch];
     int dst[kBatch];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u) {
+      const int e = e0 + u * kThreads;
       v[u] = zero;
       dst[u] = -1;
       if (e < total) {
+        const int row = divSmall(e, rowLen, invRow), j = e - row * rowLen;
         if constexpr (kNhwc) {
-          const int h = h0 + ph, wc = w0 * p.C + j;  // (w * C + c) within the input row
+          const int h = h0 + row, wc = w0 * p.C + j;  // (w * C + c) within the input row
           dst[u] = e;
           if (h >= 0 && h < p.H && wc >= 0 && wc < p.W * p.C)
             v[u] = loadInput<XF>(x, (n * p.H + h) * p.W * p.C + wc);
-        } else {
+        } else {  // row = c * patchH + ph
+          const int c = divSmall(row, patchH, invH), ph = row - c * patchH;
           const int h = h0 + ph, w = w0 + j;
           dst[u] = (ph * patchW + j) * p.C + c;
           if (h >= 0 && h < p.H && w >= 0 && w < p.W)
             v[u] = loadInput<XF>(x, ((n * p.C + c) * p.H + h) * p.W + w);
-        }
-      }
-      e += kThreads;
-      j += kThreads;
-      while (j >= rowLen) {
-        j -= rowLen;
-        if (++ph == patchH && !kNhwc) {
-          ph = 0;
-          ++c;
         }
       }
     }
@@ -141,21 +145,21 @@ __host__ __device__ constexpr int stageRowBytes() {
 
 /// The epilogue of a block's tile into the output stage Os ([BM] rows of stageRowBytes()):
 /// fp16, or int8 quantized with the plan's yScale (`inv` = 1 / yScale).
-template <int ACT, bool HAS_Z, int BN, bool I8>
+template <int ACT, bool HAS_Z, int RPW, int BN, bool I8>
 __device__ __forceinline__ void epilogueTile(const StemConvPlan& p,
-                                             const float (&acc)[2][BN / 8][4], const float* Bs,
+                                             const float (&acc)[RPW][BN / 8][4], const float* Bs,
                                              const __half* __restrict__ z, unsigned char* Os,
                                              float inv, int n, int p0, int q0, int n0) {
   constexpr int NT = BN / 8, ldo = stageRowBytes<BN, I8>();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
 #pragma unroll
-  for (int a = 0; a < 2; ++a) {
-    const int prow = p0 + 2 * warp + a;
+  for (int a = 0; a < RPW; ++a) {
+    const int prow = p0 + RPW * warp + a;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int pcol = q0 + g + 8 * h;
       const bool inside = prow < p.P && pcol < p.Q;
-      const int m = (2 * warp + a) * kTileW + g + 8 * h;
+      const int m = (RPW * warp + a) * kTileW + g + 8 * h;
       const __half* zrow =
           HAS_Z ? z + ((static_cast<int64_t>(n) * p.P + prow) * p.Q + pcol) * p.K : nullptr;
       float v[2 * NT];  // this pixel's channels b * 8 + 2t and + 1, b = 0 .. NT - 1
@@ -191,28 +195,30 @@ __device__ __forceinline__ void epilogueTile(const StemConvPlan& p,
 }
 
 /// epilogueTile() specialised for the activation (none, ReLU, any other).
-template <bool HAS_Z, int BN, bool I8>
+template <bool HAS_Z, int RPW, int BN, bool I8>
 __device__ __forceinline__ void epilogueFor(int act, const StemConvPlan& p,
-                                            const float (&acc)[2][BN / 8][4], const float* Bs,
+                                            const float (&acc)[RPW][BN / 8][4], const float* Bs,
                                             const __half* __restrict__ z, unsigned char* Os,
                                             float inv, int n, int p0, int q0, int n0) {
   if (act == 0)
-    epilogueTile<0, HAS_Z, BN, I8>(p, acc, Bs, z, Os, inv, n, p0, q0, n0);
+    epilogueTile<0, HAS_Z, RPW, BN, I8>(p, acc, Bs, z, Os, inv, n, p0, q0, n0);
   else if (act == 1)
-    epilogueTile<1, HAS_Z, BN, I8>(p, acc, Bs, z, Os, inv, n, p0, q0, n0);
+    epilogueTile<1, HAS_Z, RPW, BN, I8>(p, acc, Bs, z, Os, inv, n, p0, q0, n0);
   else
-    epilogueTile<2, HAS_Z, BN, I8>(p, acc, Bs, z, Os, inv, n, p0, q0, n0);
+    epilogueTile<2, HAS_Z, RPW, BN, I8>(p, acc, Bs, z, Os, inv, n, p0, q0, n0);
 }
 
 // At most 128 registers a thread: 16 warps a multiprocessor stay resident.
-template <int WARPS, int BN, StemInput XF, bool I8>
+// RPW: output rows of a warp (2, or 1 with twice the warps: at batch 1 a warp's instruction
+// count is the kernel's time, and the patch load and the epilogue spread over more threads).
+template <int WARPS, int RPW, int BN, StemInput XF, bool I8>
 __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
     stemConvKernel(const StemConvPlan p, const void* __restrict__ x, const __half* __restrict__ w,
                    const int* __restrict__ pairOffsets, const float* __restrict__ bias,
                    const __half* __restrict__ z, void* __restrict__ y, int tilesQ, int tilesP,
                    int numTiles) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  constexpr int kThreads = WARPS * 32, BM = WARPS * 32, TILE_H = WARPS * 2, NT = BN / 8;
+  constexpr int kThreads = WARPS * 32, BM = WARPS * 16 * RPW, TILE_H = WARPS * RPW, NT = BN / 8;
   constexpr int ldo = stageRowBytes<BN, I8>();  // output stage row (bytes)
   constexpr int kPiece = I8 ? 16 : 8;           // channels of a 16-byte store
   static_assert(NT % 2 == 0, "ldmatrix.x4 loads two n8 tiles");
@@ -236,26 +242,35 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
   // loop of loads and stores into shared memory waits for each load in turn, which at batch 1,
   // where a block has one tile, is on the kernel's critical path), landing while the first
   // patch loads.
+  // (Row and piece stepped along, not divided out per copy.)
   const int chunks = p.gemmKPad / 8;  // 16-byte pieces of a weight row
-  for (int i = tid; i < BN * chunks; i += kThreads) {
-    const int r = i / chunks, c = i % chunks;
-    dev::cpAsync<16>(Ws + r * ldw + c * 8, w + static_cast<int64_t>(n0 + r) * p.gemmKPad + c * 8,
-                     true);
+  {
+    const int dr = kThreads / chunks, dc = kThreads - dr * chunks;
+    int r = tid / chunks, c = tid - r * chunks;
+    for (int i = tid; i < BN * chunks; i += kThreads) {
+      dev::cpAsync<16>(Ws + r * ldw + c * 8, w + static_cast<int64_t>(n0 + r) * p.gemmKPad + c * 8,
+                       true);
+      r += dr, c += dc;
+      if (c >= chunks) c -= chunks, ++r;
+    }
   }
   for (int k = tid; k < BN; k += kThreads) dev::cpAsync<4>(Bs + k, bias + n0 + k, true);
   for (int k = tid; k < p.gemmKPad / 2; k += kThreads)
     dev::cpAsync<4>(offs + k, pairOffsets + k, true);
   dev::cpAsyncCommit();
+  // Launched with launchAsDependent(): the weights above are the tactic's own constants; the
+  // input comes from the kernel before, and the output may be memory it still reads.
+  dev::dependentKernelStart();
   // The last word's high half (past the patch) is read by a pair that ends in padding.
   if (tid == 0) pairs[patchElems - 1] = 0;
   // Patch offsets of this thread's four pixels: fragment a (tile row 2 * warp + a), column g
   // (h = 0) or g + 8 (h = 1).
-  int base[2][2];
+  int base[RPW][2];
 #pragma unroll
-  for (int a = 0; a < 2; ++a)
+  for (int a = 0; a < RPW; ++a)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-      base[a][h] = ((2 * warp + a) * p.strideH * patchW + (g + 8 * h) * p.strideW) * p.C;
+      base[a][h] = ((RPW * warp + a) * p.strideH * patchW + (g + 8 * h) * p.strideW) * p.C;
   const bool vecStore = p.K % kPiece == 0;
   const float inv = I8 ? __frcp_rn(p.yScale) : 0.f;
   const int act = p.act == DeviceActivation::kNone ? 0 : p.act == DeviceActivation::kRelu ? 1 : 2;
@@ -270,9 +285,9 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
     dev::cpAsyncWait<0>();  // this thread's weight copies (a no-op after the first tile)
     __syncthreads();
 
-    float acc[2][NT][4];
+    float acc[RPW][NT][4];
 #pragma unroll
-    for (int a = 0; a < 2; ++a)
+    for (int a = 0; a < RPW; ++a)
 #pragma unroll
       for (int b = 0; b < NT; ++b)
 #pragma unroll
@@ -281,9 +296,9 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
     const int mi = lane >> 3;  // which 8x8 matrix this lane addresses in ldmatrix
     for (int ks = 0; ks < p.gemmKPad; ks += 16) {
       const int o0 = offs[ks / 2 + t], o1 = offs[ks / 2 + 4 + t];  // K 2t and 8 + 2t
-      uint32_t af[2][4];
+      uint32_t af[RPW][4];
 #pragma unroll
-      for (int a = 0; a < 2; ++a) {
+      for (int a = 0; a < RPW; ++a) {
         af[a][0] = pairs[base[a][0] + o0];
         af[a][1] = pairs[base[a][1] + o0];
         af[a][2] = pairs[base[a][0] + o1];
@@ -294,7 +309,7 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
         uint32_t r[4];
         ldmatrixX4(r, Ws + ((b + (mi >> 1)) * 8 + (lane & 7)) * ldw + ks + (mi & 1) * 8);
 #pragma unroll
-        for (int a = 0; a < 2; ++a) {
+        for (int a = 0; a < RPW; ++a) {
           mmaF16(acc[a][b], af[a], r[0], r[1]);
           mmaF16(acc[a][b + 1], af[a], r[2], r[3]);
         }
@@ -304,9 +319,9 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
     // Epilogue: act((acc + B) + Z) into the output stage, then whole 16-byte pieces of output
     // rows to memory.
     if (!I8 && p.hasZ)
-      epilogueFor<true, BN, I8>(act, p, acc, Bs, z, Os, inv, n, p0, q0, n0);
+      epilogueFor<true, RPW, BN, I8>(act, p, acc, Bs, z, Os, inv, n, p0, q0, n0);
     else
-      epilogueFor<false, BN, I8>(act, p, acc, Bs, z, Os, inv, n, p0, q0, n0);
+      epilogueFor<false, RPW, BN, I8>(act, p, acc, Bs, z, Os, inv, n, p0, q0, n0);
     __syncthreads();
     using Out = std::conditional_t<I8, int8_t, __half>;
     for (int i = tid; i < BM * (BN / kPiece); i += kThreads) {
@@ -331,23 +346,28 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
 using StemKernel = void (*)(StemConvPlan, const void*, const __half*, const int*, const float*,
                             const __half*, void*, int, int, int);
 
-template <int WARPS, int BN, bool I8>
+template <int WARPS, int RPW, int BN, bool I8>
 StemKernel kernelFor(StemInput in) {
   switch (in) {
     case StemInput::kHalfNchw:
-      return stemConvKernel<WARPS, BN, StemInput::kHalfNchw, I8>;
+      return stemConvKernel<WARPS, RPW, BN, StemInput::kHalfNchw, I8>;
     case StemInput::kFloatNchw:
-      return stemConvKernel<WARPS, BN, StemInput::kFloatNchw, I8>;
+      return stemConvKernel<WARPS, RPW, BN, StemInput::kFloatNchw, I8>;
     default:
-      return stemConvKernel<WARPS, BN, StemInput::kHalfNhwc, I8>;
+      return stemConvKernel<WARPS, RPW, BN, StemInput::kHalfNhwc, I8>;
   }
+}
+
+template <int WARPS, int RPW, bool I8>
+StemKernel kernelForTile(const StemConvPlan& p) {
+  return p.blockN == 32 ? kernelFor<WARPS, RPW, 32, I8>(p.input)
+                        : kernelFor<WARPS, RPW, 64, I8>(p.input);
 }
 
 template <bool I8>
 StemKernel kernelFor(const StemConvPlan& p) {
-  if (p.warps == 2)
-    return p.blockN == 32 ? kernelFor<2, 32, I8>(p.input) : kernelFor<2, 64, I8>(p.input);
-  return p.blockN == 32 ? kernelFor<4, 32, I8>(p.input) : kernelFor<4, 64, I8>(p.input);
+  if (p.warps == 8) return kernelForTile<8, 1, I8>(p);
+  return p.warps == 2 ? kernelForTile<2, 2, I8>(p) : kernelForTile<4, 2, I8>(p);
 }
 
 StemKernel kernelFor(const StemConvPlan& p) {
@@ -355,10 +375,11 @@ StemKernel kernelFor(const StemConvPlan& p) {
 }
 
 bool validPlan(const StemConvPlan& p) {
-  return (p.warps == 2 || p.warps == 4) && (p.blockN == 32 || p.blockN == 64) && p.C > 0 &&
-         p.R > 0 && p.S > 0 && p.gemmK == stemGemmK(p) && p.gemmKPad % 16 == 0 &&
-         p.gemmKPad >= p.gemmK && p.gemmKPad <= kStemMaxGemmK &&
-         stemPatchBytes(p) <= kStemMaxPatchBytes &&
+  return ((p.warps == 8 && p.rowsPerWarp == 1) ||
+          ((p.warps == 2 || p.warps == 4) && p.rowsPerWarp == 2)) &&
+         (p.blockN == 32 || p.blockN == 64) && p.C > 0 && p.R > 0 && p.S > 0 &&
+         p.gemmK == stemGemmK(p) && p.gemmKPad % 16 == 0 && p.gemmKPad >= p.gemmK &&
+         p.gemmKPad <= kStemMaxGemmK && stemPatchBytes(p) <= kStemMaxPatchBytes &&
          (!p.int8Out || (!p.hasZ && p.yScale > 0.f && std::isfinite(p.yScale)));
 }
 
@@ -408,7 +429,7 @@ int64_t stemPatchBytes(const StemConvPlan& p) {
 int64_t stemSharedBytes(const StemConvPlan& p) {
   const int64_t weights = int64_t{p.blockN} * (p.gemmKPad + 8) * 2;
   const int64_t offsets = int64_t{p.gemmKPad} / 2 * 4;
-  const int64_t stage = int64_t{p.warps} * 32 * (p.blockN + 8) * 2;
+  const int64_t stage = int64_t{p.warps} * 16 * p.rowsPerWarp * (p.blockN + 8) * 2;
   const int64_t bias = int64_t{p.blockN} * 4;
   return weights + offsets + stage + bias + stemPatchBytes(p);
 }
@@ -462,11 +483,10 @@ Status launchStemConv(const StemConvPlan& p, const StemConvArgs& a, int maxBlock
   const int64_t perChannelBlock = std::max<int64_t>(1, maxBlocks / channelBlocks);
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(numTiles, perChannelBlock)),
                   static_cast<unsigned>(channelBlocks));
-  kernelFor(p)<<<grid, p.warps * 32, static_cast<size_t>(stemSharedBytes(p)),
-                 static_cast<cudaStream_t>(stream)>>>(
-      p, a.x, static_cast<const __half*>(a.w), a.offsets, a.bias, static_cast<const __half*>(a.z),
-      a.y, tilesQ, tilesP, static_cast<int>(numTiles));
-  EI_CUDA_CHECK(cudaGetLastError());
+  EI_CUDA_CHECK(launchAsDependent(
+      kernelFor(p), grid, dim3(p.warps * 32), static_cast<size_t>(stemSharedBytes(p)),
+      static_cast<cudaStream_t>(stream), p, a.x, static_cast<const __half*>(a.w), a.offsets, a.bias,
+      static_cast<const __half*>(a.z), a.y, tilesQ, tilesP, static_cast<int>(numTiles)));
   return Status::Ok();
 }
 

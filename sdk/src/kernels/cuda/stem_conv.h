@@ -17,7 +17,11 @@
 //
 // Candidates, each a tactic the builder times against cuDNN, ids
 // "cuda-stem.<tile>.<x format>[.i8]":
-//   tile      "m128" (8 x 16 output pixels per block, 4 warps) or "m64" (4 x 16, 2 warps)
+//   tile      "m128" (8 x 16 output pixels per block, 4 warps of two rows), "m128w8" (the
+//             same tile on 8 warps of one row: half a warp's serial work, for batch 1) or
+//             "m64" (4 x 16, 2 warps);
+//             "n32" after it where C_out is over 32: blocks of 32 output channels (twice the
+//             blocks, each with half the products and epilogue: more parallel work at batch 1)
 //   x format  "f16nhwc", "f16nchw" or "f32nchw": the input as it is stored; a network's own
 //             float32 NCHW input is read directly, with no reformat before the layer
 //   .i8       INT8 builds (issue 6): the output is quantized in the epilogue to int8 NHWC with
@@ -30,7 +34,7 @@
 //             readers read int8), there is no residual Z and the build is not bit-exact
 //             (LayerContext::int8BitExact: FP16 arithmetic cannot match the CPU's INT8).
 // The output (and Z) is otherwise fp16 NHWC; a block covers 64 output channels (32 when C_out
-// <= 32), more channels take more blocks.
+// <= 32, or in the "n32" tactics), more channels take more blocks.
 //
 // Padding positions of K have weight zero and read a real input value (the next one): an
 // input that is infinite in half precision (beyond 65504, as in any FP16 tactic) can give NaN
@@ -87,10 +91,11 @@ struct StemConvPlan {
   int32_t K = 0, P = 0, Q = 0;         ///< output channels and spatial size
   int32_t R = 0, S = 0;                ///< kernel
   int32_t strideH = 1, strideW = 1, dilH = 1, dilW = 1, padTop = 0, padLeft = 0;
-  int32_t gemmK = 0;     ///< K positions: stemGemmK()
-  int32_t gemmKPad = 0;  ///< gemmK rounded up to 16: the row length of the weights
-  int32_t blockN = 64;   ///< output channels per block: 64 or 32
-  int32_t warps = 4;     ///< 4 (128 output pixels per block) or 2 (64)
+  int32_t gemmK = 0;        ///< K positions: stemGemmK()
+  int32_t gemmKPad = 0;     ///< gemmK rounded up to 16: the row length of the weights
+  int32_t blockN = 64;      ///< output channels per block: 64 or 32
+  int32_t warps = 4;        ///< 4 (128 output pixels per block), 2 (64) or 8 (128, rowsPerWarp 1)
+  int32_t rowsPerWarp = 2;  ///< output rows of 16 pixels a warp computes: 2, or 1 with 8 warps
   StemInput input = StemInput::kHalfNhwc;
   DeviceActivation act = DeviceActivation::kNone;
   float alpha = 0.f, beta = 0.f;
@@ -101,7 +106,7 @@ struct StemConvPlan {
 
 /// Output rows of a block's tile (its width is 16 pixels).
 inline int32_t stemTileRows(const StemConvPlan& p) {
-  return p.warps * 2;
+  return p.warps * p.rowsPerWarp;
 }
 
 // The GEMM's K order. The window's taps are grouped in units of values that lie side by side
