@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/cublaslt_int8.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/fused_activation.cuh"
 #include "kernels/cuda/quantize.cuh"
 
@@ -23,6 +24,7 @@ __global__ void __launch_bounds__(256)
     i8GemmEpilogue(const Int8GemmEpilogue e, const int4* __restrict__ acc,
                    const float4* __restrict__ alpha, const float4* __restrict__ bias,
                    const void* __restrict__ z, void* __restrict__ y, int64_t groups) {
+  dev::dependentKernelStart();  // launched with launchAsDependent()
   const int32_t kg = e.K / 4;
   for (int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; g < groups;
        g += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -93,10 +95,12 @@ Status launchInt8GemmEpilogue(const Int8GemmEpilogue& e, const int32_t* acc, con
   const int threads = 256;
   const int64_t blocks = std::min<int64_t>((groups + threads - 1) / threads, 65535 * 16);
   // __floats2half2_rn rounds each float to half with round-to-nearest-even, as __float2half_rn.
-  i8GemmEpilogue<<<static_cast<unsigned>(blocks), threads, 0, static_cast<cudaStream_t>(stream)>>>(
-      e, reinterpret_cast<const int4*>(acc), reinterpret_cast<const float4*>(alpha),
-      reinterpret_cast<const float4*>(bias), z, y, groups);
-  EI_CUDA_CHECK(cudaGetLastError());
+  // A programmatic dependent of cuBLASLt's GEMM (its kernels let dependents start early): the
+  // epilogue's blocks are scheduled while the GEMM finishes, then wait for its sums.
+  EI_CUDA_CHECK(launchAsDependent(
+      i8GemmEpilogue, dim3(static_cast<unsigned>(blocks)), dim3(threads), 0,
+      static_cast<cudaStream_t>(stream), e, reinterpret_cast<const int4*>(acc),
+      reinterpret_cast<const float4*>(alpha), reinterpret_cast<const float4*>(bias), z, y, groups));
   return Status::Ok();
 }
 

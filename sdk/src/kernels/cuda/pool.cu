@@ -24,6 +24,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_half.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/pool.h"
 #include "kernels/cuda/quantize.cuh"
 
@@ -291,6 +292,7 @@ template <typename T, typename O, bool kMax, int VEC, int TX>
 __global__ void __launch_bounds__(kThreads)
     globalPoolNhwcWarpKernel(const T* __restrict__ x, O* __restrict__ y, int C, int64_t size,
                              int64_t images, float qScale, float qInv) {
+  dev::dependentKernelStart();  // launched with launchAsDependent()
   constexpr int kGroups = 32 / TX;
   const int lane = threadIdx.x % 32;
   const int64_t vecs = C / VEC, warpsPerImage = (vecs + TX - 1) / TX;
@@ -383,7 +385,8 @@ __global__ void __launch_bounds__(kThreads)
     maxPoolInt8NhwcKernel(const int8_t* __restrict__ x, int8_t* __restrict__ y,
                           const WindowParams q, I total, float sIn, float sOut, float invOut,
                           bool requantize) {
-  const int cv = q.C / VEC;  // channel vectors per pixel
+  dev::dependentKernelStart();  // launched with launchAsDependent()
+  const int cv = q.C / VEC;     // channel vectors per pixel
   const I step = static_cast<I>(gridDim.x) * kThreads;
   for (I o = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x; o < total; o += step) {
     const auto [n, oh, ow, c] = nhwcPosition<VEC>(o, cv, q);
@@ -530,8 +533,11 @@ Status launchGlobal(const PoolPlan& p, const void* in, void* out, int maxBlocks,
       const int grid = static_cast<int>((warps + kThreads / 32 - 1) / (kThreads / 32));
       const auto kernel = vec ? globalPoolNhwcWarpKernel<T, O, kMax, V, 1>
                               : globalPoolNhwcWarpKernel<T, O, kMax, 1, 1>;
-      kernel<<<grid, kThreads, 0, stream>>>(x, y, static_cast<int>(p.C), size, p.N, qScale, qInv);
-      EI_CUDA_CHECK(cudaGetLastError());
+      // A programmatic dependent: at batch 1 (a classifier's 7 x 7 planes) the launch and the
+      // blocks' start are a good part of the kernel's time.
+      EI_CUDA_CHECK(launchAsDependent(kernel, dim3(static_cast<unsigned>(grid)), dim3(kThreads), 0,
+                                      stream, x, y, static_cast<int>(p.C), size, p.N, qScale,
+                                      qInv));
       return Status::Ok();
     }
     int tx = 1;
@@ -577,8 +583,8 @@ Status launchKind(const PoolPlan& p, const void* in, void* out, int maxBlocks,
 }
 
 template <int VEC>
-void launchMaxPoolInt8Vec(const PoolPlan& p, float sIn, float sOut, const int8_t* x, int8_t* y,
-                          int maxBlocks, cudaStream_t stream) {
+cudaError_t launchMaxPoolInt8Vec(const PoolPlan& p, float sIn, float sOut, const int8_t* x,
+                                 int8_t* y, int maxBlocks, cudaStream_t stream) {
   const WindowParams q = windowParams(p);
   const int64_t total = p.N * p.OH * p.OW * (p.C / VEC);
   const int grid = dev::gridFor(total, kThreads, maxBlocks);
@@ -590,12 +596,13 @@ void launchMaxPoolInt8Vec(const PoolPlan& p, float sIn, float sOut, const int8_t
   if (p.N * p.C * p.H * p.W < INT_MAX && p.N * p.C * p.OH * p.OW < INT_MAX) {
     const auto kernel =
         three ? maxPoolInt8NhwcKernel<VEC, uint32_t, 3> : maxPoolInt8NhwcKernel<VEC, uint32_t, 0>;
-    kernel<<<grid, kThreads, 0, stream>>>(x, y, q, static_cast<uint32_t>(total), sIn, sOut, inv,
-                                          requantize);
+    return launchAsDependent(kernel, dim3(static_cast<unsigned>(grid)), dim3(kThreads), 0, stream,
+                             x, y, q, static_cast<uint32_t>(total), sIn, sOut, inv, requantize);
   } else {
     const auto kernel =
         three ? maxPoolInt8NhwcKernel<VEC, int64_t, 3> : maxPoolInt8NhwcKernel<VEC, int64_t, 0>;
-    kernel<<<grid, kThreads, 0, stream>>>(x, y, q, total, sIn, sOut, inv, requantize);
+    return launchAsDependent(kernel, dim3(static_cast<unsigned>(grid)), dim3(kThreads), 0, stream,
+                             x, y, q, total, sIn, sOut, inv, requantize);
   }
 }
 
@@ -613,13 +620,12 @@ Status launchMaxPoolInt8(const PoolPlan& plan, float sIn, float sOut, const void
   auto* y = static_cast<int8_t*>(output);
   const bool a16 = dev::aligned16(input) && dev::aligned16(output);
   if (plan.C % 16 == 0 && a16)
-    launchMaxPoolInt8Vec<16>(plan, sIn, sOut, x, y, maxBlocks, s);
+    EI_CUDA_CHECK(launchMaxPoolInt8Vec<16>(plan, sIn, sOut, x, y, maxBlocks, s));
   else if (plan.C % 4 == 0 && reinterpret_cast<uintptr_t>(input) % 4 == 0 &&
            reinterpret_cast<uintptr_t>(output) % 4 == 0)
-    launchMaxPoolInt8Vec<4>(plan, sIn, sOut, x, y, maxBlocks, s);
+    EI_CUDA_CHECK(launchMaxPoolInt8Vec<4>(plan, sIn, sOut, x, y, maxBlocks, s));
   else
-    launchMaxPoolInt8Vec<1>(plan, sIn, sOut, x, y, maxBlocks, s);
-  EI_CUDA_CHECK(cudaGetLastError());
+    EI_CUDA_CHECK(launchMaxPoolInt8Vec<1>(plan, sIn, sOut, x, y, maxBlocks, s));
   return Status::Ok();
 }
 
