@@ -162,6 +162,7 @@ class CudaContext final : public ExecutionContext {
       }
     }
     bound_[name] = t;
+    ptrsValid_ = false;
     return Status::Ok();
   }
 
@@ -180,28 +181,34 @@ class CudaContext final : public ExecutionContext {
       EI_CUDA_CHECK(cudaStreamWaitEvent(stream_, ev, 0));
     }
     const auto& plan = engine_.plan();
-    // Pointers: constants from the engine, device-bound inputs in place, the rest in the arena.
-    std::vector<void*> ptrs(plan.tensors.size(), nullptr);
-    std::vector<const void*> deviceInputs(plan.tensors.size(), nullptr);
-    for (const auto& d : engine_.inputs()) {
-      const auto it = bound_.find(d.name);
-      if (it == bound_.end())
-        return Status(ErrorCode::kInvalidArgument, "input '" + d.name + "' is not bound");
-      if (!it->second.onHost())
-        deviceInputs[static_cast<size_t>(plan.graphInputs.at(d.name))] = it->second.raw();
+    // Pointers: constants from the engine, device-bound inputs in place, the rest in the arena;
+    // worked out again only after a setInput() (at batch 1 the walk over every tensor was a
+    // visible part of the host's share of a run).
+    if (!ptrsValid_) {
+      std::vector<const void*> deviceInputs(plan.tensors.size(), nullptr);
+      for (const auto& d : engine_.inputs()) {
+        const auto it = bound_.find(d.name);
+        if (it == bound_.end())
+          return Status(ErrorCode::kInvalidArgument, "input '" + d.name + "' is not bound");
+        if (!it->second.onHost())
+          deviceInputs[static_cast<size_t>(plan.graphInputs.at(d.name))] = it->second.raw();
+      }
+      auto* arena = static_cast<uint8_t*>(arena_);
+      ptrs_.assign(plan.tensors.size(), nullptr);
+      for (size_t t = 0; t < plan.tensors.size(); ++t) {
+        const int r = engine_.storageRoot(static_cast<int>(t));
+        if (plan.tensors[static_cast<size_t>(r)].constant)
+          ptrs_[t] = const_cast<void*>(engine_.constantData(r));
+        else if (deviceInputs[static_cast<size_t>(r)])
+          ptrs_[t] = const_cast<void*>(deviceInputs[static_cast<size_t>(r)]);
+        else if (zeroCopyRoot_[static_cast<size_t>(r)])
+          ptrs_[t] = zeroCopyRoot_[static_cast<size_t>(r)];
+        else if (engine_.arenaOffset(r) >= 0)
+          ptrs_[t] = arena + engine_.arenaOffset(r);
+      }
+      ptrsValid_ = true;
     }
-    auto* arena = static_cast<uint8_t*>(arena_);
-    for (size_t t = 0; t < plan.tensors.size(); ++t) {
-      const int r = engine_.storageRoot(static_cast<int>(t));
-      if (plan.tensors[static_cast<size_t>(r)].constant)
-        ptrs[t] = const_cast<void*>(engine_.constantData(r));
-      else if (deviceInputs[static_cast<size_t>(r)])
-        ptrs[t] = const_cast<void*>(deviceInputs[static_cast<size_t>(r)]);
-      else if (zeroCopyRoot_[static_cast<size_t>(r)])
-        ptrs[t] = zeroCopyRoot_[static_cast<size_t>(r)];
-      else if (engine_.arenaOffset(r) >= 0)
-        ptrs[t] = arena + engine_.arenaOffset(r);
-    }
+    const std::vector<void*>& ptrs = ptrs_;
     for (const auto& d : engine_.inputs()) {
       const Tensor& t = bound_.at(d.name);
       if (!t.onHost()) continue;
@@ -464,7 +471,8 @@ class CudaContext final : public ExecutionContext {
   std::map<std::string, Tensor> bound_;
   std::map<std::string, Tensor> outputs_;
   std::map<size_t, std::vector<Tensor>> cpuInputs_;
-  std::vector<void*> ptrs_;
+  std::vector<void*> ptrs_;  // every tensor's address in a run: execute() keeps it up to date
+  bool ptrsValid_ = false;   // false after a setInput()
   std::vector<void*> capturedPtrs_;
   cudaGraphExec_t exec_ = nullptr;
   cudaEvent_t evStart_ = nullptr, evStop_ = nullptr;
