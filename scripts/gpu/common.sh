@@ -29,6 +29,11 @@ gpu_bundle_from() {
   for f in "$1"/fresh/*.xz; do
     [ -f "$f" ] || continue
     name=$(basename "$f" .xz)
+    # The bundle's own edgeinfer stays as edgeinfer_old (binab's baseline) unless one is carried.
+    if [ "$name" = edgeinfer ] && [ ! -f "$1/fresh/edgeinfer_old.xz" ] &&
+      [ -f /tmp/ei/.bundle/bin/edgeinfer ]; then
+      cp /tmp/ei/.bundle/bin/edgeinfer /tmp/ei/.bundle/bin/edgeinfer_old
+    fi
     xz -dc "$f" >"/tmp/ei/.bundle/bin/$name" && chmod +x "/tmp/ei/.bundle/bin/$name"
   done
   # shellcheck source=/dev/null

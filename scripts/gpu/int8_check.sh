@@ -22,7 +22,8 @@
 #              and the build's environment FORCE_ENV ("VAR=VALUE ..."; the runs have none),
 #              benched AB_REPS (3) times alternately
 #   binab      R50_BATCHES x R50_MODES (int8_strict) ResNet-50 engines built by edgeinfer_old (an
-#              earlier build of the CLI, carried as fresh/edgeinfer_old.xz) and by edgeinfer, each
+#              earlier build of the CLI, carried as fresh/edgeinfer_old.xz, else the bundle's
+#              own when fresh/edgeinfer.xz replaces it) and by edgeinfer, each
 #              with a timing cache of its own, their plans' timed sums, then each engine benched by
 #              its own program AB_REPS (3) times alternately: a change of kernels measured in one
 #              machine session
@@ -33,6 +34,11 @@
 #              run without CUDA graphs: every kernel's time to $OUT/ncu_b<B>_<mode>.csv, their
 #              sum, and the slowest kernels; then the engine's GPU time with CUDA graphs, so
 #              that sum against GPU time shows what the launches between kernels cost
+#              NCU_KERNEL (a kernel name regex): that kernel's full Nsight Compute report
+#              (--set full, the measured run's first launch) to $OUT/ncu_detail_b<B>_<mode>.txt
+#   floor      the host's share of a run: a one-Relu model's GPU engine ([1, 16] float32)
+#              benched as the ResNet engines are (latency against GPU time: what a run of an
+#              engine with almost no GPU work costs from execute() to the outputs on the host)
 #   trace      the plan step's engines (built here if missing; benched first) replaying their
 #              CUDA graph under kernel_trace.cpp (CUPTI; carry its build as libkernel_trace.so and
 #              libcupti.so.13.xz where the machine lacks CUPTI): one replay's kernels, their sum,
@@ -57,7 +63,10 @@ bench() {  # label, then edgeinfer bench arguments (BENCH_BIN: another program t
   local label=$1
   shift
   "${BENCH_BIN:-edgeinfer}" bench "$@" --iterations "${ITERS:-300}" --device-inputs >"$out/bench_$label.log" 2>&1
-  echo "$label rc=$? $(grep -E "precision|latency|throughput|GPU time" "$out/bench_$label.log" | tr '\n' ' ' | cut -c1-300)"
+  echo "$label rc=$? $(grep -E "precision|latency|throughput|GPU time" "$out/bench_$label.log" |
+    sed -E 's/.*latency \(ms\): mean [0-9.]+  (p50 [0-9.]+).*/\1/; s/.*\(backend [a-z]+, precision ([a-z0-9]+).*/\1/;
+            s/^throughput: ([0-9.]+) .*/\1 inf\/s/; s/^GPU time [^:]*: (p50 [0-9.]+ ms).*overhead[^)]*\) (p50 [0-9.]+ ms)/GPU \1, host \2/' |
+    tr '\n' ' ' | cut -c1-300)"
 }
 
 families() {  # a plan's timed steps (`edgeinfer build --verbose` after "GPU plan:") per family:
@@ -323,8 +332,31 @@ for t, n in sorted(run, reverse=True)[:12]:
     print(f"   {t:8.2f} us  {n[:110]}")
 PY
       bench "graphs_b${b}_$mode" "$e"
+      if [ -n "${NCU_KERNEL:-}" ]; then
+        d=$out/ncu_detail_b${b}_$mode.txt
+        timeout -k 5 240 ncu --set full --clock-control none -k "regex:$NCU_KERNEL" \
+          --launch-skip 1 --launch-count 1 edgeinfer bench "$e" --iterations 1 --warmup 1 \
+          --device-inputs --no-cuda-graphs >"$d" 2>&1
+        echo "-- b$b $mode: ncu detail of $NCU_KERNEL rc=$? ($d)"
+        grep -E "Duration|Registers Per|Achieved Occupancy|Grid Size|Block Size|Dynamic Shared|Stall|Memory Throughput|L2 Hit" "$d" | head -n 20
+      fi
     done
   done
+fi
+
+if [[ " $steps " == *" floor "* ]]; then
+  echo "== the host's share of a run: a one-Relu GPU engine"
+  /opt/torch/.venv/bin/python - <<'PY'
+import onnx
+from onnx import TensorProto, helper
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "/tmp/ei/relu.onnx")
+PY
+  edgeinfer build /tmp/ei/relu.onnx --backend cuda -o /tmp/ei/relu.engine >"$out/floor_build.log" 2>&1 ||
+    tail -n 3 "$out/floor_build.log"
+  for i in 1 2 3; do ITERS=2000 bench "floor_$i" /tmp/ei/relu.engine; done
 fi
 
 if [[ " $steps " == *" trace "* ]]; then
