@@ -57,17 +57,24 @@ inline void addDependentLaunch(cudaLaunchConfig_t* cfg, cudaLaunchAttribute* att
   cfg->attrs = attrs;
 }
 
-/// Launches `kernel` (a __global__ function's address, its arguments as for cudaLaunchKernel)
-/// with addDependentLaunch(): for kernels that keep the contract above.
-inline cudaError_t launchAsDependent(const void* kernel, dim3 grid, dim3 block, size_t smem,
-                                     cudaStream_t stream, void** args) {
+/// The launch configuration of launchAsDependent(): `attrs` (room for one) holds the attribute.
+inline cudaLaunchConfig_t dependentLaunchConfig(dim3 grid, dim3 block, size_t smem,
+                                                cudaStream_t stream, cudaLaunchAttribute* attrs) {
   cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attrs[1];
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   if (smallKernelDependentLaunchEnabled()) addDependentLaunch(&cfg, attrs);
+  return cfg;
+}
+
+/// Launches `kernel` (a __global__ function's address, its arguments as for cudaLaunchKernel)
+/// with addDependentLaunch(): for kernels that keep the contract above.
+inline cudaError_t launchAsDependent(const void* kernel, dim3 grid, dim3 block, size_t smem,
+                                     cudaStream_t stream, void** args) {
+  cudaLaunchAttribute attrs[1];
+  const cudaLaunchConfig_t cfg = dependentLaunchConfig(grid, block, smem, stream, attrs);
   return cudaLaunchKernelExC(&cfg, kernel, args);
 }
 
@@ -75,13 +82,8 @@ inline cudaError_t launchAsDependent(const void* kernel, dim3 grid, dim3 block, 
 template <typename... Params, typename... Args>
 cudaError_t launchAsDependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
                               cudaStream_t stream, Args&&... args) {
-  cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attrs[1];
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  if (smallKernelDependentLaunchEnabled()) addDependentLaunch(&cfg, attrs);
+  const cudaLaunchConfig_t cfg = dependentLaunchConfig(grid, block, smem, stream, attrs);
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
