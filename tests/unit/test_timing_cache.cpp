@@ -413,6 +413,45 @@ TEST(Tactic, RetimeWhenCachedTacticNoLongerCandidate) {
   EXPECT_EQ(withNew->tacticId, "new");
 }
 
+TEST(Tactic, FewerCandidatesThanTimedTakeTheFastestOfThemWithoutRetiming) {
+  // A strict INT8 build after a timed one: its INT8 candidates without the FP16 ones.
+  TimingCache c(kKey);
+  TimingEntry full = entry({{"fp16", 0.1}, {"i8a", 0.5}, {"i8b", 0.3}});
+  full.states["i8b"] = "state-b";
+  full.states["fp16"] = "state-f";
+  c.insert("sig", full);
+  FakeTimer timer({{"i8a", 9.0}, {"i8b", 9.0}});
+  LogCapture log;
+  auto r = selectFastest("sig", {"i8a", "i8b"}, timer, c, {}, "l");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->fromCache);
+  EXPECT_EQ(r->tacticId, "i8b");
+  EXPECT_EQ(timer.calls, 0);
+  EXPECT_EQ(log.count(Severity::kInfo, "re-timing"), 0) << log.all();
+  auto sub = c.findFor("sig", {"i8a", "i8b"});
+  ASSERT_TRUE(sub.has_value());
+  EXPECT_EQ(sub->chosen, "i8b");
+  EXPECT_EQ(sub->table.size(), 2u);
+  EXPECT_EQ(sub->states.size(), 1u);  // only the candidates' states
+  // The cache keeps every row: the timed build's next lookup is still a hit.
+  auto again = c.findFor("sig", {"fp16", "i8a", "i8b"});
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->chosen, "fp16");
+}
+
+TEST(Tactic, FewerCandidatesThatAllFailedAreRetimed_n) {
+  TimingCache c(kKey);
+  TimingEntry e = entry({{"ok", 0.1}});
+  e.table.push_back({"broken", 0, 0, true, "Unsupported: nope"});
+  c.insert("sig", e);
+  std::string stale;
+  EXPECT_FALSE(c.findFor("sig", {"broken"}, &stale).has_value());
+  EXPECT_NE(stale.find("none of the candidates ran"), std::string::npos) << stale;
+  // A candidate never timed is a miss however many others were.
+  EXPECT_FALSE(c.findFor("sig", {"ok", "broken", "new"}, &stale).has_value());
+  EXPECT_NE(stale.find("'new' was never timed"), std::string::npos) << stale;
+}
+
 TEST(Tactic, FormatTimingTableSorted) {
   TimingEntry e = entry({{"slow_one", 2.0}, {"fast", 0.5}});
   e.table.push_back({"broken", 0, 0, true, "Unsupported: nope"});

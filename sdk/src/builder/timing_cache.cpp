@@ -554,16 +554,27 @@ std::optional<TimingEntry> TimingCache::findFor(const std::string& signature,
   std::set<std::string> wanted, have;
   for (const auto& c : candidates) wanted.insert(c.id);
   for (const auto& t : cached->table) have.insert(t.tacticId);
-  std::string why;
-  for (const auto& id : have)
-    if (!wanted.count(id)) {
-      why = "cached tactic '" + id + "' is no longer a candidate";
-      break;
-    }
+  std::string why, missing;
   for (const auto& id : wanted)
-    if (why.empty() && !have.count(id))
-      why = "candidate '" + id + "' was never timed";  // it might be the fastest
-  if (why.empty()) return cached;
+    if (missing.empty() && !have.count(id))
+      missing = "candidate '" + id + "' was never timed";  // it might be the fastest
+  if (have == wanted) return cached;
+  if (missing.empty()) {
+    // Every candidate was timed, among others (a strict INT8 build after a timed one: its INT8
+    // candidates without the FP16 ones): the fastest of these, from the same measurements.
+    TimingEntry sub;
+    for (const auto& t : cached->table)
+      if (wanted.count(t.tacticId)) sub.table.push_back(t);
+    for (const auto& [id, state] : cached->states)
+      if (wanted.count(id)) sub.states[id] = state;
+    sub.chosen = fastestTactic(sub.table);
+    if (!sub.chosen.empty()) return sub;
+    why = "none of the candidates ran when they were timed";
+  }
+  for (const auto& id : have)
+    if (why.empty() && !wanted.count(id))
+      why = "cached tactic '" + id + "' is no longer a candidate";
+  if (why.empty()) why = missing;
   if (stale) *stale = why;
   return std::nullopt;
 }

@@ -168,9 +168,11 @@ class TimingCache {
   Status save(const std::string& path);
 
   std::optional<TimingEntry> find(const std::string& signature) const;
-  /// The entry of `signature` when it was timed over exactly `candidates` (what lookupOrTime
-  /// would return without timing); otherwise none, and `stale` (optional) says why an entry
-  /// that exists cannot be used.
+  /// The entry of `signature` when it was timed over `candidates` (what lookupOrTime would
+  /// return without timing): over exactly these, or over more (the entry cut down to these
+  /// rows, its fastest among them chosen: a strict INT8 build reuses the timed build's INT8
+  /// rows); otherwise none (a candidate never timed, or none of them ran), and `stale`
+  /// (optional) says why an entry that exists cannot be used.
   std::optional<TimingEntry> findFor(const std::string& signature,
                                      const std::vector<TacticCandidate>& candidates,
                                      std::string* stale = nullptr) const;
