@@ -191,4 +191,67 @@ Expected<StaticHeadAndTail> splitStaticHead(const Graph& g, bool bound) {
   return parts;
 }
 
+std::vector<std::vector<size_t>> networkStages(const Graph& g) {
+  const size_t n = g.nodes.size();
+  std::vector<std::vector<size_t>> stages;
+  if (n == 0) return stages;
+  // Each computed value (not a constant) is alive from the node that writes it (a graph input:
+  // from the start) to the last node that reads it (a graph output: to the end).
+  std::unordered_map<std::string, std::pair<long, long>> span;  // written at, last read at
+  const long end = static_cast<long>(n);
+  for (const auto& in : g.inputs) span[in] = {-1, -1};
+  for (size_t i = 0; i < n; ++i) {
+    for (const auto& in : g.nodes[i].inputs)
+      if (auto it = span.find(in); !in.empty() && it != span.end())
+        it->second.second = std::max(it->second.second, static_cast<long>(i));
+    for (const auto& out : g.nodes[i].outputs)
+      if (!out.empty() && !g.isConstant(out)) span[out] = {static_cast<long>(i), -1};
+  }
+  for (const auto& out : g.outputs)
+    if (auto it = span.find(out); it != span.end()) it->second.second = end;
+  // Alive across the cut after node i when written at w <= i and read last at r > i.
+  std::vector<int> delta(n + 1, 0);
+  for (const auto& [name, s] : span) {
+    const long w = s.first, r = s.second;
+    if (r <= w) continue;  // never read
+    ++delta[static_cast<size_t>(std::max(w, 0L))];
+    --delta[static_cast<size_t>(r)];
+  }
+  std::vector<std::pair<size_t, std::string>> cuts;  // after node i, the value alive there
+  int alive = 0;
+  for (size_t i = 0; i + 1 < n; ++i) {
+    alive += delta[i];
+    if (alive == 1) cuts.emplace_back(i, std::string());
+  }
+  for (auto& [i, value] : cuts)
+    for (const auto& [name, s] : span)
+      if (s.first <= static_cast<long>(i) && s.second > static_cast<long>(i)) value = name;
+  const auto shapeOf = [&](const std::string& v) {
+    const Value* val = g.findValue(v);
+    return val && val->shapeKnown ? val->shape.toString() : "?" + v;  // unknown: its own
+  };
+  size_t start = 0;
+  std::string lastShape;
+  for (const auto& [i, value] : cuts) {
+    std::vector<size_t> piece;
+    for (size_t k = start; k <= i; ++k) piece.push_back(k);
+    const std::string shape = shapeOf(value);
+    if (!stages.empty() && shape == lastShape)
+      stages.back().insert(stages.back().end(), piece.begin(), piece.end());
+    else
+      stages.push_back(std::move(piece));
+    lastShape = shape;
+    start = i + 1;
+  }
+  // The piece after the last cut ends at the graph's output: with one, its shape decides as
+  // a cut's value would (a run of equal blocks ending the graph stays one stage).
+  std::vector<size_t> rest;
+  for (size_t k = start; k < n; ++k) rest.push_back(k);
+  if (!stages.empty() && g.outputs.size() == 1 && shapeOf(g.outputs[0]) == lastShape)
+    stages.back().insert(stages.back().end(), rest.begin(), rest.end());
+  else if (!rest.empty())
+    stages.push_back(std::move(rest));
+  return stages;
+}
+
 }  // namespace edgeinfer::graph

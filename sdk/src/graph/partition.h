@@ -58,4 +58,14 @@ Expected<StaticHeadAndTail> splitStaticHead(const Graph& g, bool bound = false);
 /// output that is always empty).
 std::optional<Node> boundedForm(const Graph& g, const Node& n);
 
+/// The stages of a network in `g` (nodes in topological order, shapes inferred), as runs of
+/// node indices in order, together covering every node: the graph is cut after each node where
+/// exactly one computed value is alive (written before the cut, read after it or a graph
+/// output), as between two residual blocks of a ResNet, and consecutive pieces whose last values
+/// (the one alive at their cut; for the last piece, the graph's output where it has one) have
+/// the same shape are one stage (ResNet-50: the stem, its pool, layer1's three blocks, layer2's
+/// four..., the global pool, the classifier). A graph with no such cut is one stage. Used to try
+/// precisions stage by stage (builder.cpp).
+std::vector<std::vector<size_t>> networkStages(const Graph& g);
+
 }  // namespace edgeinfer::graph
