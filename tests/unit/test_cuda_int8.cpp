@@ -1301,9 +1301,12 @@ TEST(CudaInt8Engine, TimedBuildKeepsTheFasterOfPerLayerAndAllInt8) {
   const std::string nowhere = "but no layer runs in INT8";
   std::string line;
   std::unique_ptr<Engine> chosen;
+  // The comparison with the all-INT8 engine as it is (its stages in FP16: the next test).
+  BuilderConfig timedCfg = f.config(/*strict=*/false);
+  timedCfg.int8StageSearch = false;
   {
     test::LogCapture log;
-    auto e = Builder::buildFromFile(f.model, f.config(/*strict=*/false));
+    auto e = Builder::buildFromFile(f.model, timedCfg);
     ASSERT_TRUE(e.ok()) << e.status().toString();
     chosen = std::move(e).value();
     ASSERT_EQ(log.count(Severity::kInfo, said) + log.count(Severity::kInfo, same), 1) << log.all();
@@ -1364,6 +1367,97 @@ TEST(CudaInt8Engine, TimedBuildKeepsTheFasterOfPerLayerAndAllInt8) {
   auto cpuInt8 = f.cpuEngine(/*int8=*/true);
   ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
   EXPECT_GT(cosine(runOnce(*chosen, f.sample), runOnce(**cpuInt8, f.sample)), 0.99);
+}
+
+/// Two network stages (graph::networkStages): two residual blocks of 3x3 layers at 32 channels
+/// and 28x28, a strided 3x3 layer to 64 channels at 14x14, two blocks there.
+test::TestModel twoStages() {
+  test::TestModel m(13);
+  m.input("x", {1, 32, 28, 28});
+  std::string in = "x";
+  uint32_t seed = 40;
+  const auto conv = [&](const std::string& name, const std::string& x, int cin, int cout,
+                        int stride) {
+    m.randomInitializer(name + "_w", {cout, cin, 3, 3}, seed++, -0.15f, 0.15f);
+    m.randomInitializer(name + "_b", {cout}, seed++, -0.1f, 0.1f);
+    auto& c = m.node("Conv", {x, name + "_w", name + "_b"}, {name}, name);
+    test::TestModel::attrInts(c, "pads", {1, 1, 1, 1});
+    test::TestModel::attrInts(c, "strides", {stride, stride});
+    return name;
+  };
+  const auto block = [&](const std::string& p, int c) {
+    m.node("Relu", {conv(p + "a", in, c, c, 1)}, {p + "ar"}, p + "relu_a");
+    m.node("Add", {conv(p + "b", p + "ar", c, c, 1), in}, {p + "sum"}, p + "add");
+    m.node("Relu", {p + "sum"}, {p + "out"}, p + "relu");
+    in = p + "out";
+  };
+  block("s1b0_", 32);
+  block("s1b1_", 32);
+  m.node("Relu", {conv("down", in, 32, 64, 2)}, {"down_r"}, "down_relu");
+  in = "down_r";
+  block("s2b0_", 64);
+  block("s2b1_", 64);
+  m.node("Identity", {in}, {"y"}, "out");
+  m.output("y");
+  return m;
+}
+
+// A timed INT8 build tries the all-INT8 engine's network stages in FP16 (int8StageSearch), front
+// to back and never the last INT8 layers, before it compares that engine with its per-layer
+// choice; neither a strict build, nor the option off, nor a model of one stage tries any, and
+// layers the configuration sets a precision for are not moved.
+TEST(CudaInt8Engine, TimedBuildTriesNetworkStagesInFp16) {
+  EI_SKIP_WITHOUT_GPU();
+  Int8Fixture f;
+  f.inputShape = Shape{1, 32, 28, 28};
+  const Status prepared = f.prepare(twoStages());
+  ASSERT_TRUE(prepared.ok()) << prepared.toString();
+  const std::string tried = "INT8: network stages tried in FP16 in the whole engine";
+  std::unique_ptr<Engine> chosen;
+  {
+    test::LogCapture log;
+    auto e = Builder::buildFromFile(f.model, f.config(/*strict=*/false));
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    chosen = std::move(e).value();
+    ASSERT_EQ(log.count(Severity::kInfo, tried), 1) << log.all();
+    const std::string all = log.all();
+    const size_t at = all.find(tried);
+    const std::string line = all.substr(at, all.find('\n', at) - at);
+    std::printf("[          ] %s\n", line.c_str());
+    // "...(GPU time): TRIAL; TRIAL; kept: RUNS (S s)": each stage is tried alone (the first
+    // with the second would take the last INT8 layers), and no second round follows a kept
+    // one (what is left is the last INT8 layers).
+    std::vector<std::string> items;
+    for (size_t p = line.find("(GPU time): ") + 12, q; p != std::string::npos; p = q) {
+      q = line.find("; ", p);
+      items.push_back(line.substr(p, q == std::string::npos ? q : q - p));
+      if (q != std::string::npos) q += 2;
+    }
+    ASSERT_EQ(items.size(), 3u) << line;
+    EXPECT_EQ(items[0].rfind("'s1b0_a' .. 's1b1_b' (4 layers) in FP16: ", 0), 0u) << line;
+    EXPECT_EQ(items[1].rfind("'down' .. 's2b1_b' (5 layers) in FP16: ", 0), 0u) << line;
+    EXPECT_EQ(items[2].rfind("kept: ", 0), 0u) << line;
+  }
+  auto cpuFp32 = f.cpuEngine(/*int8=*/false);
+  ASSERT_TRUE(cpuFp32.ok()) << cpuFp32.status().toString();
+  EXPECT_GT(cosine(runOnce(*chosen, f.sample), runOnce(**cpuFp32, f.sample)), 0.99);
+
+  const auto triesNothing = [&](const BuilderConfig& c, const char* why) {
+    SCOPED_TRACE(why);
+    test::LogCapture log;
+    auto e = Builder::buildFromFile(f.model, c);
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    EXPECT_EQ(log.count(Severity::kInfo, tried), 0) << log.all();
+  };
+  triesNothing(f.config(/*strict=*/true), "strict");
+  BuilderConfig off = f.config(/*strict=*/false);
+  off.int8StageSearch = false;
+  triesNothing(off, "switched off");
+  BuilderConfig set = f.config(/*strict=*/false);
+  for (const char* l :
+       {"s1b0_a", "s1b0_b", "s1b1_a", "s1b1_b", "down", "s2b0_a", "s2b0_b", "s2b1_a", "s2b1_b"})
+    set.layerPrecision[l] = Precision::kInt8;
+  triesNothing(set, "every layer's precision set");
 }
 
 /// x[1,64,14,14] -> 1x1 (64 -> 128) + Relu -> 1x1 (128 -> 64) + x -> Relu -> y: unstrided
@@ -1454,6 +1548,17 @@ TEST(CudaInt8Engine, CloseRunnerUpsAreTriedInTheWholeEngine) {
   EXPECT_EQ(runtime::cudaEngineTactics(**e2).at(forcedLayer.layer), forcedLayer.chosen);
   for (const auto& a : runtime::cudaEngineAlternatives(**e2))
     EXPECT_NE(a.layer, forcedLayer.layer) << "a forced layer has no runner-up to try";
+}
+
+TEST(CudaInt8Engine, AModelOfOneStageTriesNoStage_n) {
+  EI_SKIP_WITHOUT_GPU();
+  Int8Fixture f;
+  f.inputShape = Shape{1, 64, 14, 14};
+  ASSERT_TRUE(f.prepare(int8Pointwise()).ok());  // the input is alive to the residual add
+  test::LogCapture log;
+  auto e = Builder::buildFromFile(f.model, f.config(/*strict=*/false));
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  EXPECT_EQ(log.count(Severity::kInfo, "network stages tried in FP16"), 0) << log.all();
 }
 
 TEST(CudaInt8Engine, Int8WithoutACalibrationCacheIsAClearError_n) {

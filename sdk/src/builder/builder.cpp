@@ -1,6 +1,7 @@
 #include "edgeinfer/builder.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -603,18 +604,122 @@ Expected<double> medianGpuMs(const Engine& engine) {
   return ms[ms.size() / 2];
 }
 
+/// BuilderConfig::int8StageSearch, after the all-INT8 engine `strict` (built with `strictCfg`,
+/// measured at `*strictMs`): runs of consecutive network stages that have INT8 layers
+/// (runtime::cudaEngineInt8Stages: ResNet's stem, pool, layer1, layer2...) get those layers in
+/// FP16 in trial builds of the whole engine, in rounds: the best run of a round is kept when
+/// the engine's GPU time (the better of two medians of 10 runs, measured in turn with the
+/// current engine) is at least kGain lower, and the next round builds on it. No run takes the
+/// last INT8 layers; at most kMaxTrials builds. The trials read the timing cache the first builds
+/// wrote (the timed build timed every layer in FP16 too). Layer by layer, INT8 competes with FP16
+/// by the time of each layer alone, reformats included; in the engine a run of layers behaves
+/// otherwise (ResNet-50 at batch 1 on an H200: every layer INT8 0.285 ms of GPU time, layer1 and
+/// layer2 in FP16 0.268 ms: docs/performance.md). Only layers the engine runs at INT8 move, and
+/// only to FP16: the accuracy policy's FP16 layers stay, and so does a layer the configuration sets
+/// a precision for. Any failure keeps the engine as it is. Updates `strict`, `*strictMs` and
+/// `strictCfg` (its layerPrecision); returns how many layers moved to FP16.
+size_t searchInt8Stages(std::unique_ptr<Engine>& strict, double* strictMs, BuilderConfig& strictCfg,
+                        const std::string& bytes, const onnx_import::ImportOptions& io,
+                        const std::string& modelHash, Backend backend,
+                        const ShapeProfile* profile) {
+  constexpr double kGain = 0.005;
+  constexpr size_t kMaxTrials = 16;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::vector<std::string>> stages;
+  for (auto& st : runtime::cudaEngineInt8Stages(*strict)) {
+    std::vector<std::string> free;  // not set by the configuration
+    for (auto& l : st)
+      if (!strictCfg.layerPrecision.count(l)) free.push_back(std::move(l));
+    if (!free.empty()) stages.push_back(std::move(free));
+  }
+  size_t int8Left = 0, moved = 0;
+  for (const auto& st : stages) int8Left += st.size();
+  std::string report, keptRuns;
+  size_t tried = 0;
+  std::vector<bool> inFp16(stages.size(), false);  // stages of the runs kept
+  // Each round tries, from every stage i not yet in FP16, the runs [i], [i, i+1]... while a
+  // trial stays within kExtend of the current engine (a run's two ends pay a reformat each,
+  // which a longer run can earn back: ResNet-50 at batch 1, layer1 and layer2 each alone in FP16
+  // were slower than all-INT8, together faster), then keeps the best run of the round if it
+  // gains kGain; the next round starts from that engine.
+  constexpr double kExtend = 0.02;
+  while (tried < kMaxTrials) {
+    std::unique_ptr<Engine> best;
+    double bestMs = 0.0;
+    BuilderConfig bestCfg;
+    size_t bestBegin = 0, bestEnd = 0, bestLayers = 0;
+    for (size_t i = 0; i < stages.size() && tried < kMaxTrials; ++i) {
+      BuilderConfig c = strictCfg;
+      size_t runLayers = 0;
+      for (size_t j = i; j < stages.size() && !inFp16[j] && tried < kMaxTrials; ++j) {
+        runLayers += stages[j].size();
+        if (runLayers >= int8Left) break;  // the last INT8 layers
+        ++tried;
+        for (const std::string& l : stages[j]) c.layerPrecision[l] = Precision::kFp16;
+        const std::string what =
+            "'" + stages[i].front() + "'" +
+            (runLayers > 1 ? " .. '" + stages[j].back() + "'" : std::string()) + " (" +
+            std::to_string(runLayers) + " layers) in FP16";
+        auto g = onnx_import::importFromBuffer(bytes.data(), bytes.size(), io);
+        if (!g.ok()) break;
+        auto trial = buildOne(std::move(g).value(), modelHash, c, backend, profile, nullptr,
+                              nullptr, /*cpuTail=*/true);
+        if (!trial.ok()) {
+          report += (report.empty() ? "" : "; ") + what + ": the build failed (" +
+                    trial.status().message() + ")";
+          break;
+        }
+        auto t1 = medianGpuMs(**trial);
+        auto b2 = medianGpuMs(*strict);
+        auto t2 = medianGpuMs(**trial);
+        if (!t1.ok() || !b2.ok() || !t2.ok()) break;
+        *strictMs = std::min(*strictMs, *b2);
+        const double t = std::min(*t1, *t2);
+        char buf[64];
+        std::snprintf(buf, sizeof buf, ": %.5f against %.5f ms", t, *strictMs);
+        report += (report.empty() ? "" : "; ") + what + buf;
+        if (!best || t < bestMs) {
+          best = std::move(trial).value();
+          bestMs = t;
+          bestCfg = c;
+          bestBegin = i;
+          bestEnd = j;
+          bestLayers = runLayers;
+        }
+        if (!(t < (1.0 + kExtend) * *strictMs)) break;
+      }
+    }
+    if (!best || !(bestMs < (1.0 - kGain) * *strictMs)) break;
+    keptRuns += (keptRuns.empty() ? "" : ", ") +
+                ("'" + stages[bestBegin].front() + "' .. '" + stages[bestEnd].back() + "'");
+    strict = std::move(best);
+    *strictMs = bestMs;
+    strictCfg = bestCfg;
+    for (size_t k = bestBegin; k <= bestEnd; ++k) inFp16[k] = true;
+    int8Left -= bestLayers;
+    moved += bestLayers;
+  }
+  if (!report.empty()) {
+    char secs[64];
+    std::snprintf(secs, sizeof secs, " (%.1f s)",
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    log(Severity::kInfo, "INT8: network stages tried in FP16 in the whole engine (GPU time): " +
+                             report + "; kept: " + (keptRuns.empty() ? "none" : keptRuns) + secs);
+  }
+  return moved;
+}
+
 /// BuilderConfig::int8WholeEngineChoice: `timed` (a timed INT8 GPU build) against the build of
-/// the same model with strictPrecision, both run on the device, each twice in turn (the faster
-/// of its two medians counts); the strict engine is kept only if it is at least 1 % faster, so
-/// run-to-run noise does not flip the choice between builds. Any failure on the strict side
-/// keeps `timed`, said in a warning.
-Expected<std::unique_ptr<Engine>> fasterInt8Engine(std::unique_ptr<Engine> timed,
-                                                   const std::string& bytes,
-                                                   const onnx_import::ImportOptions& io,
-                                                   const std::string& modelHash,
-                                                   const BuilderConfig& cfg, Backend backend,
-                                                   const ShapeProfile* profile, bool* strictKept) {
-  *strictKept = false;
+/// the same model with strictPrecision (and, with int8StageSearch, its stages tried in FP16:
+/// searchInt8Stages), both run on the device, each twice in turn (the faster of its two medians
+/// counts); the strict engine is kept only if it is at least 1 % faster, so run-to-run noise
+/// does not flip the choice between builds. Any failure on the strict side keeps `timed`, said
+/// in a warning. `*keptCfg`: the configuration the kept engine was built with.
+Expected<std::unique_ptr<Engine>> fasterInt8Engine(
+    std::unique_ptr<Engine> timed, const std::string& bytes, const onnx_import::ImportOptions& io,
+    const std::string& modelHash, const BuilderConfig& cfg, Backend backend,
+    const ShapeProfile* profile, BuilderConfig* keptCfg) {
+  *keptCfg = cfg;
   // The GPU builder left this warning to the choice (runtime/cuda_backend.h).
   const auto keep = [&]() {
     if (timed->info().precision != Precision::kInt8)
@@ -638,18 +743,27 @@ Expected<std::unique_ptr<Engine>> fasterInt8Engine(std::unique_ptr<Engine> timed
   auto strict = buildOne(std::move(g).value(), modelHash, strictCfg, backend, profile, nullptr,
                          nullptr, /*cpuTail=*/true);
   if (!strict.ok()) return keepTimed(strict.status());
+  std::unique_ptr<Engine> s = std::move(strict).value();
   const auto timedTactics = runtime::cudaEngineTactics(*timed);
-  if (timedTactics == runtime::cudaEngineTactics(**strict)) {
+  const bool same = timedTactics == runtime::cudaEngineTactics(*s);
+  double tMs = *timedMs, sMs = tMs;
+  if (!same) {
+    auto strictMs = medianGpuMs(*s);
+    if (!strictMs.ok()) return keepTimed(strictMs.status());
+    auto timedMs2 = medianGpuMs(*timed);
+    if (!timedMs2.ok()) return keepTimed(timedMs2.status());
+    auto strictMs2 = medianGpuMs(*s);
+    if (!strictMs2.ok()) return keepTimed(strictMs2.status());
+    tMs = std::min(*timedMs, *timedMs2);
+    sMs = std::min(*strictMs, *strictMs2);
+  }
+  size_t inFp16 = 0;
+  if (cfg.int8StageSearch)
+    inFp16 = searchInt8Stages(s, &sMs, strictCfg, bytes, io, modelHash, backend, profile);
+  if (runtime::cudaEngineTactics(*s) == timedTactics) {
     log(Severity::kInfo, "INT8: the per-layer choice is the all-INT8 engine");
     return keep();
   }
-  auto strictMs = medianGpuMs(**strict);
-  if (!strictMs.ok()) return keepTimed(strictMs.status());
-  auto timedMs2 = medianGpuMs(*timed);
-  if (!timedMs2.ok()) return keepTimed(timedMs2.status());
-  auto strictMs2 = medianGpuMs(**strict);
-  if (!strictMs2.ok()) return keepTimed(strictMs2.status());
-  const double tMs = std::min(*timedMs, *timedMs2), sMs = std::min(*strictMs, *strictMs2);
   const bool strictWins = sMs < 0.99 * tMs;
   const auto int8Layers = [](const Engine& e) {  // layers on cuda-i8 / cublaslt-i8 tactics
     int n = 0;
@@ -657,17 +771,19 @@ Expected<std::unique_ptr<Engine>> fasterInt8Engine(std::unique_ptr<Engine> timed
       n += id.rfind("cuda-i8.", 0) == 0 || id.rfind("cublaslt-i8.", 0) == 0;
     return n;
   };
-  char buf[320];
+  const std::string but =
+      inFp16 ? " but the " + std::to_string(inFp16) + " of the network stages kept in FP16" : "";
+  char buf[400];
   std::snprintf(buf, sizeof buf,
-                "INT8: every INT8-capable layer in INT8 (%d layers on INT8 kernels) runs in "
+                "INT8: every INT8-capable layer in INT8%s (%d layers on INT8 kernels) runs in "
                 "%.5f ms, the per-layer choice (%d) in %.5f ms (GPU time, the better of two "
                 "medians of 10 runs): the %s is kept",
-                int8Layers(**strict), sMs, int8Layers(*timed), tMs,
+                but.c_str(), int8Layers(*s), sMs, int8Layers(*timed), tMs,
                 strictWins ? "former" : "latter");
   log(Severity::kInfo, buf);
   if (strictWins) {
-    *strictKept = true;
-    return std::move(strict).value();
+    *keptCfg = strictCfg;
+    return s;
   }
   return keep();
 }
@@ -776,11 +892,9 @@ Expected<std::unique_ptr<Engine>> buildFromBytes(const std::string& bytes, const
     if (!e.ok() || backend != Backend::kCuda) return e;
     BuilderConfig kept = cfg;  // the configuration the engine kept was built with
     if (cfg.precision == Precision::kInt8 && !cfg.strictPrecision && cfg.int8WholeEngineChoice) {
-      bool strictKept = false;
       e = fasterInt8Engine(std::move(e).value(), bytes, io, modelHash, cfg, backend, profile,
-                           &strictKept);
+                           &kept);
       if (!e.ok()) return e;
-      kept.strictPrecision = strictKept;
     }
     if (!cfg.tryRunnerUpsInEngine) return e;
     return tryRunnerUpsInEngine(std::move(e).value(), bytes, io, modelHash, kept, backend, profile);

@@ -55,6 +55,12 @@ struct TacticAlternative {
 /// engines and other backends).
 std::vector<TacticAlternative> cudaEngineAlternatives(const Engine& engine);
 
+/// The layers of GPU engine `engine` that run at INT8, by network stage (graph::networkStages of
+/// its optimised graph: ResNet's stem, layer1, layer2...), stages without such a layer left
+/// out; empty for other backends. The builder tries stages in FP16 in the whole engine
+/// (builder.cpp).
+std::vector<std::vector<std::string>> cudaEngineInt8Stages(const Engine& engine);
+
 /// Recreates a GPU engine from its file: the graph, the facts and the plan (JSON).
 Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph g, EngineInfo info,
                                                  const std::string& plan);

@@ -134,6 +134,9 @@ std::map<std::string, std::string> cudaEngineTactics(const Engine&) {
 std::vector<TacticAlternative> cudaEngineAlternatives(const Engine&) {
   return {};
 }
+std::vector<std::vector<std::string>> cudaEngineInt8Stages(const Engine&) {
+  return {};
+}
 Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph, EngineInfo, const std::string&) {
   return Status(ErrorCode::kUnsupported,
                 "this is a GPU engine and this EdgeInfer was built without CUDA");

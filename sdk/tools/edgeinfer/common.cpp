@@ -59,6 +59,9 @@ const char* kBuilderOptionsHelp = R"(builder options:
                                 faster of the two, unless --int8-per-layer-only)
   --int8-per-layer-only         a timed INT8 build keeps its per-layer choice without building
                                 and running the all-INT8 engine against it
+  --no-stage-search             a timed INT8 build compares the all-INT8 engine as it is, without
+                                trying its network stages (ResNet's layer1, layer2...) in FP16
+                                in the whole engine first
   --try-runner-ups              GPU: try each close runner-up tactic of another family (within
                                 15 %) in the whole engine and keep it where the engine runs
                                 faster (slower builds: a build and a run per trial)
@@ -187,6 +190,7 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
   if (a.has("int8-bit-exact")) c.int8BitExact = true;
   if (a.has("int8-per-layer-only")) c.int8WholeEngineChoice = false;
   if (a.has("try-runner-ups")) c.tryRunnerUpsInEngine = true;
+  if (a.has("no-stage-search")) c.int8StageSearch = false;
   if (a.has("no-fusion")) {
     c.passes.fuseConvActivation = false;
     c.passes.fuseGemmActivation = false;

@@ -24,6 +24,7 @@
 #include "core/device.h"
 #include "edgeinfer/calibration.h"
 #include "edgeinfer/logger.h"
+#include "graph/partition.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/library_handles.h"
@@ -1239,6 +1240,23 @@ std::map<std::string, std::string> cudaEngineTactics(const Engine& engine) {
 std::vector<TacticAlternative> cudaEngineAlternatives(const Engine& engine) {
   const auto* e = dynamic_cast<const CudaEngine*>(&engine);
   return e ? e->alternatives() : std::vector<TacticAlternative>{};
+}
+
+std::vector<std::vector<std::string>> cudaEngineInt8Stages(const Engine& engine) {
+  std::vector<std::vector<std::string>> out;
+  const auto* e = dynamic_cast<const CudaEngine*>(&engine);
+  if (!e) return out;
+  std::set<size_t> int8Nodes;
+  for (const auto& s : e->plan().steps)
+    if (s.kind == StepKind::kTactic && s.node >= 0 && s.precision == Precision::kInt8)
+      int8Nodes.insert(static_cast<size_t>(s.node));
+  for (const auto& stage : graph::networkStages(e->graph())) {
+    std::vector<std::string> layers;
+    for (size_t i : stage)
+      if (int8Nodes.count(i)) layers.push_back(e->graph().nodes[i].name);
+    if (!layers.empty()) out.push_back(std::move(layers));
+  }
+  return out;
 }
 
 Expected<std::unique_ptr<Engine>> loadCudaEngine(graph::Graph g, EngineInfo info,
