@@ -10,7 +10,8 @@
 #              INT8 (timed against FP16) and INT8 strict; `edgeinfer bench` of each
 #   resnet     ResNet-50 (torchvision, random weights, dynamic batch) calibrated (min-max) on
 #              2 random tensors, then R50_MODES (fp16 int8 int8_strict; int8_strict_exact on
-#              request: --int8-bit-exact) at R50_BATCHES (1 64)
+#              request: --int8-bit-exact) at R50_BATCHES (1 64): each built (wall time; with
+#              R50_REBUILD=1 built again from the timing cache), its INT8 choices, its bench
 #   calibgpu   `edgeinfer calibrate` of ResNet-50 on CALIB_SAMPLES (64) random tensors with
 #              --backend cpu and cuda (twice: the second build from the timing cache), each of
 #              CALIB_METHODS (minmax entropy): wall times, and the caches' ranges compared
@@ -20,7 +21,8 @@
 #   force      R50_BATCHES x R50_MODES (int8_strict) ResNet-50 engines built as they are and with
 #              the build arguments FORCE_ARGS ("--tactic L=ID --layer-precision L=fp16 ...")
 #              and the build's environment FORCE_ENV ("VAR=VALUE ..."; the runs have none),
-#              benched AB_REPS (3) times alternately
+#              benched AB_REPS (3) times alternately; FORCE_ARGS="ARGS | ARGS ...": several
+#              variants (forced1, forced2, ...) against the default engine
 #   binab      R50_BATCHES x R50_MODES (int8_strict) ResNet-50 engines built by edgeinfer_old (an
 #              earlier build of the CLI, carried as fresh/edgeinfer_old.xz, else the bundle's
 #              own when fresh/edgeinfer.xz replaces it) and by edgeinfer, each
@@ -148,8 +150,17 @@ if [[ " $steps " == *" resnet "* ]]; then
   for b in ${R50_BATCHES:-1 64}; do
     for mode in ${R50_MODES:-fp16 int8 int8_strict}; do
       r50_args "$mode"
-      EDGEINFER_LOG_LEVEL=info bench "r50_b${b}_$mode" "$r" --backend cuda --dynamic-dim "$b" "${args[@]}"
-      grep -E "INT8:" "$out/bench_r50_b${b}_$mode.log" | tail -n 2
+      e=/tmp/ei/r50_b${b}_$mode.engine
+      for pass in 1 2; do  # the second from the first one's timing cache
+        EDGEINFER_LOG_LEVEL=info /usr/bin/time -f "%e" -o /tmp/ei/t edgeinfer build "$r" \
+          --backend cuda --dynamic-dim "$b" \
+          "${args[@]}" -o "$e" >"$out/build_r50_b${b}_${mode}_$pass.log" 2>&1 ||
+          echo "build b$b $mode failed: $(tail -n 2 "$out/build_r50_b${b}_${mode}_$pass.log")"
+        echo "build b$b $mode (pass $pass): wall $(cat /tmp/ei/t) s"
+        [ "${R50_REBUILD:-0}" = 1 ] || break
+      done
+      grep -E "INT8:" "$out/build_r50_b${b}_${mode}_1.log" | tail -n 3 | cut -c1-900
+      bench "r50_b${b}_$mode" "$e"
     done
   done
 fi
@@ -227,15 +238,19 @@ if [[ " $steps " == *" force "* ]]; then
   echo "== default engines against engines built with FORCE_ARGS too, benched alternately"
   r50_prepare
   r=/tmp/ei/resnet50.onnx
-  read -r -a forced <<<"${FORCE_ARGS:-}"
+  IFS='|' read -r -a variants <<<"${FORCE_ARGS:-}"  # "ARGS | ARGS ...": variants forced1, ...
+  names=(default)
+  for i in "${!variants[@]}"; do names+=("forced$((i + 1))"); done
+  [ "${#variants[@]}" -eq 1 ] && names=(default forced)
   for b in ${R50_BATCHES:-1 64}; do
     for mode in ${R50_MODES:-int8_strict}; do
       r50_args "$mode"
-      for v in default forced; do
+      for k in "${!names[@]}"; do
+        v=${names[$k]}
         extra=()
-        [ "$v" = forced ] && extra=("${forced[@]}")
+        [ "$k" -gt 0 ] && read -r -a extra <<<"${variants[$((k - 1))]}"
         envs=()
-        [ "$v" = forced ] && read -r -a envs <<<"${FORCE_ENV:-}"
+        [ "$k" -gt 0 ] && read -r -a envs <<<"${FORCE_ENV:-}"
         env "${envs[@]}" edgeinfer build "$r" --backend cuda --dynamic-dim "$b" "${args[@]}" \
           "${extra[@]}" --verbose -o "/tmp/ei/force_b${b}_${mode}_$v.engine" \
           >"$out/build_force_b${b}_${mode}_$v.log" 2>&1 ||
@@ -246,7 +261,7 @@ if [[ " $steps " == *" force "* ]]; then
         families "$p"
       done
       for rep in $(seq "${AB_REPS:-3}"); do
-        for v in default forced; do
+        for v in "${names[@]}"; do
           [ -f "/tmp/ei/force_b${b}_${mode}_$v.engine" ] || continue  # its build failed
           bench "force_b${b}_${mode}_${v}_$rep" "/tmp/ei/force_b${b}_${mode}_$v.engine"
         done
