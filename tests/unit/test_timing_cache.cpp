@@ -450,6 +450,14 @@ TEST(Tactic, FewerCandidatesThatAllFailedAreRetimed_n) {
   // A candidate never timed is a miss however many others were.
   EXPECT_FALSE(c.findFor("sig", {"ok", "broken", "new"}, &stale).has_value());
   EXPECT_NE(stale.find("'new' was never timed"), std::string::npos) << stale;
+  // Re-timing the failed one keeps the rows of the others (the entry still serves them).
+  FakeTimer timer({{"broken", 0.5}});
+  auto r = selectFastest("sig", {"broken"}, timer, c, {}, "l");
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(timer.calls, 1);
+  auto both = c.findFor("sig", {"ok", "broken"});
+  ASSERT_TRUE(both.has_value());
+  EXPECT_EQ(both->chosen, "ok");
 }
 
 TEST(Tactic, FormatTimingTableSorted) {

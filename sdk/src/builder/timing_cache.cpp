@@ -635,8 +635,19 @@ Expected<TimingEntry> TimingCache::lookupOrTime(const std::string& signature,
                   "no tactic could run for layer signature '" + signature + "':" + why);
   }
   {
+    // Rows of other candidates an earlier entry holds stay (a strict INT8 build re-timing its
+    // candidates must not drop the timed build's FP16 rows, or each would re-time the other).
     std::lock_guard<std::mutex> lock(mu_);
-    entries_[signature] = e;
+    TimingEntry merged = e;
+    if (const auto old = entries_.find(signature); old != entries_.end()) {
+      for (const auto& t : old->second.table)
+        if (!wanted.count(t.tacticId)) merged.table.push_back(t);
+      for (const auto& [id, state] : old->second.states)
+        if (!wanted.count(id)) merged.states[id] = state;
+      sortTimingTable(merged.table);
+      merged.chosen = fastestTactic(merged.table);
+    }
+    entries_[signature] = std::move(merged);
   }
   return e;
 }
