@@ -1414,6 +1414,8 @@ TEST(CudaInt8Engine, TimedBuildTriesNetworkStagesInFp16) {
   ASSERT_TRUE(prepared.ok()) << prepared.toString();
   const std::string tried = "INT8: network stages tried in FP16 in the whole engine";
   std::unique_ptr<Engine> chosen;
+  const std::vector<std::string> stageA = {"s1b0_a", "s1b0_b", "s1b1_a", "s1b1_b"};
+  const std::vector<std::string> stageB = {"down", "s2b0_a", "s2b0_b", "s2b1_a", "s2b1_b"};
   {
     test::LogCapture log;
     auto e = Builder::buildFromFile(f.model, f.config(/*strict=*/false));
@@ -1421,6 +1423,20 @@ TEST(CudaInt8Engine, TimedBuildTriesNetworkStagesInFp16) {
     chosen = std::move(e).value();
     ASSERT_EQ(log.count(Severity::kInfo, tried), 1) << log.all();
     const std::string all = log.all();
+    // The engine returned is the one the choice names: with the all-INT8 side kept after a
+    // stage moved, that stage runs no INT8 kernel and the other one does.
+    const auto int8Id = [](const std::string& id) {
+      return id.rfind("cuda-i8.", 0) == 0 || id.rfind("cublaslt-i8.", 0) == 0;
+    };
+    const auto tactics = runtime::cudaEngineTactics(*chosen);
+    for (const auto& [moved, stage, other] :
+         {std::make_tuple("but the 4 of the network stages", stageA, stageB),
+          std::make_tuple("but the 5 of the network stages", stageB, stageA)})
+      if (all.find(moved) != std::string::npos &&
+          all.find("the former is kept") != std::string::npos) {
+        for (const auto& l : stage) EXPECT_FALSE(int8Id(tactics.at(l))) << l << " " << all;
+        for (const auto& l : other) EXPECT_TRUE(int8Id(tactics.at(l))) << l << " " << all;
+      }
     const size_t at = all.find(tried);
     const std::string line = all.substr(at, all.find('\n', at) - at);
     std::printf("[          ] %s\n", line.c_str());
@@ -1454,10 +1470,19 @@ TEST(CudaInt8Engine, TimedBuildTriesNetworkStagesInFp16) {
   off.int8StageSearch = false;
   triesNothing(off, "switched off");
   BuilderConfig set = f.config(/*strict=*/false);
-  for (const char* l :
-       {"s1b0_a", "s1b0_b", "s1b1_a", "s1b1_b", "down", "s2b0_a", "s2b0_b", "s2b1_a", "s2b1_b"})
-    set.layerPrecision[l] = Precision::kInt8;
+  for (const auto* stage : {&stageA, &stageB})
+    for (const auto& l : *stage) set.layerPrecision[l] = Precision::kInt8;
   triesNothing(set, "every layer's precision set");
+  // Forced tactics (INT8 ones would be no candidates in FP16): those layers are not moved.
+  auto strict = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
+  ASSERT_TRUE(strict.ok()) << strict.status().toString();
+  BuilderConfig forced = f.config(/*strict=*/false);
+  forced.forcedTactics = runtime::cudaEngineTactics(**strict);
+  triesNothing(forced, "every layer's tactic forced");
+  // Without a timing cache every trial would time the whole network again: no search.
+  BuilderConfig noCache = f.config(/*strict=*/false);
+  noCache.useTimingCache = false;
+  triesNothing(noCache, "no timing cache");
 }
 
 /// x[1,64,14,14] -> 1x1 (64 -> 128) + Relu -> 1x1 (128 -> 64) + x -> Relu -> y: unstrided

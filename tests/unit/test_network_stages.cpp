@@ -183,6 +183,22 @@ TEST(NetworkStages, RandomGraphsAreCoveredInOrder) {
     }
     w.g.outputs = {values.back()};
     expectCoversInOrder(w.g);
+    // Counted the slow way: one computed value alive after every stage but the last.
+    const auto stages = networkStages(w.g);
+    for (size_t s = 0; s + 1 < stages.size(); ++s) {
+      const size_t cut = stages[s].back();
+      int alive = 0;
+      for (const std::string& v : values) {
+        bool writtenBefore = v == "x", readAfter = w.g.isGraphOutput(v);  // x: a graph input
+        for (size_t k = 0; k < w.g.nodes.size(); ++k) {
+          const auto& node = w.g.nodes[k];
+          if (node.outputs[0] == v) writtenBefore = k <= cut;
+          for (const auto& in : node.inputs) readAfter = readAfter || (in == v && k > cut);
+        }
+        alive += writtenBefore && readAfter;
+      }
+      EXPECT_EQ(alive, 1) << "round " << round << ", after node " << cut;
+    }
   }
 }
 

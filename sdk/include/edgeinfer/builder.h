@@ -129,15 +129,17 @@ struct BuilderConfig {
   /// times the INT8 candidates again; both engines are on the GPU while it runs. Off: the
   /// per-layer choice alone.
   bool int8WholeEngineChoice = true;
-  /// With int8WholeEngineChoice: before that comparison, the all-INT8 engine's network stages
-  /// (graph::networkStages: ResNet's stem, layer1, layer2..., the runs of blocks between cuts
-  /// where one tensor is alive), front to back, have their INT8 layers tried in FP16 in trial
-  /// builds of the whole engine, each kept when the engine's GPU time drops by at least 0.5 %
-  /// (medians measured in turn; never the last INT8 layers, never a layer layerPrecision
-  /// sets). Layers timed alone cannot show how a run of them behaves in the engine: ResNet-50
-  /// at batch 1 on an H200 ran 6 % faster with layer1 and layer2 in FP16 than all-INT8, which
-  /// per-layer timing rated the other way (docs/performance.md). A build and a run per stage
-  /// with INT8 layers (at most 10). Off: the all-INT8 engine as it is.
+  /// With int8WholeEngineChoice: before that comparison, runs of the all-INT8 engine's network
+  /// stages (graph::networkStages: ResNet's stem, pool, layer1, layer2..., the runs of blocks
+  /// between cuts where one tensor is alive) have their INT8 layers tried in FP16 in trial
+  /// builds of the whole engine, in rounds, the best run of a round kept when the engine's GPU
+  /// time drops by at least 0.5 % (medians measured in turn; never the last INT8 layers, never a
+  /// layer layerPrecision or a forced tactic sets). Layers timed alone cannot show how a run of
+  /// them behaves in the engine: ResNet-50 at batch 1 on an H200 ran 6 % faster with layer1 and
+  /// layer2 in FP16 than all-INT8, which per-layer timing rated the other way
+  /// (docs/performance.md). A build and a run per trial, at most 16 (ResNet-50: 28 s of a 34.5 s
+  /// rebuild); not with useTimingCache off or timingCacheMissIsError. Off: the all-INT8 engine
+  /// as it is.
   bool int8StageSearch = true;
   /// GPU builds of one shape: layers whose tactic won its timing by less than 15 % over one of
   /// another family (the tactic id up to its first '.': cuda-i8, cublaslt-i8, cudnn, cuda-dw...;

@@ -12,6 +12,7 @@
 #include "builder/engine_format.h"
 #include "builder/optimize.h"
 #include "builder/range_format.h"
+#include "builder/timing_cache.h"
 #include "edgeinfer/calibration.h"
 #include "edgeinfer/logger.h"
 #include "graph/partition.h"
@@ -610,14 +611,16 @@ Expected<double> medianGpuMs(const Engine& engine) {
 /// FP16 in trial builds of the whole engine, in rounds: the best run of a round is kept when
 /// the engine's GPU time (the better of two medians of 10 runs, measured in turn with the
 /// current engine) is at least kGain lower, and the next round builds on it. No run takes the
-/// last INT8 layers; at most kMaxTrials builds. The trials read the timing cache the first builds
-/// wrote (the timed build timed every layer in FP16 too). Layer by layer, INT8 competes with FP16
-/// by the time of each layer alone, reformats included; in the engine a run of layers behaves
-/// otherwise (ResNet-50 at batch 1 on an H200: every layer INT8 0.285 ms of GPU time, layer1 and
-/// layer2 in FP16 0.268 ms: docs/performance.md). Only layers the engine runs at INT8 move, and
-/// only to FP16: the accuracy policy's FP16 layers stay, and so does a layer the configuration sets
-/// a precision for. Any failure keeps the engine as it is. Updates `strict`, `*strictMs` and
-/// `strictCfg` (its layerPrecision); returns how many layers moved to FP16.
+/// last INT8 layers; at most kMaxTrials builds. The trials read the timing cache; a layer's
+/// FP16 tactics are timed under its FP16 signature (no scales), so the first trial that puts
+/// a layer shape in FP16 times it there, later builds read it. Layer by layer, INT8 competes
+/// with FP16 by the time of each layer alone, reformats included; in the engine a run of layers
+/// behaves otherwise (ResNet-50 at batch 1 on an H200: every layer INT8 0.285 ms of GPU time,
+/// layer1 and layer2 in FP16 0.268 ms: docs/performance.md). Only layers the engine runs at
+/// INT8 move, and only to FP16: the accuracy policy's FP16 layers stay, and so does a layer the
+/// configuration sets a precision or a tactic for. Any failure keeps the engine as it is.
+/// Updates `strict`, `*strictMs` (the best trial's time) and `strictCfg` (its layerPrecision);
+/// returns how many layers moved to FP16.
 size_t searchInt8Stages(std::unique_ptr<Engine>& strict, double* strictMs, BuilderConfig& strictCfg,
                         const std::string& bytes, const onnx_import::ImportOptions& io,
                         const std::string& modelHash, Backend backend,
@@ -625,11 +628,21 @@ size_t searchInt8Stages(std::unique_ptr<Engine>& strict, double* strictMs, Build
   constexpr double kGain = 0.005;
   constexpr size_t kMaxTrials = 16;
   const auto t0 = std::chrono::steady_clock::now();
+  // Layers the configuration sets a precision or a tactic for stay as they are (an INT8 tactic
+  // forced on a layer is no candidate of it in FP16).
+  std::set<std::string> fixed;
+  for (const auto& [layer, p] : strictCfg.layerPrecision) fixed.insert(layer);
+  for (const auto& [layer, id] : strictCfg.forcedTactics) fixed.insert(layer);
+  if (!strictCfg.forcedTacticsFile.empty()) {
+    auto file = builder::TacticOverrides::loadFile(strictCfg.forcedTacticsFile);
+    if (!file.ok()) return 0;  // the builds before read it: not expected
+    for (const auto& [layer, id] : file->all()) fixed.insert(layer);
+  }
   std::vector<std::vector<std::string>> stages;
   for (auto& st : runtime::cudaEngineInt8Stages(*strict)) {
-    std::vector<std::string> free;  // not set by the configuration
+    std::vector<std::string> free;
     for (auto& l : st)
-      if (!strictCfg.layerPrecision.count(l)) free.push_back(std::move(l));
+      if (!fixed.count(l)) free.push_back(std::move(l));
     if (!free.empty()) stages.push_back(std::move(free));
   }
   size_t int8Left = 0, moved = 0;
@@ -758,11 +771,31 @@ Expected<std::unique_ptr<Engine>> fasterInt8Engine(
     sMs = std::min(*strictMs, *strictMs2);
   }
   size_t inFp16 = 0;
-  if (cfg.int8StageSearch)
+  // The trials need the timing cache (without it each would time the whole network again; with
+  // misses as errors, a stage's FP16 layers, timed under their own signatures, may miss).
+  if (cfg.int8StageSearch && cfg.useTimingCache && !cfg.timingCacheMissIsError)
     inFp16 = searchInt8Stages(s, &sMs, strictCfg, bytes, io, modelHash, backend, profile);
   if (runtime::cudaEngineTactics(*s) == timedTactics) {
-    log(Severity::kInfo, "INT8: the per-layer choice is the all-INT8 engine");
+    log(Severity::kInfo, inFp16 ? "INT8: the per-layer choice is the engine the stage search found"
+                                : "INT8: the per-layer choice is the all-INT8 engine");
     return keep();
+  }
+  if (inFp16) {
+    // The search's figure is the best of its trials: both engines measured again, in turn, so
+    // neither side has the pick of more samples.
+    auto s1 = medianGpuMs(*s);
+    auto t1 = medianGpuMs(*timed);
+    auto s2 = medianGpuMs(*s);
+    auto t2 = medianGpuMs(*timed);
+    if (!s1.ok() || !t1.ok() || !s2.ok() || !t2.ok()) {
+      const Status why = !s1.ok()   ? s1.status()
+                         : !t1.ok() ? t1.status()
+                         : !s2.ok() ? s2.status()
+                                    : t2.status();
+      return keepTimed(why);
+    }
+    sMs = std::min(*s1, *s2);
+    tMs = std::min(*t1, *t2);
   }
   const bool strictWins = sMs < 0.99 * tMs;
   const auto int8Layers = [](const Engine& e) {  // layers on cuda-i8 / cublaslt-i8 tactics

@@ -667,8 +667,10 @@ Expected<std::unique_ptr<VisionModel>> VisionModel::create(const ModelConfig& co
       // (Engines cached before the fast rounding existed were bit-exact: their key has neither.)
       if (!bc.int8BitExact) key += "fast-rounding;";
       if (!bc.strictPrecision && !bc.int8WholeEngineChoice) key += "per-layer-only;";
-      if (!bc.strictPrecision && bc.int8WholeEngineChoice && !bc.int8StageSearch)
-        key += "no-stage-search;";
+      // (Engines cached before the stage search existed were built without it: their key has
+      // not this.)
+      if (!bc.strictPrecision && bc.int8WholeEngineChoice && bc.int8StageSearch)
+        key += "stage-search;";
       for (const auto& [layer, p] : bc.layerPrecision) key += layer + "=" + precisionName(p) + ";";
       if (!bc.calibrationCachePath.empty()) {
         auto calib = readFile(bc.calibrationCachePath);
