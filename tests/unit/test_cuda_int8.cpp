@@ -1402,10 +1402,11 @@ test::TestModel twoStages() {
   return m;
 }
 
-// A timed INT8 build tries the all-INT8 engine's network stages in FP16 (int8StageSearch), front
-// to back and never the last INT8 layers, before it compares that engine with its per-layer
-// choice; neither a strict build, nor the option off, nor a model of one stage tries any, and
-// layers the configuration sets a precision for are not moved.
+// A timed INT8 build tries runs of the all-INT8 engine's network stages in FP16
+// (int8StageSearch), never the last INT8 layers, before it compares that engine with its
+// per-layer choice, and returns the engine the choice names; a strict build, the option off, a
+// build without a timing cache and a model of one stage try none, and layers the configuration
+// sets a precision or a tactic for are not moved.
 TEST(CudaInt8Engine, TimedBuildTriesNetworkStagesInFp16) {
   EI_SKIP_WITHOUT_GPU();
   Int8Fixture f;
