@@ -1458,6 +1458,18 @@ TEST(CudaInt8Engine, TimedBuildTriesNetworkStagesInFp16) {
   auto cpuFp32 = f.cpuEngine(/*int8=*/false);
   ASSERT_TRUE(cpuFp32.ok()) << cpuFp32.status().toString();
   EXPECT_GT(cosine(runOnce(*chosen, f.sample), runOnce(**cpuFp32, f.sample)), 0.99);
+  {
+    // The rebuild reads the search's outcome from the timing cache: the recorded run built and
+    // measured once (searched again only if it no longer gains), or none.
+    test::LogCapture log;
+    auto e = Builder::buildFromFile(f.model, f.config(/*strict=*/false));
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    EXPECT_EQ(log.count(Severity::kInfo, "(the timing cache's record; no search)") +
+                  log.count(Severity::kInfo, "no longer a gain: searching again") +
+                  log.count(Severity::kInfo, "none pays for this engine (the timing cache's"),
+              1)
+        << log.all();
+  }
 
   const auto triesNothing = [&](const BuilderConfig& c, const char* why) {
     SCOPED_TRACE(why);

@@ -137,9 +137,10 @@ struct BuilderConfig {
   /// layer layerPrecision or a forced tactic sets). Layers timed alone cannot show how a run of
   /// them behaves in the engine: ResNet-50 at batch 1 on an H200 ran 6 % faster with layer1 and
   /// layer2 in FP16 than all-INT8, which per-layer timing rated the other way
-  /// (docs/performance.md). A build and a run per trial, at most 16 (ResNet-50: 28 s of a 34.5 s
-  /// rebuild); not with useTimingCache off or timingCacheMissIsError. Off: the all-INT8 engine
-  /// as it is.
+  /// (docs/performance.md). A build and a run per trial, at most 16 (ResNet-50 at batch 1: 28 s);
+  /// the outcome is kept in the timing cache (builder/stage_record.h), and a rebuild of the same
+  /// all-INT8 engine builds and measures the recorded run once instead. Not with useTimingCache
+  /// off or timingCacheMissIsError. Off: the all-INT8 engine as it is.
   bool int8StageSearch = true;
   /// GPU builds of one shape: layers whose tactic won its timing by less than 15 % over one of
   /// another family (the tactic id up to its first '.': cuda-i8, cublaslt-i8, cudnn, cuda-dw...;

@@ -12,6 +12,7 @@
 #include "builder/engine_format.h"
 #include "builder/optimize.h"
 #include "builder/range_format.h"
+#include "builder/stage_record.h"
 #include "builder/timing_cache.h"
 #include "edgeinfer/calibration.h"
 #include "edgeinfer/logger.h"
@@ -646,9 +647,83 @@ size_t searchInt8Stages(std::unique_ptr<Engine>& strict, double* strictMs, Build
     if (!free.empty()) stages.push_back(std::move(free));
   }
   size_t int8Left = 0, moved = 0;
-  for (const auto& st : stages) int8Left += st.size();
+  std::set<std::string> stageLayers;
+  for (const auto& st : stages) {
+    int8Left += st.size();
+    stageLayers.insert(st.begin(), st.end());
+  }
+  // A trial: the engine with `c`'s precisions, its GPU time (the better of two medians, measured
+  // in turn with the current engine, whose time *strictMs takes the better of). An error when
+  // the build or a measurement fails.
+  const auto trialOf = [&](const BuilderConfig& c, std::unique_ptr<Engine>* out,
+                           double* ms) -> Status {
+    EI_ASSIGN_OR_RETURN(graph::Graph g,
+                        onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
+    auto trial = buildOne(std::move(g), modelHash, c, backend, profile, nullptr, nullptr,
+                          /*cpuTail=*/true);
+    if (!trial.ok()) return trial.status().withContext("the build failed");
+    EI_ASSIGN_OR_RETURN(double t1, medianGpuMs(**trial));
+    EI_ASSIGN_OR_RETURN(double b2, medianGpuMs(*strict));
+    EI_ASSIGN_OR_RETURN(double t2, medianGpuMs(**trial));
+    *strictMs = std::min(*strictMs, b2);
+    *ms = std::min(t1, t2);
+    *out = std::move(trial).value();
+    return Status::Ok();
+  };
+
+  // The outcome of an earlier search of this very all-INT8 engine, from the timing cache: its
+  // run is built and measured once instead of searching again (if it still gains).
+  const std::string deviceKey = strict->info().deviceKey;
+  std::string cachePath = strictCfg.timingCachePath;
+  if (cachePath.empty()) {
+    auto p = builder::defaultCachePath(deviceKey);
+    if (p.ok()) cachePath = *p;
+  }
+  const std::string signature =
+      builder::stageSearchSignature(modelHash, runtime::cudaEngineTactics(*strict), fixed);
+  builder::TimingCache record(deviceKey);
+  const bool recordable = !cachePath.empty() && record.loadOrIgnore(cachePath).ok();
+  if (recordable)
+    if (const auto entry = record.find(signature))
+      if (const auto layers = builder::stageSearchLayers(*entry)) {
+        bool valid = layers->size() < int8Left;
+        for (const auto& l : *layers) valid = valid && stageLayers.count(l);
+        if (valid && layers->empty()) {
+          log(Severity::kInfo,
+              "INT8: network stages in FP16: none pays for this engine (the "
+              "timing cache's record of an earlier search)");
+          return 0;
+        }
+        if (valid) {
+          BuilderConfig c = strictCfg;
+          for (const auto& l : *layers) c.layerPrecision[l] = Precision::kFp16;
+          std::unique_ptr<Engine> trial;
+          double t = 0.0;
+          const Status st = trialOf(c, &trial, &t);
+          char buf[160];
+          std::snprintf(buf, sizeof buf,
+                        "%zu layers in FP16 as an earlier search kept them: %.5f "
+                        "against %.5f ms",
+                        layers->size(), t, *strictMs);
+          if (st.ok() && t < (1.0 - kGain) * *strictMs) {
+            log(Severity::kInfo, std::string("INT8: network stages: ") + buf +
+                                     " (the timing cache's record; no search)");
+            strict = std::move(trial);
+            *strictMs = t;
+            strictCfg = c;
+            return layers->size();
+          }
+          log(Severity::kInfo, std::string("INT8: network stages: ") +
+                                   (st.ok() ? std::string(buf) + ", no longer a gain"
+                                            : "the recorded run failed (" + st.message() + ")") +
+                                   ": searching again");
+        }
+      }
+
+  std::vector<std::string> movedLayers;
   std::string report, keptRuns;
   size_t tried = 0;
+  bool failed = false;                             // a trial failed: the outcome is not recorded
   std::vector<bool> inFp16(stages.size(), false);  // stages of the runs kept
   // Each round tries, from every stage i not yet in FP16, the runs [i], [i, i+1]... while a
   // trial stays within kExtend of the current engine (a run's two ends pay a reformat each,
@@ -673,26 +748,18 @@ size_t searchInt8Stages(std::unique_ptr<Engine>& strict, double* strictMs, Build
             "'" + stages[i].front() + "'" +
             (runLayers > 1 ? " .. '" + stages[j].back() + "'" : std::string()) + " (" +
             std::to_string(runLayers) + " layers) in FP16";
-        auto g = onnx_import::importFromBuffer(bytes.data(), bytes.size(), io);
-        if (!g.ok()) break;
-        auto trial = buildOne(std::move(g).value(), modelHash, c, backend, profile, nullptr,
-                              nullptr, /*cpuTail=*/true);
-        if (!trial.ok()) {
-          report += (report.empty() ? "" : "; ") + what + ": the build failed (" +
-                    trial.status().message() + ")";
+        std::unique_ptr<Engine> trial;
+        double t = 0.0;
+        if (const Status st = trialOf(c, &trial, &t); !st.ok()) {
+          report += (report.empty() ? "" : "; ") + what + ": " + st.message();
+          failed = true;
           break;
         }
-        auto t1 = medianGpuMs(**trial);
-        auto b2 = medianGpuMs(*strict);
-        auto t2 = medianGpuMs(**trial);
-        if (!t1.ok() || !b2.ok() || !t2.ok()) break;
-        *strictMs = std::min(*strictMs, *b2);
-        const double t = std::min(*t1, *t2);
         char buf[64];
         std::snprintf(buf, sizeof buf, ": %.5f against %.5f ms", t, *strictMs);
         report += (report.empty() ? "" : "; ") + what + buf;
         if (!best || t < bestMs) {
-          best = std::move(trial).value();
+          best = std::move(trial);
           bestMs = t;
           bestCfg = c;
           bestBegin = i;
@@ -708,9 +775,21 @@ size_t searchInt8Stages(std::unique_ptr<Engine>& strict, double* strictMs, Build
     strict = std::move(best);
     *strictMs = bestMs;
     strictCfg = bestCfg;
-    for (size_t k = bestBegin; k <= bestEnd; ++k) inFp16[k] = true;
+    for (size_t k = bestBegin; k <= bestEnd; ++k) {
+      inFp16[k] = true;
+      movedLayers.insert(movedLayers.end(), stages[k].begin(), stages[k].end());
+    }
     int8Left -= bestLayers;
     moved += bestLayers;
+  }
+  // A search that ran its course is recorded, alone in a cache of its own: saving merges it
+  // into the file, where the trial builds may have updated entries `record` holds older copies
+  // of.
+  if (recordable && tried > 0 && !failed) {
+    builder::TimingCache out(deviceKey);
+    out.insert(signature, builder::stageSearchEntry(movedLayers, *strictMs));
+    if (const Status st = out.save(cachePath); !st.ok())
+      log(Severity::kWarning, "the stage search's outcome was not saved: " + st.toString());
   }
   if (!report.empty()) {
     char secs[64];

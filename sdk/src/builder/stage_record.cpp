@@ -1,0 +1,51 @@
+#include "builder/stage_record.h"
+
+#include "builder/engine_format.h"
+
+namespace edgeinfer::builder {
+namespace {
+constexpr char kPrefix[] = "fp16:";
+constexpr char kSep = '\t';
+}  // namespace
+
+std::string stageSearchSignature(const std::string& modelHash,
+                                 const std::map<std::string, std::string>& tactics,
+                                 const std::set<std::string>& fixed) {
+  std::string text;
+  for (const auto& [layer, id] : tactics) text += layer + '=' + id + '\n';
+  text += "fixed:\n";
+  for (const auto& layer : fixed) text += layer + '\n';
+  return "int8-stage-search|" + modelHash + "|" + fnv1aHex(text.data(), text.size());
+}
+
+TimingEntry stageSearchEntry(const std::vector<std::string>& fp16Layers, double ms) {
+  std::string id = kPrefix;
+  for (size_t i = 0; i < fp16Layers.size(); ++i)
+    id += (i ? std::string(1, kSep) : "") + fp16Layers[i];
+  TimingEntry e;
+  TacticTiming t;
+  t.tacticId = id;
+  t.medianMs = ms;
+  e.table.push_back(t);
+  e.chosen = id;
+  return e;
+}
+
+std::optional<std::vector<std::string>> stageSearchLayers(const TimingEntry& entry) {
+  if (entry.table.size() != 1 || entry.table[0].failed) return std::nullopt;
+  const std::string& id = entry.table[0].tacticId;
+  if (id.rfind(kPrefix, 0) != 0) return std::nullopt;
+  std::vector<std::string> layers;
+  const std::string rest = id.substr(sizeof(kPrefix) - 1);
+  if (rest.empty()) return layers;
+  for (size_t p = 0;;) {
+    const size_t q = rest.find(kSep, p);
+    layers.push_back(rest.substr(p, q == std::string::npos ? q : q - p));
+    if (layers.back().empty()) return std::nullopt;
+    if (q == std::string::npos) break;
+    p = q + 1;
+  }
+  return layers;
+}
+
+}  // namespace edgeinfer::builder

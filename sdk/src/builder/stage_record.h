@@ -1,0 +1,37 @@
+// The INT8 stage search's outcome (builder.cpp, searchInt8Stages) kept in the device's timing
+// cache, so that a rebuild of the same engine on the same kind of device does not repeat the
+// search's trial builds. Device-free: what is stored, under which signature, and how it is read
+// back.
+//
+// The outcome is stored as an entry of the timing cache whose one row's tactic id is "fp16:"
+// and the layers the search moved to FP16, tab-separated ("fp16:" alone: none paid), its time
+// the kept engine's GPU time. The signature names the model and digests the all-INT8 engine's
+// tactics and the layers the configuration fixes: another calibration, shape, configuration or
+// set of timings gives another all-INT8 engine, and so another signature.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "builder/timing_cache.h"
+
+namespace edgeinfer::builder {
+
+/// The signature of the search's outcome for the all-INT8 engine whose layers run `tactics`
+/// (layer -> tactic id) of model `modelHash`, `fixed` the layers the configuration sets.
+std::string stageSearchSignature(const std::string& modelHash,
+                                 const std::map<std::string, std::string>& tactics,
+                                 const std::set<std::string>& fixed);
+
+/// The entry recording that the search moved `fp16Layers` (none: empty) and the engine ran
+/// in `ms`.
+TimingEntry stageSearchEntry(const std::vector<std::string>& fp16Layers, double ms);
+
+/// The layers an entry of stageSearchEntry's form moved to FP16; nullopt for any other entry
+/// (one row, its id starting "fp16:", no empty name).
+std::optional<std::vector<std::string>> stageSearchLayers(const TimingEntry& entry);
+
+}  // namespace edgeinfer::builder
