@@ -28,7 +28,7 @@ TEST(StageRecord, LayersRoundTripThroughASavedCache) {
   const std::string path = dir.file("timing.cache");
   const std::map<std::string, std::string> tactics = {{"/layer1/conv1", "cuda-i8.pw128x64.i8.i8.f"},
                                                       {"/layer1/conv2", "cudnn.conv.fp16.nhwc.e4"}};
-  const std::string sig = stageSearchSignature("abc123", tactics, {});
+  const std::string sig = stageSearchSignature("abc123", {{"x", "[1,3,224,224]"}}, tactics, {});
   const std::vector<std::string> moved = {"/layer1/conv1", "/layer1/conv2", "name with spaces"};
   {
     TimingCache c(kDevice);
@@ -54,15 +54,19 @@ TEST(StageRecord, TheSignatureChangesWithTheEngineAndTheFixedLayers) {
   const std::map<std::string, std::string> a = {{"l1", "cuda-i8.x"}, {"l2", "cublaslt-i8.y"}};
   std::map<std::string, std::string> b = a;
   b["l2"] = "cuda-i8.z";  // another timing, calibration or shape: another tactic somewhere
-  const std::string sa = stageSearchSignature("m", a, {});
-  EXPECT_EQ(sa, stageSearchSignature("m", a, {}));
+  const std::map<std::string, std::string> b1 = {{"x", "[1,3,224,224]"}};
+  const std::map<std::string, std::string> b2 = {{"x", "[2,3,224,224]"}};
+  const std::string sa = stageSearchSignature("m", b1, a, {});
+  EXPECT_EQ(sa, stageSearchSignature("m", b1, a, {}));
   EXPECT_EQ(sa.rfind("int8-stage-search|m|", 0), 0u) << sa;
-  EXPECT_NE(sa, stageSearchSignature("m", b, {}));
-  EXPECT_NE(sa, stageSearchSignature("other-model", a, {}));
-  EXPECT_NE(sa, stageSearchSignature("m", a, {"l1"}));
+  EXPECT_NE(sa, stageSearchSignature("m", b1, b, {}));
+  EXPECT_NE(sa, stageSearchSignature("other-model", b1, a, {}));
+  EXPECT_NE(sa, stageSearchSignature("m", b1, a, {"l1"}));
+  // Another batch with the same tactics (ids need not name the shape) is another engine.
+  EXPECT_NE(sa, stageSearchSignature("m", b2, a, {}));
   // Not fooled by names that run together.
-  EXPECT_NE(stageSearchSignature("m", {{"ab", "c"}}, {}),
-            stageSearchSignature("m", {{"a", "bc"}}, {}));
+  EXPECT_NE(stageSearchSignature("m", b1, {{"ab", "c"}}, {}),
+            stageSearchSignature("m", b1, {{"a", "bc"}}, {}));
 }
 
 TEST(StageRecord, OtherEntriesAreNotRecords_n) {

@@ -9,9 +9,12 @@ constexpr char kSep = '\t';
 }  // namespace
 
 std::string stageSearchSignature(const std::string& modelHash,
+                                 const std::map<std::string, std::string>& inputs,
                                  const std::map<std::string, std::string>& tactics,
                                  const std::set<std::string>& fixed) {
-  std::string text;
+  std::string text = "inputs:\n";
+  for (const auto& [name, shape] : inputs) text += name + '=' + shape + '\n';
+  text += "tactics:\n";
   for (const auto& [layer, id] : tactics) text += layer + '=' + id + '\n';
   text += "fixed:\n";
   for (const auto& layer : fixed) text += layer + '\n';

@@ -5,9 +5,10 @@
 //
 // The outcome is stored as an entry of the timing cache whose one row's tactic id is "fp16:"
 // and the layers the search moved to FP16, tab-separated ("fp16:" alone: none paid), its time
-// the kept engine's GPU time. The signature names the model and digests the all-INT8 engine's
-// tactics and the layers the configuration fixes: another calibration, shape, configuration or
-// set of timings gives another all-INT8 engine, and so another signature.
+// the kept engine's GPU time (with none moved: the all-INT8 engine's, against which a rebuild
+// checks that the device still runs it as it did). The signature names the model and digests
+// the input shapes, the all-INT8 engine's tactics and the layers the configuration fixes:
+// another shape, configuration or set of timings gives another signature.
 #pragma once
 
 #include <map>
@@ -21,8 +22,11 @@
 namespace edgeinfer::builder {
 
 /// The signature of the search's outcome for the all-INT8 engine whose layers run `tactics`
-/// (layer -> tactic id) of model `modelHash`, `fixed` the layers the configuration sets.
+/// (layer -> tactic id) of model `modelHash` built for `inputs` (input name -> its shape as
+/// text: tactic ids need not change with the batch or the image size), `fixed` the layers the
+/// configuration sets.
 std::string stageSearchSignature(const std::string& modelHash,
+                                 const std::map<std::string, std::string>& inputs,
                                  const std::map<std::string, std::string>& tactics,
                                  const std::set<std::string>& fixed);
 
