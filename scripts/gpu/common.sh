@@ -4,7 +4,8 @@
 #   gpu_cli_bundle  unpacks .devcarry/bundle.tar.xz (bundle-runtime.sh of the CLI and the unit
 #                   tests) into /tmp/ei, swaps in newer programs from .devcarry/fresh/<name>.xz,
 #                   sources its env.sh and gpu_cuda_libs
-#   gpu_bundle_from DIR  the same from DIR instead of .devcarry (and DIR/media.tar.xz unpacked)
+#   gpu_bundle_from DIR  the same from DIR instead of .devcarry (and DIR/media.tar.xz unpacked,
+#                   DIR/media/*/*.jpg decoded to PPM, DIR/models/*/*.onnx.xz unpacked)
 #   gpu_gst_bundle  unpacks .devcarry-gst/bundle.tar.xz (the GStreamer plugin, gst-launch-1.0 and
 #                   Debian's plugins) into /tmp/eg, sources its env.sh and gpu_cuda_libs
 #   gpu_export_resnet50 DIR  torchvision's ResNet-50 (random weights, seed 0) as DIR/model.onnx,
@@ -25,6 +26,20 @@ gpu_bundle_from() {
   mkdir -p /tmp/ei && tar -xJf "$1/bundle.tar.xz" -C /tmp/ei || return 1
   # Test media may come compressed (the carry limit): DIR/media.tar.xz holds DIR/media.
   if [ -f "$1/media.tar.xz" ] && [ ! -d "$1/media" ]; then tar -xJf "$1/media.tar.xz" -C "$1" || return 1; fi
+  # ... or as the JPEGs alone (DIR/media/*/*.jpg, a seventh of the PPMs' size), decoded here to
+  # the PPMs the tests read (Pillow's libjpeg-turbo, as djpeg -pnm in scripts/fetch_media.sh);
+  # models may come xz-compressed (DIR/models/*/*.onnx.xz).
+  if compgen -G "$1/media/*/*.jpg" >/dev/null; then
+    /opt/torch/.venv/bin/python - "$1"/media/*/*.jpg <<'PY' || return 1
+import os, sys
+from PIL import Image
+for j in sys.argv[1:]:
+    p = j[:-4] + ".ppm"
+    if not os.path.exists(p):
+        Image.open(j).convert("RGB").save(p)
+PY
+  fi
+  for f in "$1"/models/*/*.onnx.xz; do [ -f "$f" ] && xz -d "$f"; done
   local f name
   for f in "$1"/fresh/*.xz; do
     [ -f "$f" ] || continue
