@@ -12,6 +12,9 @@
 #              2 random tensors, then R50_MODES (fp16 int8 int8_strict; int8_strict_exact on
 #              request: --int8-bit-exact) at R50_BATCHES (1 64): each built (wall time; with
 #              R50_REBUILD=1 built again from the timing cache), its INT8 choices, its bench
+#   contexts   the resnet step's engines (run it first) benched with CONTEXTS ("1 2 4") execution
+#              contexts at once (`edgeinfer bench --contexts N`: a thread and a stream each;
+#              throughput = all runs' inferences over the wall time), AB_REPS (1) rounds
 #   calibgpu   `edgeinfer calibrate` of ResNet-50 on CALIB_SAMPLES (64) random tensors with
 #              --backend cpu and cuda (twice: the second build from the timing cache), each of
 #              CALIB_METHODS (minmax entropy): wall times, and the caches' ranges compared
@@ -161,6 +164,25 @@ if [[ " $steps " == *" resnet "* ]]; then
       done
       grep -E "INT8:" "$out/build_r50_b${b}_${mode}_1.log" | tail -n 3 | cut -c1-900
       bench "r50_b${b}_$mode" "$e"
+    done
+  done
+fi
+
+if [[ " $steps " == *" contexts "* ]]; then
+  echo "== the resnet step's engines with several execution contexts at once (edgeinfer bench --contexts)"
+  for b in ${R50_BATCHES:-1 64}; do
+    for mode in ${R50_MODES:-fp16 int8 int8_strict}; do
+      e=/tmp/ei/r50_b${b}_$mode.engine
+      [ -f "$e" ] || { echo "no $e: run the resnet step first"; continue; }
+      for rep in $(seq "${AB_REPS:-1}"); do
+        for n in ${CONTEXTS:-1 2 4}; do
+          "${BENCH_BIN:-edgeinfer}" bench "$e" --iterations "${ITERS:-300}" --device-inputs \
+            --contexts "$n" >"$out/ctx_r50_b${b}_${mode}_$n.log" 2>&1
+          echo "r50_b${b}_$mode contexts $n (rep $rep) rc=$? $(grep -E '^throughput|^latency' \
+            "$out/ctx_r50_b${b}_${mode}_$n.log" | sed -E 's/latency \(ms\): mean [0-9.]+  (p50 [0-9.]+).*/\1 ms/;
+            s/^throughput: ([0-9.]+) .*/\1 inf\/s/' | tr '\n' ' ')"
+        done
+      done
     done
   done
 fi

@@ -73,6 +73,14 @@ sys.exit(0 if y.shape == r.shape and np.allclose(y, r, rtol=1e-5, atol=1e-5) els
 check "bench writes json" "$cli" bench "$work/m.engine" --iterations 5 --warmup 1 --json "$work/b.json"
 check "bench json is complete" "$py" -c "
 import json; d = json.load(open('$work/b.json')); assert d['iterations'] == 5 and d['p50_ms'] > 0"
+check "bench with several contexts" "$cli" bench "$work/m.engine" --iterations 4 --warmup 1 --contexts 3 --json "$work/bc.json"
+check "several contexts: every context's runs counted" "$py" -c "
+import json; d = json.load(open('$work/bc.json'))
+assert d['contexts'] == 3 and d['wall_ms'] > 0, d
+assert abs(d['throughput_per_s'] - 1000.0 * 3 * 4 * d['batch'] / d['wall_ms']) < 1e-6 * d['throughput_per_s'], d"
+check "no contexts_n" expect_exit 2 "--contexts needs" "$cli" bench "$work/m.engine" --iterations 1 --contexts 0
+check "too many contexts_n" expect_exit 2 "--contexts needs" "$cli" bench "$work/m.engine" --iterations 1 --contexts 65
+check "non-numeric contexts_n" expect_exit 2 "--contexts needs" "$cli" bench "$work/m.engine" --iterations 1 --contexts two
 check "device prints the cpu key" bash -c "'$cli' device | grep -q 'device key cpu-'"
 mkdir -p "$work/cachedir"
 check "cache list on an empty dir" "$cli" cache list --dir "$work/cachedir"

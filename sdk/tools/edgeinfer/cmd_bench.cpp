@@ -1,11 +1,15 @@
 // `edgeinfer bench`: the numbers speed goals are checked against (docs/performance.md) —
 // latency percentiles, throughput and activation memory of one model or engine.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli.h"
 
@@ -20,6 +24,11 @@ const char* kBenchHelp = R"(usage: edgeinfer bench MODEL.onnx|ENGINE [options]
   --device-inputs     GPU engines: inputs stay on the GPU (copied there once), as a camera
                       pipeline with GPU decode has them; default: copied from the host each run
   --no-cuda-graphs    GPU engines: launch layer by layer instead of replaying a CUDA graph
+  --contexts N        N execution contexts of the one engine (1 to 64, default 1), each run
+                      by a thread of its own, all at once (GPU: a stream each, so one's kernels
+                      fill the GPU where another's leave it idle, as in a server or an
+                      offline throughput run); each runs --iterations times, and throughput
+                      is all the runs' inferences over the wall time of the timed runs
   --shapes NAME:DxDx..[,..] input shapes: an engine's shape profile to feed (default: its
                       first); for a model, as in build (repeated: one profile each, the first
                       is run)
@@ -33,6 +42,65 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
 }
 
+/// --contexts: 1 without it; an error for anything but a number from 1 to 64.
+Expected<int> contextCount(const Args& a) {
+  if (!a.has("contexts")) return 1;
+  const std::string text = a.get("contexts");
+  char* end = nullptr;
+  const long n = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || !end || *end || n < 1 || n > 64)
+    return Status(
+        ErrorCode::kInvalidArgument,
+        "--contexts needs a number of execution contexts from 1 to 64, not '" + text + "'");
+  return static_cast<int>(n);
+}
+
+/// Runs every context `iters` times, each on a thread of its own, all starting together:
+/// each run's latency (ms) and, on the GPU, its layers' GPU time to the vectors, and the wall
+/// time from the start to the last run's end. The first failing run's status, if any.
+Status runConcurrently(std::vector<std::unique_ptr<ExecutionContext>>& ctxs, int iters, bool gpu,
+                       std::vector<double>& ms, std::vector<double>& gpuMs, double& wallMs) {
+  const size_t n = ctxs.size();
+  std::vector<std::vector<double>> lat(n), gpuLat(n);
+  std::vector<Status> status(n);
+  std::atomic<size_t> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (size_t c = 0; c < n; ++c) {
+    threads.emplace_back([&, c] {
+      lat[c].reserve(static_cast<size_t>(iters));
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      for (int i = 0; i < iters; ++i) {
+        const auto t = std::chrono::steady_clock::now();
+        Status s = ctxs[c]->execute();
+        if (!s.ok()) {
+          status[c] = s;
+          return;
+        }
+        lat[c].push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t)
+                .count());
+        if (gpu) gpuLat[c].push_back(ctxs[c]->stats().lastGpuMs);
+      }
+    });
+  }
+  while (ready.load() < n) std::this_thread::yield();
+  const auto start = std::chrono::steady_clock::now();
+  go.store(true, std::memory_order_release);
+  for (auto& t : threads) t.join();
+  wallMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  for (size_t c = 0; c < n; ++c) {
+    if (!status[c].ok())
+      return status[c].withContext("context " + std::to_string(c + 1) + " of " + std::to_string(n));
+    ms.insert(ms.end(), lat[c].begin(), lat[c].end());
+    gpuMs.insert(gpuMs.end(), gpuLat[c].begin(), gpuLat[c].end());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int cmdBench(const Args& a) {
@@ -43,6 +111,8 @@ int cmdBench(const Args& a) {
   }
   const int warmup = std::max(0, std::atoi(a.get("warmup", "20").c_str()));
   const int iters = std::max(1, std::atoi(a.get("iterations", "200").c_str()));
+  const auto contexts = contextCount(a);
+  if (!contexts.ok()) return fail(contexts.status());
   const auto t0 = std::chrono::steady_clock::now();
   auto engine = loadEngine(a.positional[0], a);
   if (!engine.ok()) return fail(engine.status());
@@ -50,9 +120,15 @@ int cmdBench(const Args& a) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ContextOptions copts;
   if (a.has("no-cuda-graphs")) copts.cudaGraphs = false;
-  auto ctx = (*engine)->createExecutionContext(copts);
-  if (!ctx.ok()) return fail(ctx.status());
-  auto inputs = bindInputs(**engine, **ctx, a);
+  // Every context reads the same inputs (bound once per context; device copies made once).
+  std::vector<std::unique_ptr<ExecutionContext>> ctxs;
+  for (int c = 0; c < *contexts; ++c) {
+    auto made = (*engine)->createExecutionContext(copts);
+    if (!made.ok()) return fail(made.status());
+    ctxs.push_back(std::move(*made));
+  }
+  auto& ctx = ctxs.front();
+  auto inputs = bindInputs(**engine, *ctx, a);
   if (!inputs.ok()) return fail(inputs.status());
   const bool gpu = (*engine)->info().backend == Backend::kCuda;
   if (a.has("device-inputs")) {
@@ -61,29 +137,48 @@ int cmdBench(const Args& a) {
     for (const auto& [name, t] : *inputs) {
       auto d = copyToDevice(t);
       if (!d.ok()) return fail(d.status());
-      Status s = (*ctx)->setInput(name, *d);
-      if (!s.ok()) return fail(s);
       deviceInputs.push_back(*d);
+    }
+  }
+  for (auto& c : ctxs) {
+    size_t i = 0;
+    for (const auto& [name, t] : *inputs) {
+      Status s = c->setInput(name, a.has("device-inputs") ? deviceInputs[i++] : t);
+      if (!s.ok()) return fail(s);
     }
   }
   // Batch = the first dimension of the first input (1 for scalars).
   const Shape& s0 = inputs->begin()->second.shape();
   const int64_t batch = s0.rank() > 0 ? s0[0] : 1;
 
-  for (int i = 0; i < warmup; ++i) {
-    Status s = (*ctx)->execute();
-    if (!s.ok()) return fail(s);
-  }
+  for (auto& c : ctxs)
+    for (int i = 0; i < warmup; ++i) {
+      Status s = c->execute();
+      if (!s.ok()) return fail(s);
+    }
   std::vector<double> ms, gpuMs;
-  ms.reserve(static_cast<size_t>(iters));
-  for (int i = 0; i < iters; ++i) {
-    const auto s0t = std::chrono::steady_clock::now();
-    Status s = (*ctx)->execute();
+  double wallMs = 0;
+  ms.reserve(static_cast<size_t>(iters) * ctxs.size());
+  if (ctxs.size() == 1) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) {
+      const auto s0t = std::chrono::steady_clock::now();
+      Status s = ctx->execute();
+      if (!s.ok()) return fail(s);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0t)
+                       .count());
+      if (gpu) gpuMs.push_back(ctx->stats().lastGpuMs);
+    }
+    wallMs =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  } else {
+    Status s = runConcurrently(ctxs, iters, gpu, ms, gpuMs, wallMs);
     if (!s.ok()) return fail(s);
-    ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0t).count());
-    if (gpu) gpuMs.push_back((*ctx)->stats().lastGpuMs);
   }
+  // One context: batch / median latency; several: every run's inferences over the wall time.
+  const double throughput = ctxs.size() == 1 ? 0.0
+                                             : 1000.0 * static_cast<double>(batch) *
+                                                   static_cast<double>(ms.size()) / wallMs;
   std::sort(ms.begin(), ms.end());
   std::sort(gpuMs.begin(), gpuMs.end());
   const double gpuP50 = gpuMs.empty() ? 0.0 : percentile(gpuMs, 0.5);
@@ -91,7 +186,7 @@ int cmdBench(const Args& a) {
   for (double v : ms) mean += v;
   mean /= static_cast<double>(ms.size());
   const double p50 = percentile(ms, 0.5), p90 = percentile(ms, 0.9), p99 = percentile(ms, 0.99);
-  const ContextStats st = (*ctx)->stats();
+  const ContextStats st = ctx->stats();
   const EngineInfo& info = (*engine)->info();
 
   std::printf("model: %s (backend %s, precision %s, %lld nodes, device %s)\n",
@@ -114,16 +209,30 @@ int cmdBench(const Args& a) {
         static_cast<long long>(st.shapeSpecializations), st.specializationMs);
   std::printf("latency (ms): mean %.3f  p50 %.3f  p90 %.3f  p99 %.3f  min %.3f  max %.3f\n", mean,
               p50, p90, p99, ms.front(), ms.back());
-  std::printf("throughput: %.1f inferences/s (batch %lld / median latency)\n",
-              1000.0 * static_cast<double>(batch) / p50, static_cast<long long>(batch));
+  const double perSecond =
+      ctxs.size() == 1 ? 1000.0 * static_cast<double>(batch) / p50 : throughput;
+  if (ctxs.size() == 1)
+    std::printf("throughput: %.1f inferences/s (batch %lld / median latency)\n", perSecond,
+                static_cast<long long>(batch));
+  else
+    std::printf(
+        "throughput: %.1f inferences/s (%zu contexts at once: %zu runs of batch %lld in %.1f ms "
+        "of wall time)\n",
+        perSecond, ctxs.size(), ms.size(), static_cast<long long>(batch), wallMs);
   std::printf("activation memory: %.1f KiB planned (%.1f KiB without reuse)\n",
               static_cast<double>(st.activationArenaBytes) / 1024.0,
               static_cast<double>(st.activationNaiveBytes) / 1024.0);
   if (gpu) {
-    std::printf(
-        "GPU time (layers, CUDA events): p50 %.4f ms -> %.1f inferences/s; host overhead "
-        "(latency - GPU, incl. copies) p50 %.4f ms\n",
-        gpuP50, gpuP50 > 0 ? 1000.0 * static_cast<double>(batch) / gpuP50 : 0.0, p50 - gpuP50);
+    if (ctxs.size() == 1)
+      std::printf(
+          "GPU time (layers, CUDA events): p50 %.4f ms -> %.1f inferences/s; host overhead "
+          "(latency - GPU, incl. copies) p50 %.4f ms\n",
+          gpuP50, gpuP50 > 0 ? 1000.0 * static_cast<double>(batch) / gpuP50 : 0.0, p50 - gpuP50);
+    else  // a run's span on the GPU shares the GPU with the other contexts' runs
+      std::printf(
+          "GPU time of a run (layers, CUDA events; the GPU shared with %zu other contexts): "
+          "p50 %.4f ms\n",
+          ctxs.size() - 1, gpuP50);
     std::printf(
         "inputs %s; outputs written to the host by the GPU %lld (the others copied); CUDA "
         "graphs %s (%lld captured, %lld updated, %lld replays); streams %lld; workspace %.1f "
@@ -159,14 +268,17 @@ int cmdBench(const Args& a) {
         {"p99_ms", p99},
         {"min_ms", ms.front()},
         {"max_ms", ms.back()},
-        {"throughput_per_s", 1000.0 * static_cast<double>(batch) / p50},
+        {"contexts", ctxs.size()},
+        {"wall_ms", wallMs},
+        {"throughput_per_s", perSecond},
         {"activation_bytes", st.activationArenaBytes},
         {"activation_naive_bytes", st.activationNaiveBytes},
         {"workspace_bytes", st.workspaceBytes},
         {"device_weight_bytes", (*engine)->deviceWeightBytes()},
         {"gpu_p50_ms", gpuP50},
-        {"gpu_throughput_per_s", gpuP50 > 0 ? 1000.0 * static_cast<double>(batch) / gpuP50 : 0.0},
-        {"host_overhead_p50_ms", gpu ? p50 - gpuP50 : 0.0},
+        {"gpu_throughput_per_s",
+         gpuP50 > 0 && ctxs.size() == 1 ? 1000.0 * static_cast<double>(batch) / gpuP50 : 0.0},
+        {"host_overhead_p50_ms", gpu && ctxs.size() == 1 ? p50 - gpuP50 : 0.0},
         {"device_inputs", a.has("device-inputs")},
         {"cuda_graphs", st.cudaGraphs},
         {"graph_replays", st.graphReplays},

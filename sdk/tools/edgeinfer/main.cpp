@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
                                            "timing-prune",
                                            "build-threads",
                                            "warmup",
+                                           "contexts",
                                            "config",
                                            "data",
                                            "method",
