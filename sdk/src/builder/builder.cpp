@@ -610,10 +610,11 @@ Expected<double> medianGpuMs(const Engine& engine) {
 /// BuilderConfig::int8StageSearch, after the all-INT8 engine `strict` (built with `strictCfg`,
 /// measured at `*strictMs`): runs of consecutive network stages that have INT8 layers
 /// (runtime::cudaEngineInt8Stages: ResNet's stem, pool, layer1, layer2...) get those layers in
-/// FP16 in trial builds of the whole engine, in rounds: the best run of a round is kept when
-/// the engine's GPU time (the better of two medians of 10 runs, measured in turn with the
-/// current engine) is at least kGain lower, and the next round builds on it. No run takes the
-/// last INT8 layers; at most kMaxTrials builds. The trials read the timing cache; a layer's
+/// FP16 in trial builds of the whole engine, in rounds (each stage alone, then the closest runs
+/// extended best first): the best run of a round is kept when the engine's GPU time (the
+/// better of two medians of 10 runs, measured in turn with the current engine) is at least
+/// kGain lower, and the next round builds on it. No run takes the last INT8 layers; at most
+/// kMaxTrials builds. The trials read the timing cache; a layer's
 /// FP16 tactics are timed under its FP16 signature (no scales), so the first trial that puts
 /// a layer shape in FP16 times it there, later builds read it. Layer by layer, INT8 competes
 /// with FP16 by the time of each layer alone, reformats included; in the engine a run of layers
@@ -628,7 +629,7 @@ size_t searchInt8Stages(std::unique_ptr<Engine>& strict, double* strictMs, Build
                         const std::string& modelHash, Backend backend,
                         const ShapeProfile* profile) {
   constexpr double kGain = 0.005;
-  constexpr size_t kMaxTrials = 16;
+  constexpr size_t kMaxTrials = 24;
   const auto t0 = std::chrono::steady_clock::now();
   // Layers the configuration sets a precision or a tactic for stay as they are (an INT8 tactic
   // forced on a layer is no candidate of it in FP16).
@@ -735,62 +736,88 @@ size_t searchInt8Stages(std::unique_ptr<Engine>& strict, double* strictMs, Build
   size_t tried = 0;
   bool failed = false;                             // a trial failed: the outcome is not recorded
   std::vector<bool> inFp16(stages.size(), false);  // stages of the runs kept
-  // Each round tries, from every stage i not yet in FP16, the runs [i], [i, i+1]... while a
-  // trial stays within kExtend of the current engine (a run's two ends pay a reformat each,
-  // which a longer run can earn back: ResNet-50 at batch 1, layer1 and layer2 each alone in FP16
-  // were slower than all-INT8, together faster), then keeps the best run of the round if it
-  // gains kGain; the next round starts from that engine.
-  constexpr double kExtend = 0.02;
+  // Each round first tries every stage not yet in FP16 alone, then extends runs best first:
+  // the fastest run measured and not yet extended, while it is within kExtend of the current
+  // engine, is tried with the next stage too. A run's two ends pay a reformat each, which a
+  // longer run can earn back (ResNet-50 at batch 1 on an H200: layer1 alone in FP16 0.5-2.5 %
+  // slower than all-INT8, layer1 and layer2 together 5 % faster; docs/performance.md), and
+  // which stage alone comes closest changes between machine sessions. The best run of the
+  // round is kept if it gains kGain; the next round starts from that engine. Only the best
+  // trial's engine is held (device memory), the others' configurations.
+  constexpr double kExtend = 0.05;
+  struct Run {
+    size_t begin = 0, end = 0, layers = 0;
+    double ms = 0.0;
+    BuilderConfig cfg;
+    bool extended = false;
+  };
   while (tried < kMaxTrials) {
     std::unique_ptr<Engine> best;
     double bestMs = 0.0;
-    BuilderConfig bestCfg;
-    size_t bestBegin = 0, bestEnd = 0, bestLayers = 0;
-    for (size_t i = 0; i < stages.size() && tried < kMaxTrials; ++i) {
-      BuilderConfig c = strictCfg;
-      size_t runLayers = 0;
-      for (size_t j = i; j < stages.size() && !inFp16[j] && tried < kMaxTrials; ++j) {
-        runLayers += stages[j].size();
-        if (runLayers >= int8Left) break;  // the last INT8 layers
-        ++tried;
-        for (const std::string& l : stages[j]) c.layerPrecision[l] = Precision::kFp16;
-        const std::string what =
-            "'" + stages[i].front() + "'" +
-            (runLayers > 1 ? " .. '" + stages[j].back() + "'" : std::string()) + " (" +
-            std::to_string(runLayers) + " layers) in FP16";
-        std::unique_ptr<Engine> trial;
-        double t = 0.0;
-        if (const Status st = trialOf(c, &trial, &t); !st.ok()) {
-          report += (report.empty() ? "" : "; ") + what + ": " + st.message();
-          failed = true;
-          break;
-        }
-        char buf[64];
-        std::snprintf(buf, sizeof buf, ": %.5f against %.5f ms", t, *strictMs);
-        report += (report.empty() ? "" : "; ") + what + buf;
-        if (!best || t < bestMs) {
-          best = std::move(trial);
-          bestMs = t;
-          bestCfg = c;
-          bestBegin = i;
-          bestEnd = j;
-          bestLayers = runLayers;
-        }
-        if (!(t < (1.0 + kExtend) * *strictMs)) break;
+    size_t bestRun = 0;
+    std::vector<Run> runs;
+    // Builds and measures `r` (a run of stages in FP16) and records it (`failed` when it fails).
+    const auto tryRun = [&](Run r) {
+      ++tried;
+      for (size_t j = r.begin; j <= r.end; ++j)
+        for (const std::string& l : stages[j]) r.cfg.layerPrecision[l] = Precision::kFp16;
+      const std::string what =
+          "'" + stages[r.begin].front() + "'" +
+          (r.layers > 1 ? " .. '" + stages[r.end].back() + "'" : std::string()) + " (" +
+          std::to_string(r.layers) + " layers) in FP16";
+      std::unique_ptr<Engine> trial;
+      if (const Status st = trialOf(r.cfg, &trial, &r.ms); !st.ok()) {
+        report += (report.empty() ? "" : "; ") + what + ": " + st.message();
+        failed = true;
+        return;
       }
+      char buf[64];
+      std::snprintf(buf, sizeof buf, ": %.5f against %.5f ms", r.ms, *strictMs);
+      report += (report.empty() ? "" : "; ") + what + buf;
+      if (!best || r.ms < bestMs) {
+        best = std::move(trial);
+        bestMs = r.ms;
+        bestRun = runs.size();
+      }
+      runs.push_back(std::move(r));
+    };
+    for (size_t i = 0; i < stages.size() && tried < kMaxTrials && !failed; ++i) {
+      if (inFp16[i] || stages[i].size() >= int8Left) continue;  // never the last INT8 layers
+      Run r;
+      r.begin = r.end = i;
+      r.layers = stages[i].size();
+      r.cfg = strictCfg;
+      tryRun(std::move(r));
+    }
+    while (tried < kMaxTrials && !failed) {
+      Run* next = nullptr;
+      for (Run& r : runs)
+        if (!r.extended && r.ms < (1.0 + kExtend) * *strictMs && (!next || r.ms < next->ms))
+          next = &r;
+      if (!next) break;
+      next->extended = true;
+      const size_t j = next->end + 1;
+      if (j >= stages.size() || inFp16[j] || next->layers + stages[j].size() >= int8Left) continue;
+      Run r;
+      r.begin = next->begin;
+      r.end = j;
+      r.layers = next->layers + stages[j].size();
+      r.cfg = strictCfg;
+      tryRun(std::move(r));
     }
     if (!best || !(bestMs < (1.0 - kGain) * *strictMs)) break;
+    const Run& kept = runs[bestRun];
     keptRuns += (keptRuns.empty() ? "" : ", ") +
-                ("'" + stages[bestBegin].front() + "' .. '" + stages[bestEnd].back() + "'");
+                ("'" + stages[kept.begin].front() + "' .. '" + stages[kept.end].back() + "'");
     strict = std::move(best);
     *strictMs = bestMs;
-    strictCfg = bestCfg;
-    for (size_t k = bestBegin; k <= bestEnd; ++k) {
+    strictCfg = kept.cfg;
+    for (size_t k = kept.begin; k <= kept.end; ++k) {
       inFp16[k] = true;
       movedLayers.insert(movedLayers.end(), stages[k].begin(), stages[k].end());
     }
-    int8Left -= bestLayers;
-    moved += bestLayers;
+    int8Left -= kept.layers;
+    moved += kept.layers;
   }
   // A search that ran its course is recorded, alone in a cache of its own: saving merges it
   // into the file, where the trial builds may have updated entries `record` holds older copies
