@@ -14,6 +14,7 @@
 #include "builder/optimize.h"
 #include "builder/range_format.h"
 #include "builder/stage_record.h"
+#include "builder/stage_search.h"
 #include "builder/timing_cache.h"
 #include "edgeinfer/calibration.h"
 #include "edgeinfer/logger.h"
@@ -610,20 +611,19 @@ Expected<double> medianGpuMs(const Engine& engine) {
 /// BuilderConfig::int8StageSearch, after the all-INT8 engine `strict` (built with `strictCfg`,
 /// measured at `*strictMs`): runs of consecutive network stages that have INT8 layers
 /// (runtime::cudaEngineInt8Stages: ResNet's stem, pool, layer1, layer2...) get those layers in
-/// FP16 in trial builds of the whole engine, in rounds (each stage alone, then the closest runs
-/// extended best first): the best run of a round is kept when the engine's GPU time (the
-/// better of two medians of 10 runs, measured in turn with the current engine) is at least
-/// kGain lower, and the next round builds on it. No run takes the last INT8 layers; at most
-/// kMaxTrials builds. The trials read the timing cache; a layer's
-/// FP16 tactics are timed under its FP16 signature (no scales), so the first trial that puts
-/// a layer shape in FP16 times it there, later builds read it. Layer by layer, INT8 competes
-/// with FP16 by the time of each layer alone, reformats included; in the engine a run of layers
-/// behaves otherwise (ResNet-50 at batch 1 on an H200: every layer INT8 0.285 ms of GPU time,
-/// layer1 and layer2 in FP16 0.268 ms: docs/performance.md). Only layers the engine runs at
-/// INT8 move, and only to FP16: the accuracy policy's FP16 layers stay, and so does a layer the
-/// configuration sets a precision or a tactic for. Any failure keeps the engine as it is.
-/// Updates `strict`, `*strictMs` (the best trial's time) and `strictCfg` (its layerPrecision);
-/// returns how many layers moved to FP16.
+/// FP16 in trial builds of the whole engine, by the rule of builder/stage_search.h (rounds of
+/// each stage alone, then the closest runs extended best first; a round's best run kept when
+/// the engine's GPU time, the better of two medians of 10 runs measured in turn with the
+/// current engine, is at least kGain lower; never the last INT8 layers; at most kMaxTrials
+/// builds). The trials read the timing cache; a layer's FP16 tactics are timed under its FP16
+/// signature (no scales), so the first trial that puts a layer shape in FP16 times it there, later
+/// builds read it. Layer by layer, INT8 competes with FP16 by the time of each layer alone,
+/// reformats included; in the engine a run of layers behaves otherwise (ResNet-50 at batch 1 on an
+/// H200: every layer INT8 0.285 ms of GPU time, layer1 and layer2 in FP16 0.268 ms:
+/// docs/performance.md). Only layers the engine runs at INT8 move, and only to FP16: the accuracy
+/// policy's FP16 layers stay, and so does a layer the configuration sets a precision or a tactic
+/// for. Any failure keeps the engine as it is. Updates `strict`, `*strictMs` (the best trial's
+/// time) and `strictCfg` (its layerPrecision); returns how many layers moved to FP16.
 size_t searchInt8Stages(std::unique_ptr<Engine>& strict, double* strictMs, BuilderConfig& strictCfg,
                         const std::string& bytes, const onnx_import::ImportOptions& io,
                         const std::string& modelHash, Backend backend,
@@ -731,94 +731,60 @@ size_t searchInt8Stages(std::unique_ptr<Engine>& strict, double* strictMs, Build
         }
       }
 
+  // The search (builder/stage_search.h: each stage alone, then runs extended best first, in
+  // rounds); only the fastest trial of a round is held (device memory).
+  const BuilderConfig before = strictCfg;
+  std::vector<size_t> counts;
+  for (const auto& st : stages) counts.push_back(st.size());
+  std::unique_ptr<Engine> roundBest;
+  BuilderConfig roundBestCfg;
+  double roundBestMs = 0.0;
+  const auto trialFn = [&](const std::vector<bool>& fp16,
+                           double fastest) -> Expected<builder::StageTrialTimes> {
+    BuilderConfig c = before;
+    for (size_t i = 0; i < stages.size(); ++i)
+      if (fp16[i])
+        for (const std::string& l : stages[i]) c.layerPrecision[l] = Precision::kFp16;
+    std::unique_ptr<Engine> trial;
+    double t = 0.0;
+    EI_RETURN_IF_ERROR(trialOf(c, &trial, &t));
+    if (fastest <= 0.0 || t < fastest) {
+      roundBest = std::move(trial);
+      roundBestCfg = std::move(c);
+      roundBestMs = t;
+    }
+    return builder::StageTrialTimes{t, *strictMs};
+  };
+  const auto keep = [&] {
+    strict = std::move(roundBest);
+    strictCfg = roundBestCfg;
+    *strictMs = roundBestMs;
+  };
+  builder::StageSearchOptions so;
+  so.gain = kGain;
+  so.maxTrials = kMaxTrials;
+  const builder::StageSearchOutcome found =
+      builder::searchStages(counts, *strictMs, trialFn, keep, so);
+  *strictMs = found.ms;
   std::vector<std::string> movedLayers;
   std::string report, keptRuns;
-  size_t tried = 0;
-  bool failed = false;                             // a trial failed: the outcome is not recorded
-  std::vector<bool> inFp16(stages.size(), false);  // stages of the runs kept
-  // Each round first tries every stage not yet in FP16 alone, then extends runs best first:
-  // the fastest run measured and not yet extended, while it is within kExtend of the current
-  // engine, is tried with the next stage too. A run's two ends pay a reformat each, which a
-  // longer run can earn back (ResNet-50 at batch 1 on an H200: layer1 alone in FP16 0.5-2.5 %
-  // slower than all-INT8, layer1 and layer2 together 5 % faster; docs/performance.md), and
-  // which stage alone comes closest changes between machine sessions. The best run of the
-  // round is kept if it gains kGain; the next round starts from that engine. Only the best
-  // trial's engine is held (device memory), the others' configurations.
-  constexpr double kExtend = 0.05;
-  struct Run {
-    size_t begin = 0, end = 0, layers = 0;
-    double ms = 0.0;
-    BuilderConfig cfg;
-    bool extended = false;
-  };
-  while (tried < kMaxTrials) {
-    std::unique_ptr<Engine> best;
-    double bestMs = 0.0;
-    size_t bestRun = 0;
-    std::vector<Run> runs;
-    // Builds and measures `r` (a run of stages in FP16) and records it (`failed` when it fails).
-    const auto tryRun = [&](Run r) {
-      ++tried;
-      for (size_t j = r.begin; j <= r.end; ++j)
-        for (const std::string& l : stages[j]) r.cfg.layerPrecision[l] = Precision::kFp16;
-      const std::string what =
-          "'" + stages[r.begin].front() + "'" +
-          (r.layers > 1 ? " .. '" + stages[r.end].back() + "'" : std::string()) + " (" +
-          std::to_string(r.layers) + " layers) in FP16";
-      std::unique_ptr<Engine> trial;
-      if (const Status st = trialOf(r.cfg, &trial, &r.ms); !st.ok()) {
-        report += (report.empty() ? "" : "; ") + what + ": " + st.message();
-        failed = true;
-        return;
-      }
-      char buf[64];
-      std::snprintf(buf, sizeof buf, ": %.5f against %.5f ms", r.ms, *strictMs);
-      report += (report.empty() ? "" : "; ") + what + buf;
-      if (!best || r.ms < bestMs) {
-        best = std::move(trial);
-        bestMs = r.ms;
-        bestRun = runs.size();
-      }
-      runs.push_back(std::move(r));
-    };
-    for (size_t i = 0; i < stages.size() && tried < kMaxTrials && !failed; ++i) {
-      if (inFp16[i] || stages[i].size() >= int8Left) continue;  // never the last INT8 layers
-      Run r;
-      r.begin = r.end = i;
-      r.layers = stages[i].size();
-      r.cfg = strictCfg;
-      tryRun(std::move(r));
-    }
-    while (tried < kMaxTrials && !failed) {
-      Run* next = nullptr;
-      for (Run& r : runs)
-        if (!r.extended && r.ms < (1.0 + kExtend) * *strictMs && (!next || r.ms < next->ms))
-          next = &r;
-      if (!next) break;
-      next->extended = true;
-      const size_t j = next->end + 1;
-      if (j >= stages.size() || inFp16[j] || next->layers + stages[j].size() >= int8Left) continue;
-      Run r;
-      r.begin = next->begin;
-      r.end = j;
-      r.layers = next->layers + stages[j].size();
-      r.cfg = strictCfg;
-      tryRun(std::move(r));
-    }
-    if (!best || !(bestMs < (1.0 - kGain) * *strictMs)) break;
-    const Run& kept = runs[bestRun];
+  for (const auto& [b, e] : found.kept) {
     keptRuns += (keptRuns.empty() ? "" : ", ") +
-                ("'" + stages[kept.begin].front() + "' .. '" + stages[kept.end].back() + "'");
-    strict = std::move(best);
-    *strictMs = bestMs;
-    strictCfg = kept.cfg;
-    for (size_t k = kept.begin; k <= kept.end; ++k) {
-      inFp16[k] = true;
+                ("'" + stages[b].front() + "' .. '" + stages[e].back() + "'");
+    for (size_t k = b; k <= e; ++k)
       movedLayers.insert(movedLayers.end(), stages[k].begin(), stages[k].end());
-    }
-    int8Left -= kept.layers;
-    moved += kept.layers;
   }
+  for (const builder::StageTrial& t : found.trials) {
+    std::string what = "'" + stages[t.begin].front() + "'" +
+                       (t.layers > 1 ? " .. '" + stages[t.end].back() + "'" : std::string()) +
+                       " (" + std::to_string(t.layers) + " layers) in FP16";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, ": %.5f against %.5f ms", t.ms, t.againstMs);
+    report += (report.empty() ? "" : "; ") + what + (t.error.empty() ? buf : ": " + t.error);
+  }
+  const size_t tried = found.trials.size();
+  const bool failed = found.failed;
+  moved = found.moved;
   // A search that ran its course is recorded, alone in a cache of its own: saving merges it
   // into the file, where the trial builds may have updated entries `record` holds older copies
   // of.
