@@ -219,9 +219,10 @@ int cmdBench(const Args& a) {
         "throughput: %.1f inferences/s (%zu contexts at once: %zu runs of batch %lld in %.1f ms "
         "of wall time)\n",
         perSecond, ctxs.size(), ms.size(), static_cast<long long>(batch), wallMs);
-  std::printf("activation memory: %.1f KiB planned (%.1f KiB without reuse)\n",
+  std::printf("activation memory: %.1f KiB planned (%.1f KiB without reuse)%s\n",
               static_cast<double>(st.activationArenaBytes) / 1024.0,
-              static_cast<double>(st.activationNaiveBytes) / 1024.0);
+              static_cast<double>(st.activationNaiveBytes) / 1024.0,
+              ctxs.size() > 1 ? " per context" : "");
   if (gpu) {
     if (ctxs.size() == 1)
       std::printf(
