@@ -3,6 +3,7 @@
 // builds measured on the device) is CudaInt8Engine.TimedBuildTriesNetworkStagesInFp16.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,7 +21,8 @@ struct FakeDevice {
   double current = 1.0;  // what a trial reports for the current engine
   std::vector<std::string> calls;
   std::vector<double> roundBest;
-  std::string failOn;  // a set whose trial fails
+  std::string failOn;                                // a set whose trial fails
+  std::function<double(const std::string&)> timeOf;  // if set: the time of any set
 
   Expected<StageTrialTimes> operator()(const std::vector<bool>& fp16, double fastest) {
     std::string key;
@@ -28,6 +30,7 @@ struct FakeDevice {
     calls.push_back(key);
     roundBest.push_back(fastest);
     if (key == failOn) return Status(ErrorCode::kInternal, "out of memory");
+    if (timeOf) return StageTrialTimes{timeOf(key), current};
     const auto it = times.find(key);
     return StageTrialTimes{it == times.end() ? other : it->second, current};
   }
@@ -123,7 +126,7 @@ TEST(StageSearch, NeverTheLastInt8Layers_n) {
   EXPECT_EQ(keeps, 0);
 }
 
-// The trial budget holds across rounds.
+// The trial budget holds within a round and across rounds.
 TEST(StageSearch, AtMostMaxTrials) {
   FakeDevice d;
   d.other = 1.01;  // everything within `extend`: every run would be extended
@@ -134,6 +137,22 @@ TEST(StageSearch, AtMostMaxTrials) {
   EXPECT_EQ(d.calls.size(), 10u);
   EXPECT_EQ(out.trials.size(), 10u);
   EXPECT_TRUE(out.kept.empty());
+  // Each stage in FP16 gains 2 %, two neighbours together lose: round 1 tries the 4 stages
+  // alone and extends 3 of them (slow), keeps the first stage; round 2 has 2 trials left.
+  FakeDevice g;
+  g.timeOf = [](const std::string& key) {
+    double t = 1.0;
+    for (char c : key) t -= c == '1' ? 0.02 : 0.0;
+    return key.find("11") != std::string::npos ? t + 0.5 : t;
+  };
+  o.maxTrials = 9;
+  const auto two = run(g, {1, 1, 1, 1}, &keeps, o);
+  EXPECT_EQ(g.calls, (std::vector<std::string>{"1000", "0100", "0010", "0001", "1100", "0110",
+                                               "0011", "1100", "1010"}));
+  ASSERT_EQ(two.kept.size(), 2u);
+  EXPECT_EQ(two.kept[1], std::make_pair(size_t{2}, size_t{2}));
+  EXPECT_EQ(keeps, 2);
+  EXPECT_DOUBLE_EQ(two.ms, 0.96);
 }
 
 // A failed trial ends the search: what a round measured before may still be kept, the failure
