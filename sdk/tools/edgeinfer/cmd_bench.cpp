@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <system_error>
 #include <thread>
 
 #include "cli.h"
@@ -64,14 +65,15 @@ Status runConcurrently(std::vector<std::unique_ptr<ExecutionContext>>& ctxs, int
   std::vector<std::vector<double>> lat(n), gpuLat(n);
   std::vector<Status> status(n);
   std::atomic<size_t> ready{0};
-  std::atomic<bool> go{false};
+  std::atomic<bool> go{false}, abandon{false};
   std::vector<std::thread> threads;
   threads.reserve(n);
   for (size_t c = 0; c < n; ++c) {
-    threads.emplace_back([&, c] {
+    const auto body = [&, c] {
       lat[c].reserve(static_cast<size_t>(iters));
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      if (abandon.load()) return;
       for (int i = 0; i < iters; ++i) {
         const auto t = std::chrono::steady_clock::now();
         Status s = ctxs[c]->execute();
@@ -84,7 +86,17 @@ Status runConcurrently(std::vector<std::unique_ptr<ExecutionContext>>& ctxs, int
                 .count());
         if (gpu) gpuLat[c].push_back(ctxs[c]->stats().lastGpuMs);
       }
-    });
+    };
+    try {
+      threads.emplace_back(body);
+    } catch (const std::system_error& e) {  // no thread to be had: release those started
+      abandon.store(true);
+      go.store(true, std::memory_order_release);
+      for (auto& t : threads) t.join();
+      return Status(ErrorCode::kOutOfMemory, "cannot start the thread of context " +
+                                                 std::to_string(c + 1) + " of " +
+                                                 std::to_string(n) + ": " + e.what());
+    }
   }
   while (ready.load() < n) std::this_thread::yield();
   const auto start = std::chrono::steady_clock::now();
@@ -237,13 +249,14 @@ int cmdBench(const Args& a) {
     std::printf(
         "inputs %s; outputs written to the host by the GPU %lld (the others copied); CUDA "
         "graphs %s (%lld captured, %lld updated, %lld replays); streams %lld; workspace %.1f "
-        "KiB; CPU-fallback layers %lld\n",
+        "KiB; CPU-fallback layers %lld%s\n",
         a.has("device-inputs") ? "on the GPU" : "copied from the host",
         static_cast<long long>(st.zeroCopyOutputs), st.cudaGraphs ? "on" : "off",
         static_cast<long long>(st.graphCaptures), static_cast<long long>(st.graphUpdates),
         static_cast<long long>(st.graphReplays), static_cast<long long>(st.streams),
         static_cast<double>(st.workspaceBytes) / 1024.0,
-        static_cast<long long>(st.cpuFallbackLayers));
+        static_cast<long long>(st.cpuFallbackLayers),
+        ctxs.size() > 1 ? " (the first context's; each has its own)" : "");
     std::printf(
         "device memory of the engine (weights, constants, plans; equal weights held once): "
         "%.1f MiB%s\n",
