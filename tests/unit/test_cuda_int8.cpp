@@ -493,30 +493,37 @@ TEST(CudaInt8Conv, TmaKernelsAcrossStridesPaddingAndTiles) {
 // last tiles partial) a block takes two or more tiles, so stages are refilled while others are
 // in use; 96 and 288 output channels make partial slices for every tile width (96 of 128; 32 of
 // 64, 128 and 256), C = 64 two K steps, C = 32 one.
+// Each epilogue instance of the pointwise kernels: the general one (fp16 outputs or residuals,
+// the bit-exact rounding) and the lean ones of the fast rounding to int8, with and without a
+// residual and Relu (pwLean8: Relu as a saturating multiply-add of constants divided by 127).
 TEST(CudaInt8Conv, PointwiseKernelsStreamManyTilesWithResiduals) {
   EI_SKIP_WITHOUT_GPU();
-  for (const auto& [C, K, N] : {std::tuple<int64_t, int64_t, int64_t>{64, 96, 2}, {32, 288, 1}}) {
-    SCOPED_TRACE("C = " + std::to_string(C) + ", K = " + std::to_string(K));
-    I8Case c;
-    c.op = "FusedConv";
-    c.act = "Relu";
-    c.N = N;
-    c.C = C;
-    c.K = K;
-    c.H = 157;
-    c.W = 163;
-    c.R = c.S = 1;
-    c.pads = {0, 0, 0, 0};
-    c.residual = true;
-    c.build();
-    Int8ConvProvider prov;
-    size_t pw = 0;
-    for (const auto& t : prov.candidates(c.layer, Precision::kInt8))
-      pw += t->id().rfind("cuda-i8.pw", 0) == 0 ? 1 : 0;
-    EXPECT_EQ(pw, (K > 128 ? 3u : 2u) * 4u)
-        << "pw128x64, pw128x128 (and pw64x256), each with (y i8, f16) x (z i8, f16)";
-    checkAllCandidates(c, true, 4, "cuda-i8.pw");  // (the other kernels: the cases above)
-  }
+  for (const auto& [C, K, N] : {std::tuple<int64_t, int64_t, int64_t>{64, 96, 2}, {32, 288, 1}})
+    for (const bool residual : {true, false})
+      for (const char* act : {"Relu", ""}) {
+        SCOPED_TRACE("C = " + std::to_string(C) + ", K = " + std::to_string(K) +
+                     (residual ? ", residual" : "") + ", activation '" + act + "'");
+        I8Case c;
+        c.op = "FusedConv";
+        c.act = act;
+        c.N = N;
+        c.C = C;
+        c.K = K;
+        c.H = 157;
+        c.W = 163;
+        c.R = c.S = 1;
+        c.pads = {0, 0, 0, 0};
+        c.residual = residual;
+        c.build();
+        Int8ConvProvider prov;
+        size_t pw = 0;
+        for (const auto& t : prov.candidates(c.layer, Precision::kInt8))
+          pw += t->id().rfind("cuda-i8.pw", 0) == 0 ? 1 : 0;
+        const size_t formats = residual ? 4 : 2;
+        EXPECT_EQ(pw, (K > 128 ? 3u : 2u) * formats)
+            << "pw128x64, pw128x128 (and pw64x256), each with y (i8, f16) [x z (i8, f16)]";
+        checkAllCandidates(c, true, formats, "cuda-i8.pw");  // (the others: the cases above)
+      }
 }
 
 // Which layers the pointwise kernels take, and launches they refuse (no GPU needed: the checks

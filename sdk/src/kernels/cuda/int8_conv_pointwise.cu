@@ -20,7 +20,9 @@
 //     two pixels (tile b, column 2t + e holds channel 8t + 2b + e), stored as one 8-byte (int8)
 //     or 16-byte (fp16) piece: a quad of threads writes 32 contiguous bytes of a pixel.
 // The epilogue is int8_conv_epilogue.cuh's (i8Affine8, i8AddResidual8, i8Store8), in the plan's
-// rounding, so a result equals the other kernels' bit for bit.
+// rounding, so a result equals the other kernels' bit for bit; in the lean case (fast rounding to
+// int8, no activation or Relu: ResNet's 1x1 layers) an instance of its own runs pwLean8, whose
+// results differ from theirs by rounding noise at most (half-step ties).
 //
 // Offered (int8ConvPointwiseFits) for 1x1 layers without padding, any stride, C % 32 == 0 and
 // C <= 256 (the weights and at least two stages of input rows in shared memory), K % 32 == 0.
@@ -32,6 +34,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_tactic_base.h"  // device attributes
@@ -66,6 +69,60 @@ __host__ __device__ inline PwLayout pwLayout(int BM, int BN, int C, int zBytes, 
   l.stageBytes = l.aBytes + BM * l.zPitch;
   l.total = l.wBytes + l.abBytes + stages * l.stageBytes;
   return l;
+}
+
+/// What a kernel instance's epilogue handles (template argument MODE, bits): 0, the general
+/// path (any rounding, activation and output); kPwLean, the lean case (i8LeanEpilogue: fast
+/// rounding to int8, no activation or Relu, an int8 residual or none, sums below 2^22), with
+/// kPwZ (a residual) and kPwRelu (Relu) fixed at compile time. The launch picks the instance from
+/// the plan, so no epilogue tests the plan's options per element and each instance's code is only
+/// its own path (Nsight Compute: the kernel was bound by instruction issue, 16 % of its stalls
+/// waiting on the instruction cache).
+constexpr int kPwLean = 1, kPwZ = 2, kPwRelu = 4;
+
+/// fma(x, y, z) clamped to [0, 1] in the same instruction (FFMA.SAT).
+__device__ __forceinline__ float fmaSat(float x, float y, float z) {
+  float r;
+  asm("fma.rn.sat.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(x), "f"(y), "f"(z));
+  return r;
+}
+
+/// The lean epilogue of 8 outputs of a pixel (8 consecutive channels) to 8 int8 in 8 bytes,
+/// from sums that the K loop started at kRoundMagicBits (mmaS8From): q's bits as a float are
+/// 1.5 * 2^23 + the sum exactly (|sum| < 2^22), so one subtraction gives the sum as a float.
+///   - The residual's int8 z become floats without a conversion or a sign extension: each byte
+///     xor 0x80 (z + 128 unsigned) is placed by one byte permute under the exponent of 2^23, a
+///     float of 2^23 + z + 128, from which one subtraction leaves z.
+///   - Relu: `a`, `b` and `zMul` come divided by 127, so the clamp to [0, 127] is the
+///     saturation of a fused multiply-add to [0, 1] (FFMA.SAT), and one more (t * 127 + 1.5 *
+///     2^23) rounds to the integer in the low byte; without: the clamp to [-128, 127], then the
+///     add.
+/// About 3.75 operations an output without a residual, 7 with one (i8Lean8: 6.75 and 11). The
+/// results are the fast rounding's (the test's rounding noise: the scaled constants add a
+/// relative error of a few 2^-24 of the terms).
+template <bool RELU, bool Z>
+__device__ __forceinline__ uint2 pwLean8(const int32_t (&q)[8], const float (&a)[8],
+                                         const float (&b)[8], uint2 zRaw, float zMul) {
+  const uint32_t zx[2] = {zRaw.x ^ 0x80808080u, zRaw.y ^ 0x80808080u};
+  uint32_t o[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const float s = __int_as_float(q[e]) - dev::kRoundMagic;
+    float zf = 0.f;
+    if constexpr (Z)
+      zf = __int_as_float(__byte_perm(zx[e >> 2], 0x4B000000u, 0x7540u + (e & 3))) - 8388736.f;
+    if constexpr (RELU) {
+      const float t = Z ? fmaSat(zf, zMul, fmaf(s, a[e], b[e])) : fmaSat(s, a[e], b[e]);
+      o[e] = __float_as_uint(fmaf(t, 127.f, dev::kRoundMagic));
+    } else {
+      float v = fmaf(s, a[e], b[e]);
+      if constexpr (Z) v = fmaf(zf, zMul, v);
+      o[e] = __float_as_uint(fminf(fmaxf(v, -128.f), 127.f) + dev::kRoundMagic);
+    }
+  }
+  return make_uint2(
+      __byte_perm(__byte_perm(o[0], o[1], 0x0040), __byte_perm(o[2], o[3], 0x0040), 0x5410),
+      __byte_perm(__byte_perm(o[4], o[5], 0x0040), __byte_perm(o[6], o[7], 0x0040), 0x5410));
 }
 
 /// Bytes of a residual element: 0 without one, 1 int8, 2 fp16.
@@ -117,7 +174,7 @@ __device__ __forceinline__ int pieceRow(int i, int bytes) {
   return bytes == 1 ? i / (BN / 16) : i / (BN / 8);
 }
 
-template <int BM, int BN>
+template <int BM, int BN, int MODE>
 __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
     i8ConvPointwise(const Int8ConvPlan p, const int8_t* __restrict__ x,
                     const int8_t* __restrict__ w, const float* __restrict__ alpha,
@@ -127,11 +184,14 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
   constexpr int kWarpsM = BM / 32, kWarpsN = 8 / kWarpsM;
   constexpr int kWN = BN / kWarpsN, kNT = kWN / 8, kGroups = kWN / 32;
   static_assert(kWN % 32 == 0, "a warp's channels come in groups of 32");
+  constexpr bool kLean = (MODE & kPwLean) != 0, kZ = (MODE & kPwZ) != 0;
+  constexpr bool kRelu = (MODE & kPwRelu) != 0;
+  static_assert(kLean || MODE == 0, "residual and Relu variants are lean ones");
   static_assert(BN * kPwMaxC / 16 <= 4096 && BM * kPwMaxC / 16 <= 4096,
                 "divSmall's range: the 16-byte pieces of the weights and of an input tile");
   extern __shared__ __align__(128) int8_t smem[];
   dev::allowDependentGrids();
-  const int zb = residualBytes(p);
+  const int zb = kLean ? (kZ ? 1 : 0) : residualBytes(p);  // known to the lean instances
   const PwLayout L = pwLayout(BM, BN, p.C, zb, stages);
   int8_t* Ws = smem;
   float* alphaS = reinterpret_cast<float*>(smem + L.wBytes);
@@ -159,10 +219,10 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
     dev::cpAsync<16>(Ws + r * L.aPitch + ch * 16,
                      valid ? w + static_cast<int64_t>(k) * p.gemmKPad + ch * 16 : w, valid);
   }
-  for (int i = tid; i < BN; i += kPwThreads) {
+  for (int i = tid; i < BN; i += kPwThreads) {  // divided by 127 for pwLean8's Relu
     const bool valid = n0 + i < p.K;
-    alphaS[i] = valid ? alpha[n0 + i] : 0.f;
-    biasS[i] = valid ? bias[n0 + i] : 0.f;
+    alphaS[i] = !valid ? 0.f : kRelu ? __fdiv_rn(alpha[n0 + i], 127.f) : alpha[n0 + i];
+    biasS[i] = !valid ? 0.f : kRelu ? __fdiv_rn(bias[n0 + i], 127.f) : bias[n0 + i];
   }
   dev::cpAsyncCommit();
   dev::waitForPriorGrids();  // the input, the residual and the output from here on
@@ -182,13 +242,13 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
       dev::cpAsync<16>(stage + r * L.aPitch + ch * 16, valid ? x + pixel * p.C + ch * 16 : x,
                        valid);
     }
-    if (zb) {
+    if ((!kLean || kZ) && zb != 0) {  // (the lean instances know which at compile time)
       int8_t* zs = stage + L.aBytes;
       const auto* zp = static_cast<const int8_t*>(z);
       const int zChunks = BN * zb / 16;
       for (int i = tid; i < BM * zChunks; i += kPwThreads) {
         const int r = pieceRow<BN>(i, zb), ch = i - r * zChunks, m = m0 + r;
-        const int k = n0 + ch * 16 / zb;
+        const int k = n0 + ch * 16 / (kLean ? 1 : zb);
         const bool valid = m < rows && k < p.K;  // K % 32 == 0: a piece is in or out whole
         dev::cpAsync<16>(zs + r * L.zPitch + ch * 16,
                          valid ? zp + (static_cast<int64_t>(m) * p.K + k) * zb : zp, valid);
@@ -196,11 +256,11 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
     }
   };
 
-  const float inv = __frcp_rn(p.yScale);               // for the bit-exact quantize (int8 outputs)
-  const bool smallAcc = p.gemmK <= 256;                // the fast epilogue's int32 -> float
-  const bool lean = dev::i8LeanEpilogue(p, smallAcc);  // (ResNet's 1x1 layers are bound by
-                                                       // their instructions)
-  const float floor = p.act == DeviceActivation::kRelu ? 0.f : -128.f;
+  const float inv = __frcp_rn(p.yScale);  // for the bit-exact quantize (int8 outputs)
+  const bool smallAcc = p.gemmK <= 256;   // the fast epilogue's int32 -> float
+  const float zMul = kRelu ? __fdiv_rn(p.zMul, 127.f) : p.zMul;
+  // The lean instances start the sums at kRoundMagicBits (pwLean8), the others at 0.
+  constexpr int32_t kAccStart = kLean ? dev::kRoundMagicBits : 0;
   // Tiles in flight: stages - 1 ahead of the one multiplied, one commit group each (empty past
   // the last tile), so waiting until stages - 1 groups are pending means this tile has landed.
   int mt = static_cast<int>(blockIdx.x) / slices;
@@ -216,15 +276,9 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
     cpAsyncWaitFor(stages - 1);  // the weights and this tile have landed (this thread's copies)
     __syncthreads();             // (everyone's)
 
+    // The first K step sets the sums (mmaS8From: no zeroing), the others add to them.
     int32_t acc[2][kNT][4];
-#pragma unroll
-    for (int a = 0; a < 2; ++a)
-#pragma unroll
-      for (int b = 0; b < kNT; ++b)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[a][b][e] = 0;
-#pragma unroll 2
-    for (int k0 = 0; k0 < p.C; k0 += 32) {
+    const auto kStep = [&](int k0, auto first) {
       uint32_t af[2][4], bf[kNT][2];
 #pragma unroll
       for (int a = 0; a < 2; ++a)
@@ -243,8 +297,16 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
 #pragma unroll
       for (int a = 0; a < 2; ++a)
 #pragma unroll
-        for (int b = 0; b < kNT; ++b) dev::mmaS8(acc[a][b], af[a], bf[b]);
-    }
+        for (int b = 0; b < kNT; ++b) {
+          if constexpr (decltype(first)::value)
+            dev::mmaS8From(acc[a][b], af[a], bf[b], kAccStart);
+          else
+            dev::mmaS8(acc[a][b], af[a], bf[b]);
+        }
+    };
+    kStep(0, std::true_type{});
+#pragma unroll 2
+    for (int k0 = 32; k0 < p.C; k0 += 32) kStep(k0, std::false_type{});
 
     // Epilogue: each thread's 8 consecutive channels of a group, for each of its 4 pixels,
     // stored as one piece (a quad of threads: 32 contiguous bytes of a pixel). Staging the tile
@@ -275,11 +337,11 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
             q[2 * b + 1] = acc[a][grp * 4 + b][2 * h + 1];
           }
           const int64_t base = static_cast<int64_t>(m) * p.K + n0 + c0;
-          if (lean) {  // the common case in few operations (i8Lean8)
+          if constexpr (kLean) {  // the common case in few operations (pwLean8)
             uint2 zRaw = make_uint2(0u, 0u);
-            if (zb) zRaw = *reinterpret_cast<const uint2*>(zs + r * L.zPitch + c0);
+            if constexpr (kZ) zRaw = *reinterpret_cast<const uint2*>(zs + r * L.zPitch + c0);
             *reinterpret_cast<uint2*>(static_cast<int8_t*>(y) + base) =
-                dev::i8Lean8(q, av, bv, zb != 0, zRaw, p.zMul, floor);
+                pwLean8<kRelu, kZ>(q, av, bv, zRaw, zMul);
             continue;
           }
           float v[8];
@@ -341,9 +403,9 @@ int pointwiseStages(const Int8ConvPlan& p) {
   return stages;
 }
 
-template <int BM, int BN>
-Status launchPointwise(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
-  const auto kernel = &i8ConvPointwise<BM, BN>;
+template <int BM, int BN, int MODE>
+Status launchPointwiseMode(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
+  const auto kernel = &i8ConvPointwise<BM, BN, MODE>;
   const int stages = pointwiseStages<BM, BN>(p);
   const int smem = pwLayout(BM, BN, p.C, residualBytes(p), stages).total;
   const int optin = detail::deviceSharedMemoryOptin();
@@ -370,6 +432,18 @@ Status launchPointwise(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_
                                    static_cast<const int8_t*>(a.w), a.alpha, a.bias, a.z, a.y,
                                    stages));
   return Status::Ok();
+}
+
+/// The instance for the plan's epilogue (kPwLean and its variants where i8LeanEpilogue holds).
+template <int BM, int BN>
+Status launchPointwise(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
+  if (!dev::i8LeanEpilogue(p, p.gemmK <= 256)) return launchPointwiseMode<BM, BN, 0>(p, a, st);
+  const bool relu = p.act == DeviceActivation::kRelu;
+  if (p.hasZ)
+    return relu ? launchPointwiseMode<BM, BN, kPwLean | kPwZ | kPwRelu>(p, a, st)
+                : launchPointwiseMode<BM, BN, kPwLean | kPwZ>(p, a, st);
+  return relu ? launchPointwiseMode<BM, BN, kPwLean | kPwRelu>(p, a, st)
+              : launchPointwiseMode<BM, BN, kPwLean>(p, a, st);
 }
 
 }  // namespace

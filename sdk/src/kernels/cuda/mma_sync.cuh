@@ -68,4 +68,18 @@ __device__ __forceinline__ void mmaS8(int32_t (&acc)[4], const uint32_t (&a)[4],
 #endif
 }
 
+/// acc = A (16 x 32, row) * B (32 x 8, col) + c in every element: a K loop's first step with
+/// the sums started at `c` (the pointwise kernels' lean epilogue starts them at
+/// kRoundMagicBits: no zeroing, and no add to reinterpret them as floats afterwards).
+__device__ __forceinline__ void mmaS8From(int32_t (&acc)[4], const uint32_t (&a)[4],
+                                          const uint32_t (&b)[2], int32_t c) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%10,%10,%10,%10};\n"
+      : "=r"(acc[0]), "=r"(acc[1]), "=r"(acc[2]), "=r"(acc[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c));
+#endif
+}
+
 }  // namespace edgeinfer::cuda::dev
