@@ -509,8 +509,11 @@ TEST(CudaInt8Conv, PointwiseKernelsStreamManyTilesWithResiduals) {
         c.N = N;
         c.C = C;
         c.K = K;
-        c.H = 157;
-        c.W = 163;
+        // Many tiles a block for one instance (their stages are the same in all); smaller
+        // images for the other epilogues (the host reference of all candidates is the cost).
+        const bool many = residual && act[0] != '\0';
+        c.H = many ? 157 : 41;
+        c.W = many ? 163 : 53;
         c.R = c.S = 1;
         c.pads = {0, 0, 0, 0};
         c.residual = residual;

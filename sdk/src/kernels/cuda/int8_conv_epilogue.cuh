@@ -282,6 +282,15 @@ __device__ __forceinline__ uint2 i8Lean8(const int32_t (&q)[8], const float (&a)
       __byte_perm(__byte_perm(o[4], o[5], 0x0040), __byte_perm(o[6], o[7], 0x0040), 0x5410));
 }
 
+/// Whether the 8 sums are all within [-2^22, 2^22): the range where i8Lean8's int32 -> float (the
+/// sum added to 1.5 * 2^23's bits) is exact. Two operations a sum.
+__device__ __forceinline__ bool i8SmallSums8(const int32_t (&q)[8]) {
+  uint32_t m = 0;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) m |= static_cast<uint32_t>(q[e] ^ (q[e] >> 31));  // |q| or |q| - 1
+  return m < (1u << 22);
+}
+
 /// The epilogue of NROWS rows of a shared int32 accumulator tile (i8StoreWgmmaAccumulators;
 /// output pixel m0 and channel n0 at its origin) straight to y, by THREADS threads: 8 channels
 /// of one pixel per step, read from shared memory in 16-byte pieces, alpha and bias in 16-byte
@@ -302,8 +311,12 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
                    (reinterpret_cast<uintptr_t>(bias) & 15) == 0;
   const bool vecZ = vec && i8VectorResidual(p, z);
   const float inv = __frcp_rn(p.yScale);  // for the bit-exact quantize (int8 outputs)
-  const bool smallAcc = p.gemmK <= 256;   // the fast epilogue's int32 -> float
-  const bool lean = vec && i8LeanEpilogue(p, smallAcc);
+  const bool smallAcc = p.gemmK <= 256;   // every sum within 2^22, whatever the data
+  // The lean path also where larger sums are possible (a 3x3 layer of 64 channels and more:
+  // gemmK 576 and up), for the steps whose 8 sums are within 2^22 (i8SmallSums8: in practice
+  // all of them); the others take the general path. (With the general path for the whole
+  // layer, about 45 instructions an output: ResNet's 3x3 layers, Nsight Compute, H200.)
+  const bool lean = vec && i8LeanEpilogue(p, true);
   const float floor = p.act == DeviceActivation::kRelu ? 0.f : -128.f;
 #pragma unroll kUnroll
   for (int it = 0; it < Walk::kSteps; ++it) {
@@ -330,7 +343,8 @@ __device__ __forceinline__ void i8WgmmaEpilogue(
       }
     }
     const int64_t base = static_cast<int64_t>(m) * p.K + k0;
-    if (lean && (vecZ || !p.hasZ)) {  // n == 8; an int8 residual read 8 values at a time
+    // n == 8; an int8 residual read 8 values at a time
+    if (lean && (vecZ || !p.hasZ) && (smallAcc || i8SmallSums8(q))) {
       uint2 z8 = make_uint2(0u, 0u);
       if (p.hasZ) {
         if constexpr (PRE) {
