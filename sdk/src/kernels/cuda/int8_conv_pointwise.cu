@@ -248,8 +248,8 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
       const int zChunks = BN * zb / 16;
       for (int i = tid; i < BM * zChunks; i += kPwThreads) {
         const int r = pieceRow<BN>(i, zb), ch = i - r * zChunks, m = m0 + r;
-        const int k = n0 + ch * 16 / (kLean ? 1 : zb);
-        const bool valid = m < rows && k < p.K;  // K % 32 == 0: a piece is in or out whole
+        const int k = n0 + ch * 16 / (kLean ? 1 : zb);  // (a lean residual is int8: zb 1)
+        const bool valid = m < rows && k < p.K;         // K % 32 == 0: a piece is in or out whole
         dev::cpAsync<16>(zs + r * L.zPitch + ch * 16,
                          valid ? zp + (static_cast<int64_t>(m) * p.K + k) * zb : zp, valid);
       }
