@@ -297,6 +297,24 @@ TEST(CudaStemConv, ResNetStem7x7Stride2OddSizes) {
   EXPECT_EQ(checkAll(c), allIds(c.K));
 }
 
+/// Input rows that start on 16-byte boundaries (W = 64: 256, 128 and 384 bytes a row in the
+/// three input formats) are copied whole pieces at a time, a tile ahead; the pieces left and
+/// right of the image are zero-filled.
+TEST(CudaStemConv, ResNetStem7x7Stride2RowsCopiedInWholePieces) {
+  EI_SKIP_WITHOUT_GPU();
+  StemCase c;
+  c.N = 2, c.H = 37, c.W = 64, c.act = "Relu";
+  EXPECT_EQ(checkAll(c), allIds(c.K));
+}
+
+TEST(CudaStemConv, RowsCopiedInWholePiecesDilatedStridedResidualSeveralBlocks) {
+  EI_SKIP_WITHOUT_GPU();
+  StemCase c;  // W = 24: 96, 48 and 192 bytes a row
+  c.C = 4, c.K = 136, c.R = c.S = 3, c.strides = {2, 1}, c.dilations = {2, 2};
+  c.pads = {2, 2, 2, 2}, c.H = 21, c.W = 24, c.residual = true, c.act = "SiLU";
+  EXPECT_EQ(checkAll(c), allIds(c.K));
+}
+
 TEST(CudaStemConv, MobileNetStem3x3Stride2Relu6AsymmetricPads) {
   EI_SKIP_WITHOUT_GPU();
   StemCase c;  // 32 outputs: one block of 32 channels
@@ -417,6 +435,12 @@ TEST(CudaStemConv, Int8OutputIsTheFloatResultQuantized) {
   EXPECT_EQ(checkInt8(blocks, 1.f), int8Ids(blocks.K));
   blocks.K = 48, blocks.act = "Clip", blocks.alpha = 0.f, blocks.beta = 1.5f;
   EXPECT_EQ(checkInt8(blocks, 0.7f), int8Ids(blocks.K));
+  // Input rows on 16-byte boundaries (copied in whole pieces), ReLU and none.
+  StemCase aligned = resnet;
+  aligned.H = 30, aligned.W = 32;
+  EXPECT_EQ(checkInt8(aligned, 0.8f), int8Ids(aligned.K));
+  aligned.act = "", aligned.K = 40;
+  EXPECT_EQ(checkInt8(aligned, 0.9f), int8Ids(aligned.K));
 }
 
 /// Two layers of one kernel version, the larger initialised first: the smaller one's
@@ -447,7 +471,8 @@ TEST(CudaStemConv, ASmallerLayerInitialisedLaterLeavesTheLargerOneRunning) {
   EXPECT_LE(test::relL2((*got)[0], want[0]), 2e-3);
 }
 
-/// A persistent grid of one block walks over every tile: the same bits as the full grid.
+/// A persistent grid of one block walks over every tile: the same bits as the full grid, and
+/// as an input whose rows are not 16-byte aligned.
 TEST(CudaStemConv, OneBlockGivesTheSameBitsAsAFullGrid) {
   EI_SKIP_WITHOUT_GPU();
   cuda::StemConvPlan p;  // ResNet's stem on a 2 x 3 x 64 x 48 NHWC half input
@@ -497,7 +522,18 @@ TEST(CudaStemConv, OneBlockGivesTheSameBitsAsAFullGrid) {
   size_t unwritten = 0;
   for (uint16_t v : y2) unwritten += v == 0xffff ? 1 : 0;
   EXPECT_EQ(unwritten, 0u);
-  for (void* ptr : {dx, dw, doff, db, dy1, dy2}) cudaFree(ptr);
+  // The same input 2 bytes past a 16-byte boundary: its rows are copied value by value instead
+  // of in 16-byte pieces, the same bits.
+  void* dxOdd = nullptr;
+  ASSERT_EQ(cudaMalloc(&dxOdd, x.size() * 2 + 16), cudaSuccess);
+  cudaMemcpy(static_cast<char*>(dxOdd) + 2, x.data(), x.size() * 2, cudaMemcpyHostToDevice);
+  cudaMemset(dy2, 0xff, yElems * 2);
+  a.x = static_cast<char*>(dxOdd) + 2;
+  EXPECT_TRUE(cuda::launchStemConv(p, a, *blocks, nullptr).ok());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaMemcpy(y2.data(), dy2, yElems * 2, cudaMemcpyDeviceToHost);
+  EXPECT_EQ(std::memcmp(y1.data(), y2.data(), yElems * 2), 0);
+  for (void* ptr : {dx, dxOdd, dw, doff, db, dy1, dy2}) cudaFree(ptr);
 }
 
 /// x [N, 3, 40, 36] -> Conv 7x7 / 2 + bias -> Relu -> y, the conv forced onto cuda-stem.

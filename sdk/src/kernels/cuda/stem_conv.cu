@@ -3,13 +3,19 @@
 // An implicit GEMM: a block's rows are the output pixels of its tile (TILE_H rows of 16 pixels
 // of one image), its columns BN output channels, and its K the window taps in the order of
 // stemTap() (stem_conv.h), so the packed weights [K][gemmKPad] are the "col" operand of
-// mma.sync as they are. Per tile the block copies the input patch the tile reads (patchH x
-// patchW x C values, converted to half, zeros outside the image) into shared memory as pairs:
-// word i holds patch values i and i + 1. stemTap() keeps every pair of K positions (2j, 2j + 1)
-// side by side in the patch, so one 32-bit load at pairs[base(m) + off(2j)] is an A register:
-// base(m) is the patch offset of pixel m's window, off(k) that of tap k in it (the table
+// mma.sync as they are. Per tile the block holds the input patch the tile reads (patchH x
+// patchW x C values as half, zeros outside the image) in shared memory as pairs: word i holds
+// patch values i and i + 1. stemTap() keeps every pair of K positions (2j, 2j + 1) side by
+// side in the patch, so one 32-bit load at pairs[base(m) + off(2j)] is an A register: base(m)
+// is the patch offset of pixel m's window, off(k) that of tap k in it (the table
 // stemPairOffsets() makes on the host). B fragments come from the block's weights in shared
 // memory through ldmatrix.x4.
+//
+// The patch is built in two steps: the input rows it covers are copied as they are stored
+// (16-byte cp.async pieces where every row starts 16-byte aligned), one tile ahead, so the copy
+// of the next tile's rows is in flight while this one computes; at the tile's start the block
+// turns them into the pairs (a few operations a value, no division per value). The int8
+// epilogue of ReLU or no activation takes two or three operations a value.
 //
 // Fragment layouts (PTX ISA, mma.m16n8k16 .f16 row.col): with g = lane / 4 and t = lane % 4,
 //   A regs 0..3 (half2): (row g, k 2t..2t+1), (g + 8, 2t..), (g, 8 + 2t..), (g + 8, 8 + 2t..)
@@ -40,15 +46,6 @@ namespace {
 
 constexpr int kTileW = 16;  // output pixels per tile row
 
-/// Input element `idx` of x as half.
-template <StemInput XF>
-__device__ __forceinline__ __half loadInput(const void* x, int idx) {
-  if constexpr (XF == StemInput::kFloatNchw)
-    return __float2half_rn(static_cast<const float*>(x)[idx]);
-  else
-    return static_cast<const __half*>(x)[idx];
-}
-
 /// e / d for 0 <= e < 2^22 and 0 < d < 2^12, `inv` = 1 / d: the float quotient truncated,
 /// then corrected by one step (its error is under one), without an integer division.
 __device__ __forceinline__ int divSmall(int e, int d, float inv) {
@@ -57,56 +54,144 @@ __device__ __forceinline__ int divSmall(int e, int d, float inv) {
   return q + (r >= d) - (r < 0);
 }
 
-/// Copies the patch of image n with top-left input coordinate (h0, w0) into `pairs` as half
-/// values: element i goes to the low half of word i and the high half of word i - 1. The
-/// patch is read as rows of contiguous input values (NHWC: a patch row's patchW * C values;
-/// NCHW: one channel's patchW values), flattened, consecutive threads on consecutive values;
-/// each thread finds the row of each of its values by a float division (divSmall: a stepping
-/// loop per value took more instructions than the rest of the load, and at batch 1, with a
-/// warp a scheduler, the kernel's time is its instruction count), and issues kBatch loads
-/// before it stores any.
+/// The input rows a tile's patch reads, as the input stores them: NCHW, C * patchH rows of
+/// patchW values (channel-major); NHWC, patchH rows of patchW * C values. The copy of a row
+/// starts at the 16-byte piece of the input row that holds its first value and takes
+/// rowChunks pieces, so `off` values of the copy come before the patch's.
+struct PatchRows {
+  int rows, rowChunks, rowLen, off, a0;  // rowLen: values of an input row; a0: first copied
+};
+
+template <StemInput XF>
+__host__ __device__ constexpr int valueBytes() {
+  return XF == StemInput::kFloatNchw ? 4 : 2;
+}
+
+__host__ __device__ inline int valueBytes(StemInput in) {
+  return in == StemInput::kFloatNchw ? 4 : 2;
+}
+
+/// Rows and pieces a row of the raw patch copy (the most over every alignment of its start).
+__host__ __device__ inline void rawPatchShape(StemInput in, int C, int patchH, int patchW,
+                                              int* rows, int* rowChunks) {
+  const bool nchw = in != StemInput::kHalfNhwc;
+  const int v = 16 / valueBytes(in), seg = nchw ? patchW : patchW * C;
+  *rows = nchw ? C * patchH : patchH;
+  *rowChunks = (seg + 2 * v - 2) / v;
+}
+
+template <StemInput XF>
+__device__ __forceinline__ PatchRows patchRows(const StemConvPlan& p, int patchH, int patchW,
+                                               int w0) {
+  constexpr bool kNchw = XF != StemInput::kHalfNhwc;
+  constexpr int V = 16 / valueBytes<XF>();
+  PatchRows r;
+  rawPatchShape(XF, p.C, patchH, patchW, &r.rows, &r.rowChunks);
+  r.rowLen = kNchw ? p.W : p.W * p.C;
+  const int start = kNchw ? w0 : w0 * p.C;                         // may be negative (padding)
+  r.a0 = start >= 0 ? start / V * V : -((V - 1 - start) / V) * V;  // floor to a piece
+  r.off = start - r.a0;
+  return r;
+}
+
+/// Copies the rows of the patch of image n with top-left input coordinate (h0, w0) into
+/// `raw` (row j at j * rowChunks pieces), zeros outside the image. `async`: every input row
+/// starts on a 16-byte boundary (the tensor's address and row length allow it), so each piece
+/// is wholly inside or outside a row and goes by one cp.async (zero-filled outside), which the
+/// caller waits for; otherwise value by value, loaded and stored now.
 template <StemInput XF, int kThreads>
-__device__ __forceinline__ void loadPatch(const StemConvPlan& p, const void* __restrict__ x,
-                                          __half* pairs, int n, int h0, int w0, int patchH,
-                                          int patchW) {
-  constexpr int kBatch = 24;
-  constexpr bool kNhwc = XF == StemInput::kHalfNhwc;
-  const int rowLen = kNhwc ? patchW * p.C : patchW;
-  const int total = (kNhwc ? patchH : patchH * p.C) * rowLen;
-  const float invRow = __frcp_rn(static_cast<float>(rowLen));
-  const float invH = __frcp_rn(static_cast<float>(patchH));
-  const __half zero = __ushort_as_half(0);
-  for (int e0 = threadIdx.x; e0 < total; e0 += kBatch * kThreads) {
-    __half v[kBatch];
-    int dst[kBatch];
+__device__ __forceinline__ void copyPatchRows(const StemConvPlan& p, const void* __restrict__ x,
+                                              unsigned char* raw, const PatchRows& pr, int n,
+                                              int h0, int patchH, bool async) {
+  constexpr bool kNchw = XF != StemInput::kHalfNhwc;
+  constexpr int E = valueBytes<XF>(), V = 16 / E;
+  const int tid = static_cast<int>(threadIdx.x);
+  // Piece i is piece q of row j, row j input row h0 + ph of channel c (NCHW; ph = j for NHWC):
+  // found once, then stepped along.
+  const int dj = kThreads / pr.rowChunks, dq = kThreads - dj * pr.rowChunks;
+  int j = divSmall(tid, pr.rowChunks, __frcp_rn(static_cast<float>(pr.rowChunks)));
+  int q = tid - j * pr.rowChunks, c = 0, ph = j;
+  if constexpr (kNchw) {
+    c = divSmall(j, patchH, __frcp_rn(static_cast<float>(patchH)));
+    ph = j - c * patchH;
+  }
+  // Element offset of row j's start in x (rows above or below the image included: only
+  // dereferenced inside it), stepped along with the row.
+  int rowOff = kNchw ? ((n * p.C + c) * p.H + h0 + ph) * p.W : (n * p.H + h0 + ph) * pr.rowLen;
+  const int hStepNext = kNchw ? (p.H - patchH) * p.W : 0;  // to the next channel's first row
+  using T = std::conditional_t<E == 4, float, uint16_t>;
+  const T* xt = static_cast<const T*>(x);
+  for (int i = tid; i < pr.rows * pr.rowChunks; i += kThreads) {
+    const int h = h0 + ph, e0 = pr.a0 + q * V;
+    const bool rowIn = h >= 0 && h < p.H;
+    unsigned char* dst = raw + i * 16;
+    if (async) {
+      const bool in = rowIn && e0 >= 0 && e0 < pr.rowLen;
+      dev::cpAsync<16>(dst, in ? xt + rowOff + e0 : xt, in);
+    } else {
 #pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int e = e0 + u * kThreads;
-      v[u] = zero;
-      dst[u] = -1;
-      if (e < total) {
-        const int row = divSmall(e, rowLen, invRow), j = e - row * rowLen;
-        if constexpr (kNhwc) {
-          const int h = h0 + row, wc = w0 * p.C + j;  // (w * C + c) within the input row
-          dst[u] = e;
-          if (h >= 0 && h < p.H && wc >= 0 && wc < p.W * p.C)
-            v[u] = loadInput<XF>(x, (n * p.H + h) * p.W * p.C + wc);
-        } else {  // row = c * patchH + ph
-          const int c = divSmall(row, patchH, invH), ph = row - c * patchH;
-          const int h = h0 + ph, w = w0 + j;
-          dst[u] = (ph * patchW + j) * p.C + c;
-          if (h >= 0 && h < p.H && w >= 0 && w < p.W)
-            v[u] = loadInput<XF>(x, ((n * p.C + c) * p.H + h) * p.W + w);
-        }
+      for (int e = 0; e < V; ++e) {
+        const bool in = rowIn && e0 + e >= 0 && e0 + e < pr.rowLen;
+        reinterpret_cast<T*>(dst)[e] = in ? xt[rowOff + e0 + e] : T{0};
       }
     }
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      if (dst[u] < 0) continue;
-      pairs[2 * dst[u]] = v[u];
-      if (dst[u] > 0) pairs[2 * dst[u] - 1] = v[u];
-    }
+    q += dq, ph += dj, rowOff += dj * pr.rowLen;
+    if (q >= pr.rowChunks) q -= pr.rowChunks, ++ph, rowOff += pr.rowLen;
+    if constexpr (kNchw)
+      while (ph >= patchH) ph -= patchH, ++c, rowOff += hStepNext;
   }
+}
+
+/// convertPatch() for C channels (C = 0: `channels`, not unrolled).
+template <int C, StemInput XF, int kThreads>
+__device__ __forceinline__ void convertPatchC(int channels, const unsigned char* raw,
+                                              const PatchRows& pr, uint32_t* pairs, int patchH,
+                                              int patchW) {
+  constexpr bool kNchw = XF != StemInput::kHalfNhwc;
+  constexpr int V = 16 / valueBytes<XF>();
+  const int rowElems = pr.rowChunks * V, nc = C > 0 ? C : channels;
+  // Raw index of value (c, ph, pw): ph * rowElems + off + pw * wStep + c * cStep.
+  const int cStep = kNchw ? patchH * rowElems : 1, wStep = kNchw ? 1 : nc;
+  const int tid = static_cast<int>(threadIdx.x);
+  int ph = divSmall(tid, patchW, __frcp_rn(static_cast<float>(patchW))), pw = tid - ph * patchW;
+  const int dh = kThreads / patchW, dw = kThreads - dh * patchW;
+  int idx = ph * rowElems + pr.off + pw * wStep;
+  const int dIdx = dh * rowElems + dw * wStep, wrap = rowElems - patchW * wStep;
+  const auto at = [&](int i) -> uint32_t {  // raw value i as half bits
+    if constexpr (XF == StemInput::kFloatNchw)
+      return __half_as_ushort(__float2half_rn(reinterpret_cast<const float*>(raw)[i]));
+    else
+      return reinterpret_cast<const uint16_t*>(raw)[i];
+  };
+  uint32_t* dst = pairs + tid * nc;
+  for (int u = tid; u < patchH * patchW; u += kThreads) {
+    uint32_t cur = at(idx);
+#pragma unroll
+    for (int c = 0; c < nc; ++c) {  // unrolled where C is known
+      const uint32_t next = c + 1 < nc        ? at(idx + (c + 1) * cStep)
+                            : pw + 1 < patchW ? at(idx + wStep)
+                                              : 0u;
+      dst[c] = cur | (next << 16);
+      cur = next;
+    }
+    dst += kThreads * nc;
+    pw += dw, ph += dh, idx += dIdx;
+    if (pw >= patchW) pw -= patchW, ++ph, idx += wrap;
+  }
+}
+
+/// The raw rows into the patch the main loop reads: values as half, in [row][column][C] order,
+/// value i in the low half of word i and the high half of word i - 1 (pairs). The value after
+/// a patch row's last is taken as zero: only a padding position of K (weight zero) pairs
+/// across rows. Three channels (an RGB image) unrolled.
+template <StemInput XF, int kThreads>
+__device__ __forceinline__ void convertPatch(const StemConvPlan& p, const unsigned char* raw,
+                                             const PatchRows& pr, uint32_t* pairs, int patchH,
+                                             int patchW) {
+  if (p.C == 3)
+    convertPatchC<3, XF, kThreads>(3, raw, pr, pairs, patchH, patchW);
+  else
+    convertPatchC<0, XF, kThreads>(p.C, raw, pr, pairs, patchH, patchW);
 }
 
 __device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void* ptr) {
@@ -194,6 +279,42 @@ __device__ __forceinline__ void epilogueTile(const StemConvPlan& p,
   }
 }
 
+/// The int8 epilogue of ReLU or no activation (no Z) in two or three operations a value:
+/// `Bq` holds bias / yScale, for ReLU divided by 127 as `sc` is 1 / (127 yScale), so that
+/// ReLU and the clamp to 127 are one saturated multiply-add to [0, 1] and a multiply-add by 127
+/// onto kRoundMagic rounds (half to even) into the low byte; without an activation the value in
+/// steps is clamped to [-128, 127] and rounded so (NaN -> 0 in both, as quantizeStepsFast).
+/// Within one step of the general epilogue's quantize (the products' rounding differs by a few
+/// units in the last place, which moves only values within that of a half step).
+template <bool RELU, int RPW, int BN>
+__device__ __forceinline__ void epilogueTileInt8Lean(const float (&acc)[RPW][BN / 8][4],
+                                                     const float* Bq, float sc, unsigned char* Os) {
+  constexpr int NT = BN / 8, ldo = stageRowBytes<BN, true>();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  unsigned char* row = Os + (RPW * warp * kTileW + g) * ldo + 2 * t;  // pixel (a, h) = (0, 0)
+#pragma unroll
+  for (int b = 0; b < NT; ++b) {
+    const float2 bq = *reinterpret_cast<const float2*>(Bq + b * 8 + 2 * t);
+#pragma unroll
+    for (int a = 0; a < RPW; ++a)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        uint32_t lo, hi;
+        if constexpr (RELU) {
+          const float t0 = __saturatef(__fmaf_rn(acc[a][b][2 * h], sc, bq.x));
+          const float t1 = __saturatef(__fmaf_rn(acc[a][b][2 * h + 1], sc, bq.y));
+          lo = __float_as_uint(__fmaf_rn(t0, 127.f, dev::kRoundMagic));
+          hi = __float_as_uint(__fmaf_rn(t1, 127.f, dev::kRoundMagic));
+        } else {
+          lo = dev::quantizeStepsFast(__fmaf_rn(acc[a][b][2 * h], sc, bq.x), true);
+          hi = dev::quantizeStepsFast(__fmaf_rn(acc[a][b][2 * h + 1], sc, bq.y), true);
+        }
+        *reinterpret_cast<uint16_t*>(row + (a * kTileW + 8 * h) * ldo + b * 8) =
+            static_cast<uint16_t>(__byte_perm(lo, hi, 0x0040));
+      }
+  }
+}
+
 /// epilogueTile() specialised for the activation (none, ReLU, any other).
 template <bool HAS_Z, int RPW, int BN, bool I8>
 __device__ __forceinline__ void epilogueFor(int act, const StemConvPlan& p,
@@ -208,35 +329,70 @@ __device__ __forceinline__ void epilogueFor(int act, const StemConvPlan& p,
     epilogueTile<2, HAS_Z, RPW, BN, I8>(p, acc, Bs, z, Os, inv, n, p0, q0, n0);
 }
 
+/// Shared memory of a block, in bytes from its start: the weights [BN][gemmKPad + 8] half, the
+/// tap offsets, the output stage [BM] rows of stageRowBytes(), the bias [BN] float and the bias
+/// scaled for the lean int8 epilogue [BN], the patch (pairs), the raw copy of its input rows.
+struct StemSmem {
+  int offs, os, bias, biasQ, pairs, raw, total;
+};
+
+__host__ __device__ inline int align16(int v) {
+  return (v + 15) / 16 * 16;
+}
+
+__host__ __device__ inline StemSmem stemSmem(const StemConvPlan& p) {
+  const int bm = p.warps * 16 * p.rowsPerWarp, tileRows = p.warps * p.rowsPerWarp;
+  const int patchW = (kTileW - 1) * p.strideW + (p.S - 1) * p.dilW + 1;
+  const int patchH = (tileRows - 1) * p.strideH + (p.R - 1) * p.dilH + 1;
+  int rows = 0, rowChunks = 0;
+  rawPatchShape(p.input, p.C, patchH, patchW, &rows, &rowChunks);
+  const int stageRow = p.int8Out ? p.blockN + 16 : (p.blockN + 8) * 2;
+  StemSmem m;
+  m.offs = p.blockN * (p.gemmKPad + 8) * 2;
+  m.os = align16(m.offs + p.gemmKPad / 2 * 4);
+  m.bias = align16(m.os + bm * stageRow);
+  m.biasQ = m.bias + p.blockN * 4;
+  m.pairs = align16(m.biasQ + p.blockN * 4);
+  m.raw = align16(m.pairs + patchH * patchW * p.C * 4);
+  m.total = m.raw + rows * rowChunks * 16;
+  return m;
+}
+
 // At most 128 registers a thread: 16 warps a multiprocessor stay resident.
 // RPW: output rows of a warp (2, or 1 with twice the warps: at batch 1 a warp's instruction
 // count is the kernel's time, and the patch load and the epilogue spread over more threads).
+// A tile's input rows are copied while the tile before it computes (copyPatchRows, a tile
+// ahead), then turned into the patch of half pairs at the tile's start (convertPatch): the
+// block's threads compute only while a copy is in flight.
 template <int WARPS, int RPW, int BN, StemInput XF, bool I8>
 __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
     stemConvKernel(const StemConvPlan p, const void* __restrict__ x, const __half* __restrict__ w,
                    const int* __restrict__ pairOffsets, const float* __restrict__ bias,
                    const __half* __restrict__ z, void* __restrict__ y, int tilesQ, int tilesP,
-                   int numTiles) {
+                   int numTiles, bool asyncRows) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int kThreads = WARPS * 32, BM = WARPS * 16 * RPW, TILE_H = WARPS * RPW, NT = BN / 8;
   constexpr int ldo = stageRowBytes<BN, I8>();  // output stage row (bytes)
   constexpr int kPiece = I8 ? 16 : 8;           // channels of a 16-byte store
   static_assert(NT % 2 == 0, "ldmatrix.x4 loads two n8 tiles");
   extern __shared__ __align__(16) unsigned char smem[];
+  const StemSmem sm = stemSmem(p);
   // Weight rows of gemmKPad + 8 halves: 16-byte aligned, and the 8 rows one ldmatrix phase
   // reads fall in 8 different 16-byte bank groups.
   const int ldw = p.gemmKPad + 8;
-  auto* Ws = reinterpret_cast<__half*>(smem);                // [BN][ldw]
-  auto* offs = reinterpret_cast<int*>(smem + BN * ldw * 2);  // [gemmKPad / 2]
-  auto* Os = smem + BN * ldw * 2 + p.gemmKPad * 2;  // [BM][ldo] bytes (stemSharedBytes: fp16's)
-  auto* Bs = reinterpret_cast<float*>(Os + BM * stageRowBytes<BN, false>());  // [BN]
-  auto* pairs = reinterpret_cast<uint32_t*>(Bs + BN);  // [patchH * patchW * C]
+  auto* Ws = reinterpret_cast<__half*>(smem);                  // [BN][ldw]
+  auto* offs = reinterpret_cast<int*>(smem + sm.offs);         // [gemmKPad / 2]
+  auto* Os = smem + sm.os;                                     // [BM][ldo] bytes
+  auto* Bs = reinterpret_cast<float*>(smem + sm.bias);         // [BN]
+  auto* Bq = reinterpret_cast<float*>(smem + sm.biasQ);        // [BN]
+  auto* pairs = reinterpret_cast<uint32_t*>(smem + sm.pairs);  // [patchH * patchW * C]
+  auto* raw = smem + sm.raw;
+  const unsigned char* pairBytes = smem + sm.pairs;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
   const int n0 = blockIdx.y * BN;
   const int patchW = (kTileW - 1) * p.strideW + (p.S - 1) * p.dilW + 1;
   const int patchH = (TILE_H - 1) * p.strideH + (p.R - 1) * p.dilH + 1;
-  const int patchElems = patchH * patchW * p.C;
 
   // The block's weights, bias and tap offsets by cp.async: every copy in flight at once (a
   // loop of loads and stores into shared memory waits for each load in turn, which at batch 1,
@@ -257,33 +413,62 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
   for (int k = tid; k < BN; k += kThreads) dev::cpAsync<4>(Bs + k, bias + n0 + k, true);
   for (int k = tid; k < p.gemmKPad / 2; k += kThreads)
     dev::cpAsync<4>(offs + k, pairOffsets + k, true);
-  dev::cpAsyncCommit();
   // Launched with launchAsDependent(): the weights above are the tactic's own constants; the
   // input comes from the kernel before, and the output may be memory it still reads.
   dev::dependentKernelStart();
-  // The last word's high half (past the patch) is read by a pair that ends in padding.
-  if (tid == 0) pairs[patchElems - 1] = 0;
-  // Patch offsets of this thread's four pixels: fragment a (tile row 2 * warp + a), column g
-  // (h = 0) or g + 8 (h = 1).
+  // The tile's origin: image n, first output row p0 and column q0.
+  const auto origin = [&](int tile, int* n, int* p0, int* q0) {
+    const int tq = tile % tilesQ, rest = tile / tilesQ;
+    *n = rest / tilesP, *p0 = (rest % tilesP) * TILE_H, *q0 = tq * kTileW;
+  };
+  if (blockIdx.x < numTiles) {
+    int n, p0, q0;
+    origin(blockIdx.x, &n, &p0, &q0);
+    const PatchRows pr = patchRows<XF>(p, patchH, patchW, q0 * p.strideW - p.padLeft);
+    copyPatchRows<XF, kThreads>(p, x, raw, pr, n, p0 * p.strideH - p.padTop, patchH, asyncRows);
+  }
+  dev::cpAsyncCommit();
+  // Patch offsets (bytes) of this thread's four pixels: fragment a (tile row 2 * warp + a),
+  // column g (h = 0) or g + 8 (h = 1).
   int base[RPW][2];
 #pragma unroll
   for (int a = 0; a < RPW; ++a)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-      base[a][h] = ((RPW * warp + a) * p.strideH * patchW + (g + 8 * h) * p.strideW) * p.C;
+      base[a][h] = ((RPW * warp + a) * p.strideH * patchW + (g + 8 * h) * p.strideW) * p.C * 4;
   const bool vecStore = p.K % kPiece == 0;
   const float inv = I8 ? __frcp_rn(p.yScale) : 0.f;
   const int act = p.act == DeviceActivation::kNone ? 0 : p.act == DeviceActivation::kRelu ? 1 : 2;
+  // The lean int8 epilogue's scale (ReLU: also divided by 127) and scaled bias.
+  const bool lean = I8 && act < 2;
+  const float sc = act == 1 ? __fdiv_rn(inv, 127.f) : inv;
+  bool first = true;
 
   for (int tile = blockIdx.x; tile < numTiles; tile += gridDim.x) {
-    const int tq = tile % tilesQ, rest = tile / tilesQ;
-    const int tp = rest % tilesP, n = rest / tilesP;
-    const int p0 = tp * TILE_H, q0 = tq * kTileW;
-    __syncthreads();  // the previous tile is out of the patch and the output stage
-    loadPatch<XF, kThreads>(p, x, reinterpret_cast<__half*>(pairs), n, p0 * p.strideH - p.padTop,
-                            q0 * p.strideW - p.padLeft, patchH, patchW);
-    dev::cpAsyncWait<0>();  // this thread's weight copies (a no-op after the first tile)
-    __syncthreads();
+    int n, p0, q0;
+    origin(tile, &n, &p0, &q0);
+    dev::cpAsyncWait<0>();  // this thread's copies of the tile's rows (and of the weights)
+    __syncthreads();        // everyone's; the previous tile is out of the patch and the stage
+    if (first) {  // the tap offsets in bytes (one add an A load); the lean epilogue's bias
+      for (int k = tid; k < p.gemmKPad / 2; k += kThreads) offs[k] *= 4;
+      if (lean)
+        for (int k = tid; k < BN; k += kThreads) Bq[k] = __fmul_rn(Bs[k], sc);
+    }
+    first = false;
+    convertPatch<XF, kThreads>(p, raw, patchRows<XF>(p, patchH, patchW, q0 * p.strideW - p.padLeft),
+                               pairs, patchH, patchW);
+    __syncthreads();  // the patch is complete, the raw rows free
+    {
+      const int next = tile + gridDim.x;
+      if (next < numTiles) {
+        int nn, np0, nq0;
+        origin(next, &nn, &np0, &nq0);
+        const PatchRows pr = patchRows<XF>(p, patchH, patchW, nq0 * p.strideW - p.padLeft);
+        copyPatchRows<XF, kThreads>(p, x, raw, pr, nn, np0 * p.strideH - p.padTop, patchH,
+                                    asyncRows);
+      }
+      dev::cpAsyncCommit();
+    }
 
     float acc[RPW][NT][4];
 #pragma unroll
@@ -299,10 +484,10 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
       uint32_t af[RPW][4];
 #pragma unroll
       for (int a = 0; a < RPW; ++a) {
-        af[a][0] = pairs[base[a][0] + o0];
-        af[a][1] = pairs[base[a][1] + o0];
-        af[a][2] = pairs[base[a][0] + o1];
-        af[a][3] = pairs[base[a][1] + o1];
+        af[a][0] = *reinterpret_cast<const uint32_t*>(pairBytes + base[a][0] + o0);
+        af[a][1] = *reinterpret_cast<const uint32_t*>(pairBytes + base[a][1] + o0);
+        af[a][2] = *reinterpret_cast<const uint32_t*>(pairBytes + base[a][0] + o1);
+        af[a][3] = *reinterpret_cast<const uint32_t*>(pairBytes + base[a][1] + o1);
       }
 #pragma unroll
       for (int b = 0; b < NT; b += 2) {
@@ -318,10 +503,16 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
 
     // Epilogue: act((acc + B) + Z) into the output stage, then whole 16-byte pieces of output
     // rows to memory.
-    if (!I8 && p.hasZ)
+    if (lean) {
+      if (act == 1)
+        epilogueTileInt8Lean<true, RPW, BN>(acc, Bq, sc, Os);
+      else
+        epilogueTileInt8Lean<false, RPW, BN>(acc, Bq, sc, Os);
+    } else if (!I8 && p.hasZ) {
       epilogueFor<true, RPW, BN, I8>(act, p, acc, Bs, z, Os, inv, n, p0, q0, n0);
-    else
+    } else {
       epilogueFor<false, RPW, BN, I8>(act, p, acc, Bs, z, Os, inv, n, p0, q0, n0);
+    }
     __syncthreads();
     using Out = std::conditional_t<I8, int8_t, __half>;
     for (int i = tid; i < BM * (BN / kPiece); i += kThreads) {
@@ -344,7 +535,7 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
 }
 
 using StemKernel = void (*)(StemConvPlan, const void*, const __half*, const int*, const float*,
-                            const __half*, void*, int, int, int);
+                            const __half*, void*, int, int, int, bool);
 
 template <int WARPS, int RPW, int BN, bool I8>
 StemKernel kernelFor(StemInput in) {
@@ -427,11 +618,7 @@ int64_t stemPatchBytes(const StemConvPlan& p) {
 }
 
 int64_t stemSharedBytes(const StemConvPlan& p) {
-  const int64_t weights = int64_t{p.blockN} * (p.gemmKPad + 8) * 2;
-  const int64_t offsets = int64_t{p.gemmKPad} / 2 * 4;
-  const int64_t stage = int64_t{p.warps} * 16 * p.rowsPerWarp * (p.blockN + 8) * 2;
-  const int64_t bias = int64_t{p.blockN} * 4;
-  return weights + offsets + stage + bias + stemPatchBytes(p);
+  return stemSmem(p).total;  // after validPlan(): the patch (at most 32 KiB) bounds every part
 }
 
 Expected<int> prepareStemConv(const StemConvPlan& p) {
@@ -483,10 +670,15 @@ Status launchStemConv(const StemConvPlan& p, const StemConvArgs& a, int maxBlock
   const int64_t perChannelBlock = std::max<int64_t>(1, maxBlocks / channelBlocks);
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(numTiles, perChannelBlock)),
                   static_cast<unsigned>(channelBlocks));
+  // Input rows copied a 16-byte piece at a time by cp.async where every row starts on a 16-byte
+  // boundary, else value by value.
+  const int64_t rowBytes =
+      int64_t{p.input == StemInput::kHalfNhwc ? p.W * p.C : p.W} * valueBytes(p.input);
+  const bool asyncRows = reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && rowBytes % 16 == 0;
   EI_CUDA_CHECK(launchAsDependent(
       kernelFor(p), grid, dim3(p.warps * 32), static_cast<size_t>(stemSharedBytes(p)),
       static_cast<cudaStream_t>(stream), p, a.x, static_cast<const __half*>(a.w), a.offsets, a.bias,
-      static_cast<const __half*>(a.z), a.y, tilesQ, tilesP, static_cast<int>(numTiles)));
+      static_cast<const __half*>(a.z), a.y, tilesQ, tilesP, static_cast<int>(numTiles), asyncRows));
   return Status::Ok();
 }
 

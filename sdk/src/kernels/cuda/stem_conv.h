@@ -7,13 +7,13 @@
 //   Y = act((conv(X, W) + B) + Z)      (the order of the CPU reference, kernels/ref/conv.cpp)
 //
 // as an implicit GEMM on mma.sync m16n8k16 (fp16 inputs, fp32 accumulation): a block copies
-// the input patch its tile of output pixels reads into shared memory once (converted to half,
-// zeros outside the image), and every warp gathers its A fragments from that patch, a pair of
-// taps per 32-bit load, through a table of tap offsets, so the 147 products of ResNet's 7x7x3
-// window never go through an im2col buffer. The weights of the block's output channels stay in
-// shared memory while the block walks over tiles (a persistent grid). Bias, the residual Z and
-// every activation the FusedConv schema allows are fused into the epilogue; outputs leave through
-// shared memory in 16-byte stores.
+// the input rows its tile of output pixels reads into shared memory while the tile before
+// computes, turns them into the patch (half, zeros outside the image), and every warp gathers
+// its A fragments from that patch, a pair of taps per 32-bit load, through a table of tap
+// offsets, so the 147 products of ResNet's 7x7x3 window never go through an im2col buffer. The
+// weights of the block's output channels stay in shared memory while the block walks over
+// tiles (a persistent grid). Bias, the residual Z and every activation the FusedConv schema
+// allows are fused into the epilogue; outputs leave through shared memory in 16-byte stores.
 //
 // Candidates, each a tactic the builder times against cuDNN, ids
 // "cuda-stem.<tile>.<x format>[.i8]":
@@ -127,7 +127,8 @@ std::vector<int32_t> stemPairOffsets(const StemConvPlan& p);
 
 /// Bytes of the input patch one block holds (each value as a word of two halves).
 int64_t stemPatchBytes(const StemConvPlan& p);
-/// Dynamic shared memory of one block.
+/// Dynamic shared memory of one block (weights, tap offsets, output stage, bias, the patch and
+/// the raw copy of the input rows it is made from); for a plan validPlan() accepts.
 int64_t stemSharedBytes(const StemConvPlan& p);
 
 /// Device pointers of one launch: w [ceil(K / blockN) * blockN][gemmKPad] half in stemTap()'s
