@@ -978,6 +978,15 @@ Int8Score scoreInt8(VisionModel& int8, const std::vector<Image>& frames,
     if (!b.ok()) return s;
     for (const Detection& det : want[i]) {
       const float best = bestIou(det.box, (*b)[0].detections);
+      if (best < 0.9f) {  // what became of it: the score of the face it overlaps most
+        float iou = 0.f, score = 0.f;
+        for (const Detection& d : (*b)[0].detections) {
+          const float o = bestIou(det.box, {d});
+          if (o > iou) iou = o, score = d.score;
+        }
+        std::cout << "  " << what << ": frame " << i << ", FP32 face scored " << det.score
+                  << ": best IoU " << iou << " (a face scored " << score << ")\n";
+      }
       ++s.boxes;
       s.at09 += best >= 0.9f;
       s.at05 += best >= 0.5f;
@@ -988,7 +997,7 @@ Int8Score scoreInt8(VisionModel& int8, const std::vector<Image>& frames,
       }
     }
   }
-  std::cout << "BlazeFace INT8 (" << what << ") vs FP32 on " << frames.size()
+  std::cout << "BlazeFace " << what << " vs FP32 on " << frames.size()
             << " real frames: " << s.boxes << " FP32 faces, " << s.at09 << " with IoU >= 0.9 ("
             << (s.boxes ? 100.0 * s.at09 / s.boxes : 0.0) << " %), " << s.at05
             << " with IoU >= 0.5, worst IoU " << s.worst << "; of the " << s.clear
@@ -1058,7 +1067,7 @@ TEST(VisionModel, BlazeFaceInt8OnTheGpuMatchesFp32Detections) {
       o.builder.strictPrecision = true;
       auto int8 = VisionModel::load(config, o);
       EXPECT_TRUE(int8.ok()) << int8.status().toString();
-      return int8.ok() ? scoreInt8(**int8, frames, want, "GPU, " + which + ", " + what)
+      return int8.ok() ? scoreInt8(**int8, frames, want, "INT8 (GPU, " + which + ", " + what + ")")
                        : Int8Score{};
     };
     const Int8Score allInt8 = score(allPath, "every layer");
@@ -1073,6 +1082,34 @@ TEST(VisionModel, BlazeFaceInt8OnTheGpuMatchesFp32Detections) {
       // IoU >= 0.9, the policy 22-23 of 25 (88-92 %).
       EXPECT_GT(mixed.at09, allInt8.at09) << "the sensitivity policy must help";
     }
+  }
+}
+
+// The measure above for FP16 on the GPU: how far an engine without INT8 moves BlazeFace's
+// detections on the same frames. (H200: both models 100 %, worst IoU 0.9989: the back model's
+// INT8 misses, faces FP32 scores just above the decoder's threshold, are INT8's error, not the
+// threshold's sensitivity to any rounding.)
+TEST(VisionModel, BlazeFaceFp16OnTheGpuAgainstFp32Detections) {
+  SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
+  std::string why;
+  if (!test::gpuAvailable(&why)) GTEST_SKIP() << why;
+  const std::vector<Image> frames = int8Frames(&why);
+  if (frames.empty()) GTEST_SKIP() << why;
+  for (const std::string which : {"model.json", "model_back.json"}) {
+    SCOPED_TRACE(which);
+    const std::string dir = tempDir(which == "model.json" ? "fp16front" : "fp16back");
+    const std::string config = blazeFaceConfig(which);
+    const auto want = fp32Detections(config, frames, dir);
+    VisionModelOptions o;
+    o.backend = Backend::kCuda;
+    o.precision = Precision::kFp16;
+    o.engineCacheDir = dir + "/gpu";
+    auto fp16 = VisionModel::load(config, o);
+    ASSERT_TRUE(fp16.ok()) << fp16.status().toString();
+    const Int8Score s = scoreInt8(**fp16, frames, want, "FP16 (GPU, " + which + ")");
+    EXPECT_GT(s.boxes, 0);
+    EXPECT_GE(s.at05, s.boxes * 9 / 10) << "FP32 faces the FP16 engine lost";
+    EXPECT_EQ(s.clearAt09, s.clear) << "faces clear of the threshold the FP16 engine moved";
   }
 }
 
@@ -1100,7 +1137,7 @@ TEST(VisionModel, BlazeFaceInt8OnTheCpuMatchesFp32Detections) {
   auto mixed = VisionModel::load(config, o);
   ASSERT_TRUE(mixed.ok()) << mixed.status().toString();
   EXPECT_EQ((*mixed)->engine().info().precision, Precision::kInt8);
-  const Int8Score m = scoreInt8(**mixed, frames, want, "CPU, sensitivity policy");
+  const Int8Score m = scoreInt8(**mixed, frames, want, "INT8 (CPU, sensitivity policy)");
   // Every layer in INT8: the cache VisionModel wrote, with its policy set to INT8 throughout.
   std::string calibPath;
   for (const auto& e : std::filesystem::directory_iterator(dir + "/engines"))
@@ -1115,7 +1152,7 @@ TEST(VisionModel, BlazeFaceInt8OnTheCpuMatchesFp32Detections) {
   a.builder.calibrationCachePath = dir + "/all.calib";
   auto all = VisionModel::load(config, a);
   ASSERT_TRUE(all.ok()) << all.status().toString();
-  const Int8Score allInt8 = scoreInt8(**all, frames, want, "CPU, every layer");
+  const Int8Score allInt8 = scoreInt8(**all, frames, want, "INT8 (CPU, every layer)");
   EXPECT_GT(m.boxes, 0);
   EXPECT_GE(m.at09 * 100, m.boxes * 98) << "the issue's goal: 98 % of the faces at IoU >= 0.9";
   EXPECT_GE(m.at09, allInt8.at09) << "the sensitivity policy must not hurt";
