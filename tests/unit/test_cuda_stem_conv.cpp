@@ -115,6 +115,8 @@ TEST(CudaStemConv, Fp16AndInt8OutputPrecisionsOnly_n) {
   // INT8: only with the output's scale (INT8 readers), and without a residual.
   EXPECT_NE(reasonFor(c, Precision::kInt8).find("no int8 scale"), std::string::npos);
   EXPECT_NE(reasonFor(c, Precision::kInt8, NAN).find("no int8 scale"), std::string::npos);
+  // A scale whose reciprocal overflows (a subnormal): the epilogue multiplies by it.
+  EXPECT_NE(reasonFor(c, Precision::kInt8, 1e-39f).find("too small"), std::string::npos);
   StemCase z = c;
   z.residual = true, z.act = "Relu";
   EXPECT_NE(reasonFor(z, Precision::kInt8, 0.05f).find("residual"), std::string::npos);
@@ -211,6 +213,8 @@ TEST(CudaStemConv, LaunchRefusesABadPlanOrMissingPointers_n) {
   EXPECT_EQ(cuda::launchStemConv(p, missing, 1, nullptr).code(), ErrorCode::kInvalidArgument);
   bad = p;
   bad.int8Out = true;  // an int8 output needs its scale, and takes no residual
+  EXPECT_EQ(cuda::launchStemConv(bad, a, 1, nullptr).code(), ErrorCode::kInvalidArgument);
+  bad.yScale = 1e-39f;  // its reciprocal overflows
   EXPECT_EQ(cuda::launchStemConv(bad, a, 1, nullptr).code(), ErrorCode::kInvalidArgument);
   bad.yScale = 0.1f;
   bad.hasZ = true;

@@ -185,6 +185,11 @@ std::vector<std::unique_ptr<builder::Tactic>> StemConvProvider::candidates(
       lastReason_ = "INT8: the output has no int8 scale (its readers do not read int8)";
       return out;
     }
+    if (!std::isfinite(1.f / ys)) {
+      lastReason_ = "INT8: the output's int8 scale " + std::to_string(ys) +
+                    " is too small (its reciprocal overflows)";
+      return out;
+    }
     if (plan.hasZ) {
       lastReason_ = "INT8: no int8 output with a residual Z";
       return out;

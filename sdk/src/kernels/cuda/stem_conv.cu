@@ -117,7 +117,10 @@ __device__ __forceinline__ void copyPatchRows(const StemConvPlan& p, const void*
   }
   // Element offset of row j's start in x (rows above or below the image included: only
   // dereferenced inside it), stepped along with the row.
-  int rowOff = kNchw ? ((n * p.C + c) * p.H + h0 + ph) * p.W : (n * p.H + h0 + ph) * pr.rowLen;
+  // (64-bit: rows past the last image's, which a thread steps onto after its last piece, would
+  // overflow int32 near 2^31 elements.)
+  int64_t rowOff = kNchw ? ((int64_t{n} * p.C + c) * p.H + h0 + ph) * p.W
+                         : (int64_t{n} * p.H + h0 + ph) * pr.rowLen;
   const int hStepNext = kNchw ? (p.H - patchH) * p.W : 0;  // to the next channel's first row
   using T = std::conditional_t<E == 4, float, uint16_t>;
   const T* xt = static_cast<const T*>(x);
@@ -571,7 +574,8 @@ bool validPlan(const StemConvPlan& p) {
          (p.blockN == 32 || p.blockN == 64) && p.C > 0 && p.R > 0 && p.S > 0 &&
          p.gemmK == stemGemmK(p) && p.gemmKPad % 16 == 0 && p.gemmKPad >= p.gemmK &&
          p.gemmKPad <= kStemMaxGemmK && stemPatchBytes(p) <= kStemMaxPatchBytes &&
-         (!p.int8Out || (!p.hasZ && p.yScale > 0.f && std::isfinite(p.yScale)));
+         (!p.int8Out ||
+          (!p.hasZ && p.yScale > 0.f && std::isfinite(p.yScale) && std::isfinite(1.f / p.yScale)));
 }
 
 int64_t patchWidth(const StemConvPlan& p) {

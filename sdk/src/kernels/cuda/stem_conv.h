@@ -26,19 +26,27 @@
 //             float32 NCHW input is read directly, with no reformat before the layer
 //   .i8       INT8 builds (issue 6): the output is quantized in the epilogue to int8 NHWC with
 //             the output's scale, q = clamp(round_half_even(y * (1 / scale)), -128, 127) of the
-//             float value y (no fp16 rounding in between; the reciprocal's product can land one
-//             step from the quotient's rounding where y / scale is within 2^-22 of a half
-//             step), for INT8 readers. The arithmetic stays FP16 with FP32 sums (a 3-channel
+//             float value y (no fp16 rounding in between; with ReLU or no activation as
+//             acc * (1 / scale) + bias * (1 / scale) in one multiply-add, ReLU and the clamp as
+//             its saturation to [0, 1] after a division by 127: within one step of the
+//             quotient's rounding, which it leaves only within a few units in the last place of
+//             a half step), for INT8 readers. The arithmetic stays FP16 with FP32 sums (a 3-channel
 //             image layer: few operations, and the one whose input quantization would cost
 //             the most accuracy). Offered at kInt8 only when the output has a scale (its
-//             readers read int8), there is no residual Z and the build is not bit-exact
+//             readers read int8) whose reciprocal is finite, there is no residual Z and the
+//             build is not bit-exact
 //             (LayerContext::int8BitExact: FP16 arithmetic cannot match the CPU's INT8).
 // The output (and Z) is otherwise fp16 NHWC; a block covers 64 output channels (32 when C_out
 // <= 32, or in the "n32" tactics), more channels take more blocks.
 //
-// Padding positions of K have weight zero and read a real input value (the next one): an
-// input that is infinite in half precision (beyond 65504, as in any FP16 tactic) can give NaN
-// where the CPU reference gives a large finite value.
+// Padding positions of K have weight zero and read a real input value (the next one in the
+// patch row, zero past its end): an input that is infinite in half precision (beyond 65504,
+// as in any FP16 tactic) can give NaN where the CPU reference gives a large finite value.
+//
+// Shared memory: the block's weights, the patch (at most kStemMaxPatchBytes) and the raw input
+// rows it is made from (about as large again): a layer of large strides or dilations can need
+// more than a device's block allows (99 KiB on sm_86 / sm_89), where its tactics are offered
+// but fail to initialize (prepareStemConv: kUnsupported), and the builder times the others.
 //
 // Inputs 1 (W) and 2 (B) are consumed: initialize() converts them once (W to half rows in the
 // kernel's K order, stemTap(); B to float) on the device.
