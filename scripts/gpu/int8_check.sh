@@ -40,7 +40,10 @@
 #              sum, and the slowest kernels; then the engine's GPU time with CUDA graphs, so
 #              that sum against GPU time shows what the launches between kernels cost
 #              NCU_KERNEL (a kernel name regex): that kernel's full Nsight Compute report
-#              (--set full, the measured run's first launch) to $OUT/ncu_detail_b<B>_<mode>.txt
+#              (--set full, the measured run's first launch) to $OUT/ncu_detail_b<B>_<mode>.txt;
+#              NCU_NAME_BASE=demangled matches the regex against the demangled name with its
+#              template arguments (e.g. 'i8ConvPointwise<\(int\)64, \(int\)256, \(int\)7>')
+#              instead of the function's name alone
 #   floor      the host's share of a run: a one-Relu model's GPU engine ([1, 16] float32)
 #              benched as the ResNet engines are (latency against GPU time: what a run of an
 #              engine with almost no GPU work costs from execute() to the outputs on the host)
@@ -371,7 +374,8 @@ PY
       bench "graphs_b${b}_$mode" "$e"
       if [ -n "${NCU_KERNEL:-}" ]; then
         d=$out/ncu_detail_b${b}_$mode.txt
-        timeout -k 5 240 ncu --set full --clock-control none -k "regex:$NCU_KERNEL" \
+        timeout -k 5 240 ncu --set full --clock-control none \
+          --kernel-name-base "${NCU_NAME_BASE:-function}" -k "regex:$NCU_KERNEL" \
           --launch-skip 1 --launch-count 1 edgeinfer bench "$e" --iterations 1 --warmup 1 \
           --device-inputs --no-cuda-graphs >"$d" 2>&1
         echo "-- b$b $mode: ncu detail of $NCU_KERNEL rc=$? ($d)"
