@@ -69,7 +69,7 @@ PY
 
 # ---- the generated model on raw tensors
 check "calibrate on npy tensors" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --method minmax -o "$work/m.calib"
-check "cache starts with its magic and version" bash -c "head -n1 '$work/m.calib' | grep -qx 'EDGEINFER-CALIBRATION 1'"
+check "cache starts with its magic and version" bash -c "head -n1 '$work/m.calib' | grep -qx 'EDGEINFER-CALIBRATION 2'"
 check "cache says raw preprocessing" grep -qx "preprocess raw" "$work/m.calib"
 check "min-max range of x is the data maximum (numpy)" "$py" -c "
 import sys
@@ -77,6 +77,7 @@ want = float(open('$work/xmax.txt').read())
 got = [float(l.split()[1]) for l in open('$work/m.calib') if l.startswith('tensor ') and l.split()[2] == 'x']
 sys.exit(0 if got and abs(got[0] - want) <= 1e-6 * want else 1)"
 check "build accepts the model's cache" "$cli" build "$work/m.onnx" -o "$work/m.engine" --calibration-cache "$work/m.calib"
+check "--smoothing writes factors the build applies" bash -c "'$cli' calibrate '$work/m.onnx' --data '$work/npy' --method minmax --smoothing -o '$work/s.calib' >/dev/null 2>&1 && grep -q '^smoothed ' '$work/s.calib' && '$cli' build '$work/m.onnx' -o '$work/s.engine' --calibration-cache '$work/s.calib' >/dev/null 2>&1"
 check "report and json" bash -c "'$cli' calibrate '$work/m.onnx' --data '$work/npy' --report-json '$work/r.json' -o '$work/r.calib' 2>/dev/null | grep -q 'conv1'"
 check "report json lists both layers" "$py" -c "
 import json; d = json.load(open('$work/r.json'))
@@ -97,6 +98,7 @@ check "unknown method_n" expect_exit 2 "unknown calibration method" "$cli" calib
 check "percentile out of range_n" expect_exit 2 "percentile" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --method percentile --percentile 101 -o "$work/e.calib"
 check "bad --max-images_n" expect_exit 2 "--max-images" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --max-images 0 -o "$work/e.calib"
 check "bad --exclude-threshold_n" expect_exit 2 "--exclude-threshold" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --exclude-threshold 2 -o "$work/e.calib"
+check "bad --smoothing-alpha_n" expect_exit 2 "--smoothing-alpha" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --smoothing --smoothing-alpha 2 -o "$work/e.calib"
 check "unwritable cache path_n" expect_exit 1 "cannot open" "$cli" calibrate "$work/m.onnx" --data "$work/npy" -o "$work/no/dir/c.calib"
 # --backend cuda measures the ranges on the GPU (the same cache as the CPU's, within rounding);
 # without a GPU it is an error that says so.

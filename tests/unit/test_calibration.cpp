@@ -891,7 +891,7 @@ TEST(CalibrationCacheFile, CorruptNumber_n) {
 }
 
 TEST(CalibrationCacheFile, WrongVersion_n) {
-  const Status s = parseError(edited("EDGEINFER-CALIBRATION 1", "EDGEINFER-CALIBRATION 7"));
+  const Status s = parseError(edited("EDGEINFER-CALIBRATION 2", "EDGEINFER-CALIBRATION 7"));
   EXPECT_EQ(s.code(), ErrorCode::kVersionMismatch);
   EXPECT_NE(s.message().find("version 7"), std::string::npos) << s.toString();
 }

@@ -127,7 +127,8 @@ Expected<std::vector<float>> perChannelWeightScales(const Tensor& weights, int a
 /// The file is plain text so a user can move a layer to fp16 by hand; it has no checksum for
 /// that reason, but every count, number and name is checked when it is read.
 struct CalibrationCache {
-  static constexpr int kFormatVersion = 1;
+  /// 2: smoothing factors. Version 1 (no smoothing) is read too.
+  static constexpr int kFormatVersion = 2;
 
   std::string sdkVersion;
   std::string modelHash;
@@ -137,6 +138,10 @@ struct CalibrationCache {
   int64_t images = 0;                               ///< calibration images (or tensor samples)
   std::map<std::string, float> tensorAmax;          ///< activation tensor -> amax (>= 0)
   std::map<std::string, Precision> layerPrecision;  ///< quantizable layer -> kInt8 or kFp16
+  /// Activation smoothing (CalibrationOptions::smoothing): tensor -> one factor a channel; its
+  /// producer writes channel c divided by the factor, its readers' weights take it back. The
+  /// ranges in tensorAmax are those of the smoothed tensors.
+  std::map<std::string, std::vector<float>> smoothing;
 
   std::string toText() const;
   /// Parses cache text. kVersionMismatch for another format version; kCorruptFile naming
@@ -251,6 +256,20 @@ struct CalibrationOptions {
   /// from builder.inputShapes. kAuto: the GPU when one is usable. The sensitivity report always
   /// runs on the CPU reference (it simulates INT8 exactly there).
   Backend backend = Backend::kCpu;
+
+  /// Activation smoothing (quant/smoothing.h; off by default): activations carried from
+  /// convolutions to convolutions have their channels' ranges evened out before they are
+  /// quantized per tensor (channel c carried divided by a factor s_c that the reading
+  /// convolutions' weights take back: the same function in FP32). Depthwise outputs, whose
+  /// channels span 100x and more in depthwise-separable networks, lose the most to one scale
+  /// per tensor. It raises BlazeFace's whole-model INT8 cosine (0.914 -> 0.950) but not its
+  /// detections' match (docs/performance.md), so it is an option to compare with the report,
+  /// not the default. Not for models with their own Q/DQ scales.
+  bool smoothing = false;
+  /// How far smoothing moves a channel's range into the readers' weights, in [0, 1]:
+  /// s_c = a_c^alpha / w_c^(1 - alpha) (SmoothQuant's migration strength; 0.5 by default).
+  /// Where every reader is depthwise, its per-channel weights pay nothing and 1 is taken.
+  double smoothingAlpha = 0.5;
 
   /// Make the sensitivity report (implied by the exclusion options and compareCalibrators).
   bool report = false;

@@ -24,6 +24,7 @@
 #include "onnx/importer.h"
 #include "quant/qdq.h"
 #include "quant/qdq_absorb.h"
+#include "quant/smoothing.h"
 #include "runtime/cuda_backend.h"
 #include "runtime/graph_engine.h"
 #include "runtime/profile_engine.h"
@@ -383,6 +384,10 @@ Expected<Precision> emulateInt8OnCpu(graph::Graph& g, const BuilderConfig& cfg) 
                   "QuantizeLinear/DequantizeLinear scales");
   }
   EI_ASSIGN_OR_RETURN(CalibrationCache cache, CalibrationCache::load(cfg.calibrationCachePath));
+  {
+    auto smoothed = quant::applySmoothing(g, cache.smoothing);
+    if (!smoothed.ok()) return smoothed.status().withContext("'" + cfg.calibrationCachePath + "'");
+  }
   const std::vector<quant::QuantLayer> layers = quant::findQuantizableLayers(g);
   std::set<size_t> which;
   size_t modelOwn = 0;

@@ -16,6 +16,7 @@
 #include "edgeinfer/logger.h"
 #include "kernels/ref/ref_kernels.h"
 #include "quant/qdq.h"
+#include "quant/smoothing.h"
 #include "runtime/cuda_backend.h"
 #include "runtime/graph_engine.h"
 
@@ -261,6 +262,10 @@ class Calibration {
       return Status(ErrorCode::kInvalidArgument, "the number of layers to exclude must be >= 0");
     if (opt_.excludeBelowCosine > 1)
       return Status(ErrorCode::kInvalidArgument, "the cosine threshold must be at most 1");
+    if (!(opt_.smoothingAlpha >= 0 && opt_.smoothingAlpha <= 1))
+      return Status(ErrorCode::kInvalidArgument,
+                    "the smoothing strength (alpha) must be in [0, 1], not " +
+                        std::to_string(opt_.smoothingAlpha));
 
     EI_ASSIGN_OR_RETURN(std::string bytes, builder::readModelFile(onnxPath));
     EI_ASSIGN_OR_RETURN(bool onGpu, passesOnGpu());
@@ -294,6 +299,7 @@ class Calibration {
                         "optimisation: INT8 would change nothing, so no calibration cache is "
                         "written; build it in FP16 or FP32");
     collectTensors();
+    findSmoothable();
     engine_ = std::make_unique<runtime::GraphEngine>(makeEngine(graph_));
     if (onGpu) {
       const Status built = buildGpuEngine(cfg, modelHashOf(bytes.data(), bytes.size()));
@@ -336,6 +342,8 @@ class Calibration {
                                     std::to_string(nonFinite_[t]) +
                                     " NaN/Inf values; they are left out of its range");
 
+    smoothingFactors();
+
     // Pass 2: histograms of |x| over [0, amax].
     if (needHistograms) {
       hists_.clear();
@@ -353,6 +361,14 @@ class Calibration {
     result.cache.histogramBins = opt_.histogramBins;
     result.cache.images = samples;
     for (const QuantLayer& l : layers_) result.cache.layerPrecision[l.name] = Precision::kInt8;
+    if (!classFactors_.empty())  // the report and the builders quantize the smoothed graph
+      result.cache.smoothing = plan_.tensorFactors(classFactors_);
+    if (!result.cache.smoothing.empty()) {
+      EI_ASSIGN_OR_RETURN(int smoothed, quant::applySmoothing(graph_, result.cache.smoothing));
+      engine_ = std::make_unique<runtime::GraphEngine>(makeEngine(graph_));
+      log(Severity::kInfo, "calibration: " + std::to_string(smoothed) +
+                               " tensor(s) smoothed per channel before INT8");
+    }
 
     if (report) {
       const int64_t runs =
@@ -475,9 +491,179 @@ class Calibration {
     return Status::Ok();
   }
 
-  /// Pass 1 (amax, non-finite count) or pass 2 (histogram) of tensor `t` on the values `x`.
+  /// The observed tensors smoothing can even out (CalibrationOptions::smoothing,
+  /// quant/smoothing.h): their channels' ranges are measured in pass 1.
+  void findSmoothable() {
+    if (!opt_.smoothing) return;
+    for (const auto& n : graph_.nodes)
+      if (n.domain.empty() && (n.opType == "QuantizeLinear" || n.opType == "DequantizeLinear" ||
+                               n.opType == "QLinearConv" || n.opType == "QLinearMatMul" ||
+                               n.opType == "ConvInteger" || n.opType == "MatMulInteger")) {
+        log(Severity::kInfo, "calibration: the model has its own quantization (" + n.opType +
+                                 "): no activation smoothing");
+        return;
+      }
+    plan_ = quant::SmoothingPlan::analyze(graph_);
+    for (size_t t = 0; t < tensors_.size(); ++t) {
+      std::vector<int> k = plan_.classes(tensors_[t]);
+      if (std::none_of(k.begin(), k.end(), [](int c) { return c >= 0; })) continue;
+      channelAmax_[t].assign(k.size(), 0.0);
+      classes_[t] = std::move(k);
+    }
+  }
+
+  /// After pass 1: the factors of every class of channels, each observed tensor's factors and
+  /// its range once smoothed.
+  void smoothingFactors() {
+    if (classes_.empty()) return;
+    std::vector<double> act(static_cast<size_t>(plan_.numClasses()), 0.0);
+    for (const auto& [t, k] : classes_)
+      for (size_t c = 0; c < k.size(); ++c)
+        if (k[c] >= 0)
+          act[static_cast<size_t>(k[c])] =
+              std::max(act[static_cast<size_t>(k[c])], channelAmax_[t][c]);
+    const std::vector<bool> depthwise = plan_.depthwiseReadersOnly(graph_);
+    std::vector<double> alpha(act.size());
+    for (size_t k = 0; k < act.size(); ++k) alpha[k] = depthwise[k] ? 1.0 : opt_.smoothingAlpha;
+    classFactors_ = quant::smoothingFactors(act, plan_.readerWeightRanges(graph_), alpha);
+    keepFactorsThatHelp();
+    for (const auto& [t, k] : classes_) {
+      std::vector<float> f(k.size(), 1.f);
+      double a = 0;
+      for (size_t c = 0; c < k.size(); ++c) {
+        if (k[c] >= 0) f[c] = classFactors_[static_cast<size_t>(k[c])];
+        a = std::max(a, channelAmax_[t][c] / f[c]);
+      }
+      amax_[t] = a;
+      smooth_[t] = std::move(f);
+    }
+  }
+
+  /// A component's factors are shared by all its tensors (a residual stream's blocks), so
+  /// factors that even one tensor's channels out may spread another's, or the readers'
+  /// weights: per observed tensor,
+  /// the bits one scale per tensor wastes on its channels (the mean over the channels of
+  /// log2(largest range / the channel's range)), and per convolution reading them, the bits
+  /// its weights waste likewise (per output channel, over its input channels: the factors
+  /// move the spread there). A component whose factors do not lower the sum of both over its
+  /// tensors and readers keeps factors of 1 (BlazeFace's last block output, read by 1x1 heads
+  /// of weights the factors would spread, is one).
+  void keepFactorsThatHelp() {
+    const std::vector<int>& comp = plan_.components();
+    std::map<int, std::vector<size_t>> members;  // component -> observed tensors
+    for (const auto& [t, k] : classes_) {
+      std::set<int> seen;
+      for (int c : k)
+        if (c >= 0 && seen.insert(comp[static_cast<size_t>(c)]).second)
+          members[comp[static_cast<size_t>(c)]].push_back(t);
+    }
+    const auto waste = [&](size_t t, int component, bool smoothed) {
+      const std::vector<int>& k = classes_.at(t);
+      const std::vector<double>& a = channelAmax_.at(t);
+      std::vector<double> r(a.size());
+      double top = 0;
+      for (size_t c = 0; c < a.size(); ++c) {
+        const bool mine = k[c] >= 0 && comp[static_cast<size_t>(k[c])] == component;
+        r[c] = smoothed && mine ? a[c] / classFactors_[static_cast<size_t>(k[c])] : a[c];
+        top = std::max(top, r[c]);
+      }
+      double sum = 0;
+      int n = 0;
+      for (double v : r)
+        if (v > 0) sum += std::log2(top / v), ++n;
+      return n ? sum / n : 0.0;
+    };
+    // The same for the weights of the convolutions reading a component's tensors: per output
+    // channel (quantized with one scale), the bits its input channels' weights waste.
+    const auto weightWaste = [&](const graph::Node& n, int component, bool smoothed) {
+      const std::vector<int> k = plan_.classes(n.inputs[0]);
+      const Tensor* w = graph_.constant(n.inputs[1]);
+      const auto channels = static_cast<int64_t>(k.size());
+      const int64_t group = n.attrs.getInt("group", 1);
+      if (!w || group < 1 || channels % group || w->shape().rank() < 2) return 0.0;
+      const int64_t cg = channels / group, rows = w->shape()[0], mg = rows / group;
+      if (cg <= 1 || w->numel() % (rows * cg)) return 0.0;  // depthwise: nothing shared
+      const int64_t taps = w->numel() / (rows * cg);
+      double sum = 0;
+      int64_t n2 = 0;
+      std::vector<double> col(static_cast<size_t>(cg));
+      for (int64_t o = 0; o < rows; ++o) {
+        double top = 0;
+        for (int64_t ci = 0; ci < cg; ++ci) {
+          const int cls = k[static_cast<size_t>((o / mg) * cg + ci)];
+          const bool mine = cls >= 0 && comp[static_cast<size_t>(cls)] == component;
+          const double f = smoothed && mine ? classFactors_[static_cast<size_t>(cls)] : 1.0;
+          double m = 0;
+          for (int64_t j = 0; j < taps; ++j)
+            m = std::max(
+                m, std::fabs(static_cast<double>(w->data<float>()[(o * cg + ci) * taps + j])));
+          col[static_cast<size_t>(ci)] = m * f;
+          top = std::max(top, m * f);
+        }
+        for (double v : col)
+          if (v > 0) sum += std::log2(top / v), ++n2;
+      }
+      return n2 ? sum / static_cast<double>(n2) : 0.0;
+    };
+    std::map<int, std::vector<const graph::Node*>> readers;  // component -> convolutions
+    for (const auto& n : graph_.nodes) {
+      if (!(n.opType == "Conv" || n.opType == "FusedConv") || !n.hasInput(0)) continue;
+      std::set<int> seen;
+      for (int c : plan_.classes(n.inputs[0]))
+        if (c >= 0 && seen.insert(comp[static_cast<size_t>(c)]).second)
+          readers[comp[static_cast<size_t>(c)]].push_back(&n);
+    }
+    int dropped = 0;
+    for (const auto& [component, ts] : members) {
+      double before = 0, after = 0;
+      for (size_t t : ts) {
+        before += waste(t, component, false);
+        after += waste(t, component, true);
+      }
+      for (const graph::Node* n : readers[component]) {
+        before += weightWaste(*n, component, false);
+        after += weightWaste(*n, component, true);
+      }
+      if (after < before) continue;
+      ++dropped;
+      for (size_t k = 0; k < classFactors_.size(); ++k)
+        if (comp[k] == component) classFactors_[k] = 1.f;
+    }
+    if (dropped)
+      log(Severity::kVerbose, "calibration: smoothing left out of " + std::to_string(dropped) +
+                                  " linked group(s) of tensors it would not help");
+  }
+
+  /// Pass 1 (amax, non-finite count) or pass 2 (histogram) of tensor `t` on the values `x`
+  /// (a smoothed tensor's channels divided by their factors in pass 2).
   void observe(size_t t, const Tensor& x, int passNo) {
     const float* p = x.data<float>();
+    const auto ch = channelAmax_.find(t);
+    const bool perChannel = ch != channelAmax_.end() && x.numel() > 0 && x.shape().rank() >= 2 &&
+                            x.shape()[1] == static_cast<int64_t>(ch->second.size());
+    if (passNo == 1 && perChannel) {
+      const int64_t c = x.shape()[1], inner = x.numel() / (x.shape()[0] * c);
+      for (int64_t n = 0; n < x.shape()[0]; ++n)
+        for (int64_t k = 0; k < c; ++k) {
+          double& m = ch->second[static_cast<size_t>(k)];
+          const float* q = p + (n * c + k) * inner;
+          for (int64_t i = 0; i < inner; ++i)
+            if (std::isfinite(q[i])) m = std::max(m, static_cast<double>(std::fabs(q[i])));
+        }
+    }
+    if (passNo == 2 && perChannel && smooth_.count(t)) {
+      const std::vector<float>& f = smooth_.at(t);
+      std::vector<float> y(static_cast<size_t>(x.numel()));
+      const int64_t c = x.shape()[1], inner = x.numel() / (x.shape()[0] * c);
+      for (int64_t n = 0; n < x.shape()[0]; ++n)
+        for (int64_t k = 0; k < c; ++k)
+          for (int64_t i = 0; i < inner; ++i) {
+            const int64_t j = (n * c + k) * inner + i;
+            y[static_cast<size_t>(j)] = p[j] / f[static_cast<size_t>(k)];
+          }
+      hists_[t].add(y.data(), x.numel());
+      return;
+    }
     if (passNo == 1) {
       double m = amax_[t];
       for (int64_t k = 0; k < x.numel(); ++k) {
@@ -735,6 +921,11 @@ class Calibration {
   std::unique_ptr<ExecutionContext> gpuContext_;
   double gpuSeconds_ = 0, statSeconds_ = 0;  // GPU passes: engine runs and fetches, statistics
   std::vector<double> amax_;
+  quant::SmoothingPlan plan_;                          // activation smoothing
+  std::map<size_t, std::vector<int>> classes_;         // observed tensor -> its channels' classes
+  std::map<size_t, std::vector<double>> channelAmax_;  // its channels' ranges (pass 1)
+  std::map<size_t, std::vector<float>> smooth_;        // its factors
+  std::vector<float> classFactors_;                    // per class of channels
   std::vector<int64_t> nonFinite_;
   std::vector<AbsHistogram> hists_;
   std::vector<Kept> kept_;

@@ -148,6 +148,13 @@ std::string CalibrationCache::toText() const {
   s << "layers " << layerPrecision.size() << "\n";
   for (const auto& [name, p] : layerPrecision)
     s << "layer " << precisionName(p) << " " << name << "\n";
+  s << "# activation smoothing: a factor a channel, then the tensor\n";
+  s << "smoothed " << smoothing.size() << "\n";
+  for (const auto& [name, f] : smoothing) {
+    s << "smooth " << f.size();
+    for (float v : f) s << " " << fmtFloat(v);
+    s << " " << name << "\n";
+  }
   s << "end\n";
   return s.str();
 }
@@ -156,6 +163,7 @@ Expected<CalibrationCache> CalibrationCache::parse(const std::string& text,
                                                    const std::string& source) {
   Reader r(text, source);
   CalibrationCache c;
+  bool version1 = false;
   if (r.atEnd())
     return Status(ErrorCode::kCorruptFile, "calibration cache '" + source + "' is empty");
   {
@@ -166,7 +174,8 @@ Expected<CalibrationCache> CalibrationCache::parse(const std::string& text,
                        std::string(kMagic) + "')");
     int64_t v = 0;
     if (!parseInt(version, &v)) return r.corrupt("bad format version '" + version + "'");
-    if (v != kFormatVersion)
+    version1 = v == 1;
+    if (v != kFormatVersion && !version1)
       return Status(ErrorCode::kVersionMismatch,
                     "calibration cache '" + source + "' has format version " + version +
                         "; this SDK (" + edgeinfer::sdkVersion() + ") reads version " +
@@ -241,6 +250,39 @@ Expected<CalibrationCache> CalibrationCache::parse(const std::string& text,
     if (!c.layerPrecision.emplace(name, p).second)
       return r.corrupt("layer '" + name + "' appears twice");
     r.advance();
+  }
+  if (!version1) {
+    EI_ASSIGN_OR_RETURN(int64_t smoothed, r.count("smoothed", int64_t{1} << 24));
+    for (int64_t i = 0; i < smoothed; ++i) {
+      if (r.atEnd())
+        return r.corrupt("the file ends after " + std::to_string(i) + " of " +
+                         std::to_string(smoothed) + " smoothing lines (truncated?)");
+      std::istringstream line(r.peek());
+      std::string key;
+      int64_t n = -1;
+      line >> key >> n;
+      if (key != "smooth")
+        return r.corrupt("expected smoothing line " + std::to_string(i + 1) + " of " +
+                         std::to_string(smoothed) + ", found '" + r.peek() + "'");
+      if (!line || n < 1 || n > (int64_t{1} << 24))
+        return r.corrupt("bad smoothing factor count in '" + r.peek() + "'");
+      std::vector<float> f(static_cast<size_t>(n));
+      for (float& v : f) {
+        std::string num;
+        double d = 0;
+        if (!(line >> num) || !parseDouble(num, &d) || !std::isfinite(d) || d <= 0 ||
+            !std::isfinite(static_cast<float>(d)) || static_cast<float>(d) <= 0.f)
+          return r.corrupt("smoothing factors must be " + std::to_string(n) +
+                           " finite numbers > 0, in '" + r.peek().substr(0, 80) + "'");
+        v = static_cast<float>(d);
+      }
+      std::string name;
+      std::getline(line >> std::ws, name);
+      if (name.empty()) return r.corrupt("smoothing line without a tensor name");
+      if (!c.smoothing.emplace(name, std::move(f)).second)
+        return r.corrupt("tensor '" + name + "' is smoothed twice");
+      r.advance();
+    }
   }
   if (r.atEnd()) return r.corrupt("no 'end' line (truncated?)");
   if (r.peek() != "end") return r.corrupt("expected 'end', found '" + r.peek() + "'");

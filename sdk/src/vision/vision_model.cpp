@@ -123,7 +123,8 @@ Expected<std::string> calibrationCacheFor(const ModelConfig& config,
                           describeCalibrator(c.calibrator) + ";" + std::to_string(c.histogramBins) +
                           ";" + std::to_string(c.batchSize) + ";" + std::to_string(c.excludeWorst) +
                           ";" + std::to_string(c.excludeBelowCosine) + ";" +
-                          std::to_string(c.reportBatches) + ";" + graphKey(bc) + ";" +
+                          std::to_string(c.reportBatches) + ";" + std::to_string(c.smoothing) +
+                          ";" + std::to_string(c.smoothingAlpha) + ";" + graphKey(bc) + ";" +
                           calibrationDataKey(options.calibrationData);
   std::string path;
   if (!dir.empty()) {

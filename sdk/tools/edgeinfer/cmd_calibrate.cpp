@@ -39,6 +39,12 @@ reuse without the data (--calibration-cache).
   --compare-calibrators     the whole-model error of every calibrator (implies --report)
   --exclude-worst N         keep the N layers INT8 hurts most in FP16 (implies --report)
   --exclude-threshold C     keep layers whose model-output cosine is below C in FP16
+  --smoothing               even out the channels' ranges of activations carried from
+                            convolutions to convolutions before quantizing them per tensor
+                            (the factors taken back by the readers' weights; compare with
+                            --report)
+  --smoothing-alpha A       how far smoothing moves a channel's range into the readers'
+                            weights, in [0, 1] (default 0.5)
   --backend B               where the ranges and histograms are measured: cpu (default: the
                             CPU reference, nothing to build), cuda (an FP32 GPU engine, built
                             first: for large models and many images) or auto (the GPU if usable);
@@ -169,6 +175,18 @@ int cmdCalibrate(const Args& a) {
           ErrorCode::kInvalidArgument,
           "--exclude-threshold needs a cosine in (0, 1], got " + a.get("exclude-threshold")));
     opt.excludeBelowCosine = *c;
+  }
+  opt.smoothing = a.has("smoothing");
+  if (a.has("smoothing-alpha")) {
+    auto v = number(a, "smoothing-alpha");
+    if (!v.ok()) return fail(v.status());
+    if (*v < 0 || *v > 1)
+      return fail(
+          Status(ErrorCode::kInvalidArgument,
+                 "--smoothing-alpha needs a number in [0, 1], got " + a.get("smoothing-alpha")));
+    if (!opt.smoothing)
+      std::cerr << "warning: --smoothing-alpha has no effect without --smoothing\n";
+    opt.smoothingAlpha = *v;
   }
   opt.compareCalibrators = a.has("compare-calibrators");
   opt.report = a.has("report") || a.has("report-json") || opt.compareCalibrators ||

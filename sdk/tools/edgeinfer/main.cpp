@@ -62,7 +62,8 @@ int main(int argc, char** argv) {
                                           "device-inputs",
                                           "no-cuda-graphs",
                                           "report",
-                                          "compare-calibrators"};
+                                          "compare-calibrators",
+                                          "smoothing"};
   // Options that take a value (any command); anything else is a typo, reported, not ignored.
   const std::vector<std::string> valued = {"backend",
                                            "batch",
@@ -108,6 +109,7 @@ int main(int argc, char** argv) {
                                            "report-images",
                                            "exclude-worst",
                                            "exclude-threshold",
+                                           "smoothing-alpha",
                                            "calibration-cache",
                                            "calibration-data"};
   auto args = parseArgs(argc, argv, 2, flags, valued);

@@ -33,6 +33,7 @@
 #include "kernels/cuda/timing_data.h"
 #include "quant/qdq.h"
 #include "quant/qdq_absorb.h"
+#include "quant/smoothing.h"
 #include "runtime/cuda/cuda_engine.h"
 #include "runtime/cuda_backend.h"
 
@@ -1115,6 +1116,10 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(
                     "or a model with its own QuantizeLinear/DequantizeLinear scales");
     if (!cfg.calibrationCachePath.empty()) {
       EI_ASSIGN_OR_RETURN(calib, CalibrationCache::load(cfg.calibrationCachePath));
+      // The ranges are those of the smoothed graph (quant/smoothing.h).
+      auto smoothed = quant::applySmoothing(g, calib.smoothing);
+      if (!smoothed.ok())
+        return smoothed.status().withContext("'" + cfg.calibrationCachePath + "'");
     }
   }
   if (wantsInt8 && explicitQ) {
