@@ -19,6 +19,7 @@
 #include "edgeinfer/builder.h"
 #include "edgeinfer/calibration.h"
 #include "quant/smoothing.h"
+#include "ref_test_util.h"
 #include "runtime/graph_engine.h"
 #include "test_model.h"
 #include "test_paths.h"
@@ -55,12 +56,8 @@ std::map<std::string, Tensor> run(const graph::Graph& g, const Tensor& x) {
   return out;
 }
 
-Tensor randomInput(const Shape& shape, uint32_t seed, float lo = -1.f, float hi = 1.f) {
-  Tensor x = Tensor::zeros(DataType::kFloat32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  for (int64_t k = 0; k < x.numel(); ++k) x.data<float>()[k] = u(rng);
-  return x;
+Tensor randomInput(const Shape& shape, uint32_t seed) {
+  return test::randomF32(shape, seed, -1.f, 1.f);
 }
 
 /// Random factors in [1/16, 16] for every class of `g`.
