@@ -512,21 +512,17 @@ class Calibration {
     }
   }
 
-  /// After pass 1: the factors of every class of channels, each observed tensor's factors and
-  /// its range once smoothed.
+  /// After pass 1: the factors of every class of channels (SmoothingPlan::chooseFactors),
+  /// each observed tensor's factors and its range once smoothed.
   void smoothingFactors() {
     if (classes_.empty()) return;
-    std::vector<double> act(static_cast<size_t>(plan_.numClasses()), 0.0);
-    for (const auto& [t, k] : classes_)
-      for (size_t c = 0; c < k.size(); ++c)
-        if (k[c] >= 0)
-          act[static_cast<size_t>(k[c])] =
-              std::max(act[static_cast<size_t>(k[c])], channelAmax_[t][c]);
-    const std::vector<bool> depthwise = plan_.depthwiseReadersOnly(graph_);
-    std::vector<double> alpha(act.size());
-    for (size_t k = 0; k < act.size(); ++k) alpha[k] = depthwise[k] ? 1.0 : opt_.smoothingAlpha;
-    classFactors_ = quant::smoothingFactors(act, plan_.readerWeightRanges(graph_), alpha);
-    keepFactorsThatHelp();
+    std::map<std::string, std::vector<double>> ranges;
+    for (const auto& [t, k] : classes_) ranges[tensors_[t]] = channelAmax_[t];
+    int left = 0;
+    classFactors_ = plan_.chooseFactors(graph_, ranges, opt_.smoothingAlpha, &left);
+    if (left)
+      log(Severity::kVerbose, "calibration: smoothing left out of " + std::to_string(left) +
+                                  " linked group(s) of tensors it would not help");
     for (const auto& [t, k] : classes_) {
       std::vector<float> f(k.size(), 1.f);
       double a = 0;
@@ -537,101 +533,6 @@ class Calibration {
       amax_[t] = a;
       smooth_[t] = std::move(f);
     }
-  }
-
-  /// A component's factors are shared by all its tensors (a residual stream's blocks), so
-  /// factors that even one tensor's channels out may spread another's, or the readers'
-  /// weights: per observed tensor,
-  /// the bits one scale per tensor wastes on its channels (the mean over the channels of
-  /// log2(largest range / the channel's range)), and per convolution reading them, the bits
-  /// its weights waste likewise (per output channel, over its input channels: the factors
-  /// move the spread there). A component whose factors do not lower the sum of both over its
-  /// tensors and readers keeps factors of 1 (BlazeFace's last block output, read by 1x1 heads
-  /// of weights the factors would spread, is one).
-  void keepFactorsThatHelp() {
-    const std::vector<int>& comp = plan_.components();
-    std::map<int, std::vector<size_t>> members;  // component -> observed tensors
-    for (const auto& [t, k] : classes_) {
-      std::set<int> seen;
-      for (int c : k)
-        if (c >= 0 && seen.insert(comp[static_cast<size_t>(c)]).second)
-          members[comp[static_cast<size_t>(c)]].push_back(t);
-    }
-    const auto waste = [&](size_t t, int component, bool smoothed) {
-      const std::vector<int>& k = classes_.at(t);
-      const std::vector<double>& a = channelAmax_.at(t);
-      std::vector<double> r(a.size());
-      double top = 0;
-      for (size_t c = 0; c < a.size(); ++c) {
-        const bool mine = k[c] >= 0 && comp[static_cast<size_t>(k[c])] == component;
-        r[c] = smoothed && mine ? a[c] / classFactors_[static_cast<size_t>(k[c])] : a[c];
-        top = std::max(top, r[c]);
-      }
-      double sum = 0;
-      int n = 0;
-      for (double v : r)
-        if (v > 0) sum += std::log2(top / v), ++n;
-      return n ? sum / n : 0.0;
-    };
-    // The same for the weights of the convolutions reading a component's tensors: per output
-    // channel (quantized with one scale), the bits its input channels' weights waste.
-    const auto weightWaste = [&](const graph::Node& n, int component, bool smoothed) {
-      const std::vector<int> k = plan_.classes(n.inputs[0]);
-      const Tensor* w = graph_.constant(n.inputs[1]);
-      const auto channels = static_cast<int64_t>(k.size());
-      const int64_t group = n.attrs.getInt("group", 1);
-      if (!w || group < 1 || channels % group || w->shape().rank() < 2) return 0.0;
-      const int64_t cg = channels / group, rows = w->shape()[0], mg = rows / group;
-      if (cg <= 1 || w->numel() % (rows * cg)) return 0.0;  // depthwise: nothing shared
-      const int64_t taps = w->numel() / (rows * cg);
-      double sum = 0;
-      int64_t n2 = 0;
-      std::vector<double> col(static_cast<size_t>(cg));
-      for (int64_t o = 0; o < rows; ++o) {
-        double top = 0;
-        for (int64_t ci = 0; ci < cg; ++ci) {
-          const int cls = k[static_cast<size_t>((o / mg) * cg + ci)];
-          const bool mine = cls >= 0 && comp[static_cast<size_t>(cls)] == component;
-          const double f = smoothed && mine ? classFactors_[static_cast<size_t>(cls)] : 1.0;
-          double m = 0;
-          for (int64_t j = 0; j < taps; ++j)
-            m = std::max(
-                m, std::fabs(static_cast<double>(w->data<float>()[(o * cg + ci) * taps + j])));
-          col[static_cast<size_t>(ci)] = m * f;
-          top = std::max(top, m * f);
-        }
-        for (double v : col)
-          if (v > 0) sum += std::log2(top / v), ++n2;
-      }
-      return n2 ? sum / static_cast<double>(n2) : 0.0;
-    };
-    std::map<int, std::vector<const graph::Node*>> readers;  // component -> convolutions
-    for (const auto& n : graph_.nodes) {
-      if (!(n.opType == "Conv" || n.opType == "FusedConv") || !n.hasInput(0)) continue;
-      std::set<int> seen;
-      for (int c : plan_.classes(n.inputs[0]))
-        if (c >= 0 && seen.insert(comp[static_cast<size_t>(c)]).second)
-          readers[comp[static_cast<size_t>(c)]].push_back(&n);
-    }
-    int dropped = 0;
-    for (const auto& [component, ts] : members) {
-      double before = 0, after = 0;
-      for (size_t t : ts) {
-        before += waste(t, component, false);
-        after += waste(t, component, true);
-      }
-      for (const graph::Node* n : readers[component]) {
-        before += weightWaste(*n, component, false);
-        after += weightWaste(*n, component, true);
-      }
-      if (after < before) continue;
-      ++dropped;
-      for (size_t k = 0; k < classFactors_.size(); ++k)
-        if (comp[k] == component) classFactors_[k] = 1.f;
-    }
-    if (dropped)
-      log(Severity::kVerbose, "calibration: smoothing left out of " + std::to_string(dropped) +
-                                  " linked group(s) of tensors it would not help");
   }
 
   /// Pass 1 (amax, non-finite count) or pass 2 (histogram) of tensor `t` on the values `x`

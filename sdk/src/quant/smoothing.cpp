@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 namespace edgeinfer::quant {
 namespace {
@@ -336,6 +337,104 @@ std::map<std::string, std::vector<float>> SmoothingPlan::tensorFactors(
     if (any) out.emplace(name, std::move(f));
   }
   return out;
+}
+
+std::vector<float> SmoothingPlan::chooseFactors(
+    const graph::Graph& g, const std::map<std::string, std::vector<double>>& ranges, double alpha,
+    int* leftOut) const {
+  // Per class, the largest range measured on its channels.
+  std::vector<double> act(static_cast<size_t>(classes_), 0.0);
+  std::map<int, std::vector<std::string>> members;  // component -> measured tensors
+  for (const auto& [name, a] : ranges) {
+    const std::vector<int> k = classes(name);
+    std::set<int> seen;
+    for (size_t c = 0; c < k.size() && c < a.size(); ++c) {
+      if (k[c] < 0) continue;
+      act[static_cast<size_t>(k[c])] = std::max(act[static_cast<size_t>(k[c])], a[c]);
+      if (seen.insert(component_[static_cast<size_t>(k[c])]).second)
+        members[component_[static_cast<size_t>(k[c])]].push_back(name);
+    }
+  }
+  const std::vector<bool> depthwise = depthwiseReadersOnly(g);
+  std::vector<double> alphas(act.size());
+  for (size_t k = 0; k < act.size(); ++k) alphas[k] = depthwise[k] ? 1.0 : alpha;
+  std::vector<float> f = smoothingFactors(act, readerWeightRanges(g), alphas);
+
+  const auto mine = [&](int cls, int component) {
+    return cls >= 0 && component_[static_cast<size_t>(cls)] == component;
+  };
+  // Bits a tensor's channels waste under one scale, with the component's factors or without.
+  const auto waste = [&](const std::string& name, int component, bool smoothed) {
+    const std::vector<int> k = classes(name);
+    const std::vector<double>& a = ranges.at(name);
+    std::vector<double> r(std::min(a.size(), k.size()));
+    double top = 0;
+    for (size_t c = 0; c < r.size(); ++c) {
+      r[c] = smoothed && mine(k[c], component) ? a[c] / f[static_cast<size_t>(k[c])] : a[c];
+      top = std::max(top, r[c]);
+    }
+    double sum = 0;
+    int n = 0;
+    for (double v : r)
+      if (v > 0) sum += std::log2(top / v), ++n;
+    return n ? sum / n : 0.0;
+  };
+  // The same for a reading convolution's weights, per output channel over its input channels.
+  const auto weightWaste = [&](const graph::Node& n, int component, bool smoothed) {
+    const std::vector<int> k = classes(n.inputs[0]);
+    const auto channels = static_cast<int64_t>(k.size());
+    const Tensor* w = readerWeights(g, n, channels);
+    if (!w) return 0.0;
+    const int64_t group = n.attrs.getInt("group", 1);
+    const int64_t cg = channels / group, rows = w->shape()[0], mg = rows / group;
+    if (cg <= 1) return 0.0;  // depthwise: each row reads one channel
+    const int64_t taps = w->numel() / (rows * cg);
+    const float* p = w->data<float>();
+    double sum = 0;
+    int64_t count = 0;
+    std::vector<double> col(static_cast<size_t>(cg));
+    for (int64_t o = 0; o < rows; ++o) {
+      double top = 0;
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        const int cls = k[static_cast<size_t>((o / mg) * cg + ci)];
+        double m = 0;
+        for (int64_t j = 0; j < taps; ++j)
+          m = std::max(m, static_cast<double>(std::fabs(p[(o * cg + ci) * taps + j])));
+        if (smoothed && mine(cls, component)) m *= f[static_cast<size_t>(cls)];
+        col[static_cast<size_t>(ci)] = m;
+        top = std::max(top, m);
+      }
+      for (double v : col)
+        if (v > 0) sum += std::log2(top / v), ++count;
+    }
+    return count ? sum / static_cast<double>(count) : 0.0;
+  };
+  std::map<int, std::vector<const graph::Node*>> readers;  // component -> convolutions
+  for (const auto& n : g.nodes) {
+    if (!isConv(n) || !n.hasInput(0)) continue;
+    std::set<int> seen;
+    for (int cls : classes(n.inputs[0]))
+      if (cls >= 0 && seen.insert(component_[static_cast<size_t>(cls)]).second)
+        readers[component_[static_cast<size_t>(cls)]].push_back(&n);
+  }
+  int left = 0;
+  for (const auto& [component, names] : members) {
+    double before = 0, after = 0;
+    for (const std::string& name : names) {
+      before += waste(name, component, false);
+      after += waste(name, component, true);
+    }
+    for (const graph::Node* n : readers[component]) {
+      before += weightWaste(*n, component, false);
+      after += weightWaste(*n, component, true);
+    }
+    if (after < before) continue;
+    ++left;
+    for (size_t k = 0; k < f.size(); ++k)
+      if (component_[k] == component) f[k] = 1.f;
+  }
+  if (leftOut) *leftOut = left;
+  return f;
 }
 
 std::vector<float> smoothingFactors(const std::vector<double>& act,

@@ -48,18 +48,32 @@ class SmoothingPlan {
   /// tensor without channels to scale (not float, rank < 3, unknown channel count).
   std::vector<int> classes(const std::string& name) const;
   int numClasses() const { return classes_; }
-  /// Per class, the largest |w| of the weights that read it (convolutions' input X).
-  std::vector<double> readerWeightRanges(const graph::Graph& g) const;
-  /// Per class: every convolution reading its tensors, and those linked to them, is depthwise.
-  std::vector<bool> depthwiseReadersOnly(const graph::Graph& g) const;
   /// Per class, its component: the classes linked to it through tensors they share (a
   /// residual network's stream at one width is one component).
   const std::vector<int>& components() const { return component_; }
+  /// The factors per class from the channels' ranges measured on some of `g`'s tensors
+  /// (tensor -> one range per channel): smoothingFactors() with `alpha` (1 for the classes
+  /// whose readers are all depthwise). A component's factors are shared by all its tensors (a
+  /// residual stream's blocks), so factors that even out one tensor may spread another, or the
+  /// readers' weights: per measured tensor, the bits one scale per tensor wastes on its
+  /// channels (the mean over the channels of log2(largest range / the channel's range)), and
+  /// per convolution reading them the bits its weights waste likewise (per output channel,
+  /// over its input channels). A component whose factors do not lower the sum of both keeps
+  /// factors of 1 (BlazeFace's last block output, read by 1x1 heads whose weights the factors
+  /// would spread, is one); `leftOut` (optional) counts those.
+  std::vector<float> chooseFactors(const graph::Graph& g,
+                                   const std::map<std::string, std::vector<double>>& ranges,
+                                   double alpha, int* leftOut = nullptr) const;
   /// Every tensor with a class, and its factors per channel from the classes' (1 where it
   /// cannot be scaled); tensors whose factors are all 1 are left out.
   std::map<std::string, std::vector<float>> tensorFactors(const std::vector<float>& byClass) const;
 
  private:
+  /// Per class, the largest |w| of the weights that read it (convolutions' input X).
+  std::vector<double> readerWeightRanges(const graph::Graph& g) const;
+  /// Per class: every convolution reading its tensors, and those linked to them, is depthwise.
+  std::vector<bool> depthwiseReadersOnly(const graph::Graph& g) const;
+
   struct Slots {
     int64_t first = 0, channels = 0;
   };
