@@ -256,7 +256,9 @@ struct Int8Fixture {
   TempDir dir;
   std::string model, cache;
   Tensor sample;
+  size_t smoothed = 0;             ///< tensors the cache smooths
   Shape inputShape{2, 8, 20, 18};  ///< of the model's input "x"
+  bool smoothing = false;          ///< CalibrationOptions::smoothing
 
   /// Writes the model and calibrates it (min-max) on 8 random samples.
   Status prepare(const TestModel& m) {
@@ -271,7 +273,9 @@ struct Int8Fixture {
     EI_ASSIGN_OR_RETURN(auto src, openTensorFolder(dir.file("data"), dopt));
     CalibrationOptions opt;
     opt.calibrator.method = CalibrationMethod::kMinMax;
+    opt.smoothing = smoothing;
     EI_ASSIGN_OR_RETURN(CalibrationResult r, calibrate(model, *src, opt));
+    smoothed = r.cache.smoothing.size();
     cache = dir.file("int8cnn.calib");
     return r.cache.save(cache);
   }

@@ -1283,6 +1283,77 @@ TEST(CudaInt8Engine, InvertedResidualBlocksMatchTheCpuInt8) {
   EXPECT_GT(vsFp32, 0.99);
 }
 
+// BlazeFace-style blocks: a stem Conv + Relu, then r = Relu(r + Conv1x1(DepthwiseConv3x3(r)))
+// three times, and a 1x1 head. The depthwise weights are scaled per channel from 1/16 to 4, so
+// their outputs' channels span 64x: what activation smoothing evens out.
+test::TestModel depthwiseSeparableBlocks() {
+  test::TestModel m;
+  m.input("x", {2, 16, 14, 14});
+  uint32_t seed = 300;
+  m.randomInitializer("ws", {32, 16, 3, 3}, seed++, -0.3f, 0.3f);
+  m.randomInitializer("bs", {32}, seed++, -0.1f, 0.2f);
+  auto& stem = m.node("Conv", {"x", "ws", "bs"}, {"s"}, "stem");
+  test::TestModel::attrInts(stem, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"s"}, {"r0"}, "relu0");
+  std::string r = "r0";
+  for (int b = 0; b < 3; ++b) {
+    const std::string p = "b" + std::to_string(b) + "_";
+    std::vector<float> wd(32 * 9);
+    std::mt19937 rng(seed++);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (size_t i = 0; i < wd.size(); ++i)
+      wd[i] = u(rng) * std::exp2(-4.f + 6.f * static_cast<float>(i / 9) / 31.f);
+    m.initializer(p + "wd", {32, 1, 3, 3}, wd);
+    m.randomInitializer(p + "wp", {32, 32, 1, 1}, seed++, -0.2f, 0.2f);
+    m.randomInitializer(p + "bp", {32}, seed++, -0.1f, 0.1f);
+    auto& dw = m.node("Conv", {r, p + "wd"}, {p + "d"}, p + "depthwise");
+    test::TestModel::attr(dw, "group", 32);
+    test::TestModel::attrInts(dw, "pads", {1, 1, 1, 1});
+    m.node("Conv", {p + "d", p + "wp", p + "bp"}, {p + "q"}, p + "pointwise");
+    m.node("Add", {r, p + "q"}, {p + "a"}, p + "add");
+    m.node("Relu", {p + "a"}, {p + "r"}, p + "relu");
+    r = p + "r";
+  }
+  m.randomInitializer("wh", {8, 32, 1, 1}, seed++, -0.3f, 0.3f);
+  m.node("Conv", {r, "wh"}, {"y"}, "head");
+  m.output("y");
+  return m;
+}
+
+// Activation smoothing on the GPU: a cache with smoothing factors builds a strict INT8 engine
+// whose outputs are the CPU's INT8 emulation of the smoothed graph (closer to it than to the
+// emulation without smoothing: the GPU builder applied the factors), and close to FP32.
+TEST(CudaInt8Engine, SmoothedCacheMatchesTheCpuInt8OfTheSmoothedGraph) {
+  EI_SKIP_WITHOUT_GPU();
+  Int8Fixture plain, smooth;
+  plain.inputShape = smooth.inputShape = Shape{2, 16, 14, 14};
+  smooth.smoothing = true;
+  ASSERT_TRUE(plain.prepare(depthwiseSeparableBlocks()).ok());
+  ASSERT_TRUE(smooth.prepare(depthwiseSeparableBlocks()).ok());
+  EXPECT_EQ(plain.smoothed, 0u);
+  ASSERT_GT(smooth.smoothed, 0u) << "the depthwise outputs must be smoothed";
+  auto fp32 = smooth.cpuEngine(/*int8=*/false);
+  auto cpuSmoothed = smooth.cpuEngine(/*int8=*/true);
+  auto cpuPlain = plain.cpuEngine(/*int8=*/true);
+  ASSERT_TRUE(fp32.ok() && cpuSmoothed.ok() && cpuPlain.ok());
+  auto gpu = Builder::buildFromFile(smooth.model, smooth.config(/*strict=*/true));
+  ASSERT_TRUE(gpu.ok()) << gpu.status().toString();
+  EXPECT_EQ((*gpu)->info().precision, Precision::kInt8);
+  const Tensor& x = smooth.sample;
+  const Tensor want = runOnce(**fp32, x), emulated = runOnce(**cpuSmoothed, x),
+               unsmoothed = runOnce(**cpuPlain, x), got = runOnce(**gpu, x);
+  ASSERT_EQ(got.numel(), want.numel());
+  const double vsCpu = test::relL2(got, emulated), vsPlain = test::relL2(got, unsmoothed);
+  std::printf(
+      "[          ] GPU INT8 (smoothed cache) vs CPU INT8 smoothed: rel L2 %.5f, cosine %.6f; vs "
+      "CPU INT8 without smoothing: rel L2 %.5f; vs FP32: cosine %.5f (CPU INT8 without "
+      "smoothing vs FP32: %.5f)\n",
+      vsCpu, cosine(got, emulated), vsPlain, cosine(got, want), cosine(unsmoothed, want));
+  EXPECT_GT(cosine(got, emulated), 0.999);
+  EXPECT_LT(vsCpu, vsPlain) << "the GPU engine did not apply the cache's smoothing";
+  EXPECT_GT(cosine(got, want), 0.99);
+}
+
 TEST(CudaInt8Engine, TimedInt8EngineIsAccurate) {
   EI_SKIP_WITHOUT_GPU();
   Int8Fixture f;

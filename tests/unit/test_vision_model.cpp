@@ -1072,6 +1072,25 @@ TEST(VisionModel, BlazeFaceInt8OnTheGpuMatchesFp32Detections) {
     };
     const Int8Score allInt8 = score(allPath, "every layer");
     const Int8Score mixed = score(mixedPath, "sensitivity policy");
+    // The same with activation smoothing (CalibrationOptions::smoothing, an option): measured
+    // and printed, held to the loss bound only (docs/performance.md).
+    {
+      CalibrationOptions so = VisionModelOptions::defaultCalibration();
+      so.smoothing = true;
+      auto smoothSrc = openCalibrationData(data, d);
+      ASSERT_TRUE(smoothSrc.ok()) << smoothSrc.status().toString();
+      auto sc = calibrate(cfg->modelPath, **smoothSrc, so);
+      ASSERT_TRUE(sc.ok()) << sc.status().toString();
+      EXPECT_FALSE(sc->cache.smoothing.empty());
+      const std::string smoothPath = dir + "/" + which + ".smoothed.calib";
+      ASSERT_TRUE(sc->cache.save(smoothPath).ok());
+      CalibrationCache smoothAll = sc->cache;
+      for (auto& [layer, p] : smoothAll.layerPrecision) p = Precision::kInt8;
+      ASSERT_TRUE(smoothAll.save(dir + "/" + which + ".smoothed-all.calib").ok());
+      const Int8Score s = score(smoothPath, "sensitivity policy, smoothed");
+      score(dir + "/" + which + ".smoothed-all.calib", "every layer, smoothed");
+      EXPECT_GE(s.at05, s.boxes * 9 / 10) << "FP32 faces the smoothed engine lost";
+    }
     EXPECT_GT(mixed.boxes, 0);
     EXPECT_GE(mixed.at05, mixed.boxes * 9 / 10) << "FP32 faces the mixed-precision engine lost";
     EXPECT_GE(mixed.at09, allInt8.at09) << "the sensitivity policy must not hurt";
