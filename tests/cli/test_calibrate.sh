@@ -99,6 +99,7 @@ check "percentile out of range_n" expect_exit 2 "percentile" "$cli" calibrate "$
 check "bad --max-images_n" expect_exit 2 "--max-images" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --max-images 0 -o "$work/e.calib"
 check "bad --exclude-threshold_n" expect_exit 2 "--exclude-threshold" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --exclude-threshold 2 -o "$work/e.calib"
 check "bad --smoothing-alpha_n" expect_exit 2 "--smoothing-alpha" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --smoothing --smoothing-alpha 2 -o "$work/e.calib"
+check "--decoder-view without --config_n" expect_exit 2 "--decoder-view needs --config" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --decoder-view -o "$work/e.calib"
 check "unwritable cache path_n" expect_exit 1 "cannot open" "$cli" calibrate "$work/m.onnx" --data "$work/npy" -o "$work/no/dir/c.calib"
 # --backend cuda measures the ranges on the GPU (the same cache as the CPU's, within rounding);
 # without a GPU it is an error that says so.
@@ -154,6 +155,7 @@ if [[ -f $models/blazeface/blazeface_front_128.onnx && -f $media/faces/2008_0025
   check "blazeface calibrates on real photos" bash -c "'$cli' calibrate --config '$models/blazeface/model.json' --data '$work/photos' --method minmax --report --report-images 2 --exclude-worst 2 -o '$work/bf.calib' >'$work/bf.out' 2>'$work/bf.err'"
   check "progress shows images and ETA" bash -c "grep -q 'ranges: $n/$n images' '$work/bf.err' && grep -q 'ETA' '$work/bf.err'"
   check "report names blazeface layers" grep -q "StatefulPartitionedCall" "$work/bf.out"
+  check "--decoder-view reports blazeface as its decoder reads it" bash -c "'$cli' calibrate --config '$models/blazeface/model.json' --data '$work/photos' --method minmax --report --report-images 2 --decoder-view -o '$work/bfv.calib' 2>/dev/null | grep -q 'compared as the SSD decoder reads them'"
   check "two layers kept in fp16" bash -c "[[ \$(grep -c '^layer fp16 ' '$work/bf.calib') -eq 2 ]]"
   check "every photo calibrated" grep -qx "images $n" "$work/bf.calib"
   check "blazeface build accepts its cache" "$cli" build "$models/blazeface/blazeface_front_128.onnx" -o "$work/bf.engine" --calibration-cache "$work/bf.calib"

@@ -375,6 +375,66 @@ TEST(Calibrate, ResidualInputOfAFusedConvIsCalibratedAndReported) {
   EXPECT_TRUE(reported) << "the report lists Z among the fused layer's quantized inputs";
 }
 
+// CalibrationOptions::outputView: the model-output errors compare what the view makes of the
+// outputs. A view that sets every value to 0 leaves no error to measure (cosine 1, max |error|
+// 0, where the raw outputs have some), and the report names the view.
+TEST(Calibrate, OutputViewDecidesWhatTheModelErrorsCompare) {
+  TempDir dir;
+  const std::string model = dir.write("r.onnx", residualModel());
+  writeSamples(dir, "data", 3, 23);
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kMinMax;
+  opt.report = true;
+  auto src = tensorSource(dir.file("data"));
+  ASSERT_TRUE(src);
+  auto raw = calibrate(model, *src, opt);
+  ASSERT_TRUE(raw.ok()) << raw.status().toString();
+  EXPECT_LT(raw->report.allInt8.cosine, 1.0);
+  EXPECT_GT(raw->report.allInt8.maxAbs, 0.0);
+  int calls = 0;
+  opt.outputView = [&calls](std::map<std::string, Tensor>& ref, std::map<std::string, Tensor>& q) {
+    ++calls;
+    for (auto* m : {&ref, &q})
+      for (auto& [name, t] : *m)
+        for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 0.f;
+    return Status::Ok();
+  };
+  opt.outputViewName = "as zeros";
+  auto src2 = tensorSource(dir.file("data"));
+  ASSERT_TRUE(src2);
+  auto viewed = calibrate(model, *src2, opt);
+  ASSERT_TRUE(viewed.ok()) << viewed.status().toString();
+  EXPECT_GT(calls, 0);
+  EXPECT_EQ(viewed->report.outputView, "as zeros");
+  EXPECT_NE(viewed->report.toText().find("compared as zeros"), std::string::npos);
+  EXPECT_EQ(viewed->report.allInt8.cosine, 1.0);
+  EXPECT_EQ(viewed->report.allInt8.maxAbs, 0.0);
+  for (const LayerSensitivity& l : viewed->report.layers) EXPECT_EQ(l.modelError.maxAbs, 0.0);
+  // The FP32 baseline is not changed by the view (it gets copies): the ranges and the layers'
+  // own errors are those of the raw report.
+  EXPECT_EQ(viewed->cache.tensorAmax, raw->cache.tensorAmax);
+  ASSERT_EQ(viewed->report.layers.size(), raw->report.layers.size());
+}
+
+TEST(Calibrate, AFailingOutputViewStopsTheReport_n) {
+  TempDir dir;
+  const std::string model = dir.write("r.onnx", residualModel());
+  writeSamples(dir, "data", 2, 24);
+  auto src = tensorSource(dir.file("data"));
+  ASSERT_TRUE(src);
+  CalibrationOptions opt;
+  opt.report = true;
+  opt.outputView = [](std::map<std::string, Tensor>&, std::map<std::string, Tensor>&) {
+    return Status(ErrorCode::kNotFound, "no output named 'scores'");
+  };
+  opt.outputViewName = "as a decoder reads them";
+  auto r = calibrate(model, *src, opt);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(r.status().message().find("'scores'"), std::string::npos) << r.status().toString();
+  EXPECT_NE(r.status().message().find("output view"), std::string::npos) << r.status().toString();
+}
+
 /// A cache written before residual inputs were calibrated (no range for Z) still builds.
 TEST(Calibrate, CacheWithoutTheResidualRangeStillBuilds) {
   TempDir dir;

@@ -1151,5 +1151,83 @@ TEST(VisionBlazeFace, BackModelEndToEnd) {
   runBlazeFace("blazeface_back_256.onnx", 256, blazeFaceBackParams());
 }
 
+// ---- The SSD output view (what the decoder reads, for INT8 reports) ----------------------------
+
+/// Two heads' worth of outputs: scores [1, A, 1] and boxes [1, A, 4].
+std::map<std::string, Tensor> ssdOutputs(const std::vector<float>& scores,
+                                         const std::vector<float>& boxes) {
+  const auto a = static_cast<int64_t>(scores.size());
+  Tensor s = Tensor::zeros(DataType::kFloat32, Shape{1, a, 1});
+  Tensor b = Tensor::zeros(DataType::kFloat32, Shape{1, a, 4});
+  std::copy(scores.begin(), scores.end(), s.data<float>());
+  std::copy(boxes.begin(), boxes.end(), b.data<float>());
+  return {{"scores", s}, {"boxes", b}};
+}
+
+SsdParams viewParams() {
+  SsdParams p;
+  p.numClasses = 1;
+  p.scoreOutputs = {"scores"};
+  p.boxOutputs = {"boxes"};
+  return p;
+}
+
+TEST(VisionSsdOutputView, BackgroundAnchorsCountForNothingAndFacesFully) {
+  // Anchor 0: background (logit -60 against -40 quantized: far apart, both far below the
+  // threshold); anchor 1: a face (logit 3). Boxes differ by 8 on the background anchor, 1 on
+  // the face's.
+  auto ref = ssdOutputs({-60.f, 3.f}, {10, 10, 10, 10, 5, 5, 5, 5});
+  auto got = ssdOutputs({-40.f, 3.f}, {18, 10, 10, 10, 6, 5, 5, 5});
+  ASSERT_TRUE(ssdOutputView(viewParams(), ref, got).ok());
+  const float* rs = ref.at("scores").data<float>();
+  const float* gs = got.at("scores").data<float>();
+  EXPECT_NEAR(rs[0], 0.f, 1e-12);
+  EXPECT_NEAR(gs[0], 0.f, 1e-12);
+  EXPECT_NEAR(rs[1], 1.f / (1.f + std::exp(-3.f)), 1e-6);
+  const float* rb = ref.at("boxes").data<float>();
+  const float* gb = got.at("boxes").data<float>();
+  EXPECT_LT(std::fabs(gb[0] - rb[0]), 1e-10);                      // background: nothing
+  EXPECT_NEAR(gb[4] - rb[4], 1.f / (1.f + std::exp(-3.f)), 1e-6);  // face: weighted by its score
+  // Clipping as the decoder does: a logit of 1000 reads as 100.
+  auto r2 = ssdOutputs({1000.f}, {1, 1, 1, 1});
+  auto g2 = ssdOutputs({1000.f}, {1, 1, 1, 1});
+  ASSERT_TRUE(ssdOutputView(viewParams(), r2, g2).ok());
+  EXPECT_NEAR(r2.at("scores").data<float>()[0], 1.f, 1e-6);
+}
+
+TEST(VisionSsdOutputView, OutputsThatDoNotFit_n) {
+  auto ref = ssdOutputs({0.f, 1.f}, {1, 1, 1, 1, 1, 1, 1, 1});
+  {
+    auto r = ref, g = ref;
+    r.erase("boxes");
+    const Status s = ssdOutputView(viewParams(), r, g);
+    EXPECT_EQ(s.code(), ErrorCode::kNotFound);
+    EXPECT_NE(s.message().find("'boxes'"), std::string::npos) << s.toString();
+  }
+  {
+    auto r = ssdOutputs({0.f, 1.f, 2.f}, {});  // 3 anchors, 5 box values
+    r["boxes"] = Tensor::zeros(DataType::kFloat32, Shape{1, 5});
+    auto g = ssdOutputs({0.f, 1.f, 2.f}, {});
+    g["boxes"] = Tensor::zeros(DataType::kFloat32, Shape{1, 5});
+    const Status s = ssdOutputView(viewParams(), r, g);
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("same anchors"), std::string::npos) << s.toString();
+  }
+  {
+    auto r = ref, g = ref;
+    g["scores"] = Tensor::zeros(DataType::kFloat16, Shape{1, 2, 1});
+    const Status s = ssdOutputView(viewParams(), r, g);
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("float32"), std::string::npos) << s.toString();
+  }
+  {
+    SsdParams p = viewParams();
+    p.boxOutputs.push_back("boxes2");
+    auto r = ref, g = ref;
+    const Status s = ssdOutputView(p, r, g);
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  }
+}
+
 }  // namespace
 }  // namespace edgeinfer::vision

@@ -284,6 +284,18 @@ struct CalibrationOptions {
   /// INT8 (<= 0: off).
   double excludeBelowCosine = 0;
 
+  /// How the report compares the model's outputs with FP32's (the model-output errors: the
+  /// per-layer ranking, the policy, the calibrator comparison): called on the FP32 outputs
+  /// and the quantized ones of the same batch (copies), it may replace both with what a
+  /// decoder reads of them, so that errors on values the decoder ignores (the scores of
+  /// background anchors, far below its threshold) do not hide those it uses. Empty: the raw
+  /// outputs. VisionModel and `edgeinfer calibrate --config` set it for SSD-style detectors
+  /// (vision::ssdOutputView). A non-OK status stops the report.
+  std::function<Status(std::map<std::string, Tensor>& reference,
+                       std::map<std::string, Tensor>& quantized)>
+      outputView;
+  std::string outputViewName;  ///< for the report, e.g. "as the SSD decoder reads them"
+
   CalibrationProgressFn progress;  ///< called after every sample / report run
 };
 
@@ -311,7 +323,8 @@ struct CalibratorComparison {
 
 struct SensitivityReport {
   CalibratorParams calibrator;
-  int64_t samples = 0;                            ///< images (or tensor samples) the report ran
+  std::string outputView;  ///< CalibrationOptions::outputViewName ("" for the raw outputs)
+  int64_t samples = 0;     ///< images (or tensor samples) the report ran
   std::vector<LayerSensitivity> layers;           ///< worst model-output cosine first
   QuantError allInt8;                             ///< every quantizable layer in INT8
   QuantError withPolicy;                          ///< excluded layers kept out of INT8

@@ -681,9 +681,22 @@ class Calibration {
     ErrorAccumulator acc;
     for (size_t b = 0; b < kept_.size(); ++b) {
       EI_RETURN_IF_ERROR(runBatch(*ctx, kept_[b].inputs));
-      for (const auto& [name, ref] : baseline_[b]) {
-        EI_ASSIGN_OR_RETURN(Tensor out, ctx->getOutput(name));
-        acc.add(name, ref, out);
+      if (opt_.outputView) {  // compared as the decoder reads them (copies: the view may write)
+        std::map<std::string, Tensor> ref, got;
+        for (const auto& [name, r] : baseline_[b]) {
+          EI_ASSIGN_OR_RETURN(Tensor out, ctx->getOutput(name));
+          ref.emplace(name, r.clone());
+          got.emplace(name, out.clone());
+        }
+        const Status s = opt_.outputView(ref, got);
+        if (!s.ok()) return s.withContext("the report's output view (" + opt_.outputViewName + ")");
+        for (const auto& [name, r] : ref)
+          if (auto g = got.find(name); g != got.end()) acc.add(name, r, g->second);
+      } else {
+        for (const auto& [name, ref] : baseline_[b]) {
+          EI_ASSIGN_OR_RETURN(Tensor out, ctx->getOutput(name));
+          acc.add(name, ref, out);
+        }
       }
       progress.report(passes, "report", ++reportRuns_, reportTotal_);
     }
@@ -694,6 +707,7 @@ class Calibration {
                                           Progress& progress, int passes, int64_t batch) {
     SensitivityReport rep;
     rep.calibrator = opt_.calibrator;
+    rep.outputView = opt_.outputViewName;
     while (static_cast<int>(kept_.size()) > opt_.reportBatches) kept_.pop_back();
     for (const auto& k : kept_) rep.samples += k.images;
     const size_t variants = layers_.size() + 2 + (opt_.compareCalibrators ? 4 : 0);

@@ -32,6 +32,7 @@ std::string SensitivityReport::toText() const {
   s << "INT8 sensitivity (fake quantization on the CPU reference, against FP32), calibrator "
     << describeCalibrator(calibrator) << ", " << samples << " sample(s), " << layers.size()
     << " quantizable layer(s)\n";
+  if (!outputView.empty()) s << "model outputs compared " << outputView << "\n";
   char label[64];
   std::snprintf(label, sizeof label, "with the policy (%zu FP16):", excluded);
   char row[96];
@@ -69,6 +70,7 @@ std::string SensitivityReport::toText() const {
 std::string SensitivityReport::toJson() const {
   nlohmann::json j;
   j["calibrator"] = describeCalibrator(calibrator);
+  j["output_view"] = outputView;
   j["samples"] = samples;
   j["all_int8"] = errorJson(allInt8);
   j["with_policy"] = errorJson(withPolicy);

@@ -110,6 +110,22 @@ std::string graphKey(const BuilderConfig& bc) {
   return key;
 }
 
+}  // namespace
+
+bool setDecoderOutputView(const ModelConfig& config, CalibrationOptions* opt) {
+  if (opt->outputView || config.decoder != DecoderType::kSsd) return false;
+  const SsdParams ssd = config.ssd;
+  opt->outputView = [ssd](std::map<std::string, Tensor>& ref, std::map<std::string, Tensor>& q) {
+    return ssdOutputView(ssd, ref, q);
+  };
+  opt->outputViewName =
+      "as the SSD decoder reads them (scores after its sigmoid, boxes weighted by their "
+      "anchor's FP32 score)";
+  return true;
+}
+
+namespace {
+
 /// VisionModelOptions::calibrationData: the calibration cache for it, reused from `dir` when
 /// one with the same key is there, else calibrated now (through the config's preprocessing)
 /// and saved to `dir` (to `tempPath`, removed by the caller after the build, when the engine
@@ -124,8 +140,8 @@ Expected<std::string> calibrationCacheFor(const ModelConfig& config,
                           ";" + std::to_string(c.batchSize) + ";" + std::to_string(c.excludeWorst) +
                           ";" + std::to_string(c.excludeBelowCosine) + ";" +
                           std::to_string(c.reportBatches) + ";" + std::to_string(c.smoothing) +
-                          ";" + std::to_string(c.smoothingAlpha) + ";" + graphKey(bc) + ";" +
-                          calibrationDataKey(options.calibrationData);
+                          ";" + std::to_string(c.smoothingAlpha) + ";view=" + c.outputViewName +
+                          ";" + graphKey(bc) + ";" + calibrationDataKey(options.calibrationData);
   std::string path;
   if (!dir.empty()) {
     path = dir + "/" + fileSafe(config.name) + "-" + hash + "-" +

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "edgeinfer/calibration.h"
 #include "edgeinfer/vision/model_config.h"
+#include "edgeinfer/vision/vision_model.h"
 
 namespace edgeinfer::cli {
 namespace {
@@ -39,6 +40,9 @@ reuse without the data (--calibration-cache).
   --compare-calibrators     the whole-model error of every calibrator (implies --report)
   --exclude-worst N         keep the N layers INT8 hurts most in FP16 (implies --report)
   --exclude-threshold C     keep layers whose model-output cosine is below C in FP16
+  --decoder-view            compare the model outputs as the config's decoder reads them (SSD
+                            detectors: scores after the sigmoid, boxes weighted by their
+                            anchor's FP32 score), not as raw values; needs --config
   --smoothing               even out the channels' ranges of activations carried from
                             convolutions to convolutions before quantizing them per tensor
                             (the factors taken back by the readers' weights; compare with
@@ -201,8 +205,15 @@ int cmdCalibrate(const Args& a) {
     data.inputTensor = cfg->inputTensor;
     data.tensorInput = cfg->inputTensor;
     data.preprocess = cfg->preprocess;
+    if (a.has("decoder-view") && !vision::setDecoderOutputView(*cfg, &opt))
+      return fail(Status(ErrorCode::kInvalidArgument,
+                         "--decoder-view needs a config with an SSD-style decoder; '" +
+                             a.get("config") + "' has another"));
     haveConfig = true;
   }
+  if (a.has("decoder-view") && !haveConfig)
+    return fail(Status(ErrorCode::kInvalidArgument,
+                       "--decoder-view needs --config MODEL.json (its decoder section)"));
   if (!haveConfig) {
     // Only raw tensors can do without a config; this placeholder lets images and video be
     // recognised (and refused below) instead of failing on an empty preprocessing section.

@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
                                           "no-cuda-graphs",
                                           "report",
                                           "compare-calibrators",
-                                          "smoothing"};
+                                          "smoothing",
+                                          "decoder-view"};
   // Options that take a value (any command); anything else is a typo, reported, not ignored.
   const std::vector<std::string> valued = {"backend",
                                            "batch",

@@ -271,6 +271,16 @@ Expected<std::vector<Detection>> decodeSsdOutputs(const std::map<std::string, Te
                                                   const SsdParams& params,
                                                   const std::vector<Transform>& transforms = {});
 
+/// The outputs as decodeSsd() reads them, for comparing quantized outputs with FP32 ones
+/// (CalibrationOptions::outputView): every score output through the decoder's clipping and
+/// sigmoid (sigmoidScore), every box output's rows (one an anchor) multiplied by that anchor's
+/// FP32 score (the largest over the classes, at least 0), so an anchor the decoder would drop
+/// counts for nothing and one near or above its threshold counts fully. In place on both maps.
+/// kNotFound naming a missing output; kInvalidArgument for box and score lists of different
+/// lengths, a tensor that is not float32, or shapes whose anchors do not agree.
+Status ssdOutputView(const SsdParams& params, std::map<std::string, Tensor>& reference,
+                     std::map<std::string, Tensor>& quantized);
+
 // ---------------------------------------------------------------------------------------------
 // Semantic segmentation
 // ---------------------------------------------------------------------------------------------

@@ -24,6 +24,13 @@
 
 namespace edgeinfer::vision {
 
+/// Sets opt->outputView (unless it has one) to compare model outputs as `config`'s decoder
+/// reads them: SSD-style detectors (BlazeFace) through ssdOutputView; other decoders keep the
+/// raw outputs. Returns whether it set one. (BlazeFace back, docs/performance.md: the report
+/// then ranks the score head worst, cosine 0.265 where the raw logits said 0.950, but the
+/// policy at 0.999 keeps 24 layers in FP16 and matches 22 of 25 faces, 23 on raw outputs.)
+bool setDecoderOutputView(const ModelConfig& config, CalibrationOptions* opt);
+
 struct VisionModelOptions {
   /// kAuto: the GPU when one is usable, else the CPU.
   Backend backend = Backend::kAuto;
@@ -57,7 +64,8 @@ struct VisionModelOptions {
   /// How calibrationData is calibrated (its `builder` is set from `builder`). By default
   /// min-max ranges (entropy loses accuracy on detectors: TensorRT #3922, #1834) and the
   /// sensitivity report's policy: layers whose INT8 alone lowers the model-output cosine
-  /// below 0.999 stay in FP16, measured on 4 batches of the data.
+  /// below 0.999 stay in FP16, measured on 4 batches of the data (on the raw outputs;
+  /// setDecoderOutputView() compares them as the decoder reads them instead).
   CalibrationOptions calibration = defaultCalibration();
   static CalibrationOptions defaultCalibration() {
     CalibrationOptions c;

@@ -1,5 +1,6 @@
 // SSD anchor generation and box decoding as MediaPipe's SsdAnchorsCalculator and
 // TensorsToDetectionsCalculator do it (BlazeFace); see postprocess.h for the formulas.
+#include <algorithm>
 #include <cmath>
 
 #include "vision/postprocess/common.h"
@@ -249,6 +250,63 @@ Expected<std::vector<Detection>> decodeSsdOutputs(const std::map<std::string, Te
     }
   }
   return decodeSsd(boxes, scores, params, transforms);
+}
+
+Status ssdOutputView(const SsdParams& params, std::map<std::string, Tensor>& reference,
+                     std::map<std::string, Tensor>& quantized) {
+  if (params.boxOutputs.size() != params.scoreOutputs.size())
+    return Status(ErrorCode::kInvalidArgument,
+                  "SSD output view: " + std::to_string(params.boxOutputs.size()) +
+                      " box outputs but " + std::to_string(params.scoreOutputs.size()) +
+                      " score outputs (one of each a head)");
+  const auto find = [](std::map<std::string, Tensor>& m,
+                       const std::string& name) -> Expected<Tensor*> {
+    auto it = m.find(name);
+    if (it == m.end())
+      return Status(ErrorCode::kNotFound, "SSD output view: no output named '" + name + "'");
+    if (it->second.dtype() != DataType::kFloat32)
+      return Status(ErrorCode::kInvalidArgument, "SSD output view: output '" + name + "' is " +
+                                                     it->second.describe() + ", not float32");
+    return &it->second;
+  };
+  const int classes = std::max(1, params.numClasses);
+  for (size_t h = 0; h < params.scoreOutputs.size(); ++h) {
+    EI_ASSIGN_OR_RETURN(Tensor * rs, find(reference, params.scoreOutputs[h]));
+    EI_ASSIGN_OR_RETURN(Tensor * qs, find(quantized, params.scoreOutputs[h]));
+    EI_ASSIGN_OR_RETURN(Tensor * rb, find(reference, params.boxOutputs[h]));
+    EI_ASSIGN_OR_RETURN(Tensor * qb, find(quantized, params.boxOutputs[h]));
+    const int64_t anchors = rs->numel() / classes;
+    if (rs->numel() % classes || qs->numel() != rs->numel() || anchors == 0 ||
+        rb->numel() % anchors || qb->numel() != rb->numel())
+      return Status(ErrorCode::kInvalidArgument, "SSD output view: '" + params.scoreOutputs[h] +
+                                                     "' (" + rs->describe() + ") and '" +
+                                                     params.boxOutputs[h] + "' (" + rb->describe() +
+                                                     ") do not hold the same anchors");
+    const auto score = [&](float v) {
+      if (params.scoreClippingThresh > 0)
+        v = std::min(std::max(v, -params.scoreClippingThresh), params.scoreClippingThresh);
+      return params.sigmoidScore ? 1.f / (1.f + std::exp(-v)) : v;
+    };
+    float* r = rs->data<float>();
+    float* q = qs->data<float>();
+    const int64_t per = rb->numel() / anchors;
+    float* br = rb->data<float>();
+    float* bq = qb->data<float>();
+    for (int64_t a = 0; a < anchors; ++a) {
+      float w = 0.f;
+      for (int c = 0; c < classes; ++c) {
+        const int64_t i = a * classes + c;
+        r[i] = score(r[i]);
+        q[i] = score(q[i]);
+        w = std::max(w, r[i]);
+      }
+      for (int64_t k = 0; k < per; ++k) {
+        br[a * per + k] *= w;
+        bq[a * per + k] *= w;
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace edgeinfer::vision
