@@ -1,7 +1,8 @@
 # Sourced by the pipeline scripts: finds the plugin of a build and the repository's model and
 # media. EDGEINFER_BUILD_DIR chooses the build (default build/release, what scripts/demo.sh
 # builds); GST_PLUGIN_PATH and GST_REGISTRY point into it so that GStreamer loads this build's
-# plugin and never a stale registry.
+# plugin and never a stale registry. EDGEINFER_GST_REGISTRY names another registry file (the
+# tests give each run one of its own).
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${EDGEINFER_BUILD_DIR:-$repo/build/release}
 if [ ! -f "$build/plugins/gst/libgstedgeinfer.so" ]; then
@@ -11,7 +12,7 @@ if [ ! -f "$build/plugins/gst/libgstedgeinfer.so" ]; then
   exit 1
 fi
 export GST_PLUGIN_PATH=$build/plugins/gst
-export GST_REGISTRY=$build/plugins/gst/registry.bin
+export GST_REGISTRY=${EDGEINFER_GST_REGISTRY:-$build/plugins/gst/registry.bin}
 export GST_PLUGIN_PATH_1_0=$GST_PLUGIN_PATH GST_REGISTRY_1_0=$GST_REGISTRY  # read first
 models=${EDGEINFER_MODELS_DIR:-$repo/models}
 media=${EDGEINFER_MEDIA_DIR:-$repo/build/media}

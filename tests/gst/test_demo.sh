@@ -12,7 +12,9 @@
 #
 # SANITIZERS (CMake's EDGEINFER_SANITIZE): the plugin is instrumented but the GStreamer tools
 # are not, so the sanitizer runtimes the plugin links are preloaded into the demo (and so into
-# every tool it runs), with leak detection off, as test_pipelines.sh does.
+# every tool it runs) and into every GStreamer tool run here, with leak detection off, as
+# test_pipelines.sh does. GStreamer's registry is a new file of this run's, for the reason
+# test_pipelines.sh gives.
 set -uo pipefail
 
 build=$(realpath "${1:?usage: test_demo.sh BUILD_DIR [SANITIZERS]}")
@@ -53,10 +55,17 @@ demo() {
     "$@" timeout 300 "$repo/scripts/demo.sh" >"$log" 2>&1
 }
 
+# gsttool COMMAND...: a GStreamer tool, with the sanitizer runtimes preloaded in a sanitizer
+# build (a tool without them that scans the plugin first would blacklist it in the registry).
+gsttool() {
+  env ${preload:+LD_PRELOAD=$preload ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0} "$@"
+}
+
 # The clip: 12 frames, a portrait (a real face) over videotestsrc, MJPEG in AVI.
-export GST_PLUGIN_PATH=$build/plugins/gst GST_REGISTRY=$build/plugins/gst/registry.bin
+export GST_PLUGIN_PATH=$build/plugins/gst GST_REGISTRY=$work/registry.bin
 export GST_PLUGIN_PATH_1_0=$GST_PLUGIN_PATH GST_REGISTRY_1_0=$GST_REGISTRY
-if ! gst-launch-1.0 -q videotestsrc num-buffers=12 pattern=ball ! \
+export EDGEINFER_GST_REGISTRY=$GST_REGISTRY  # read by the demo's pipelines/common.sh
+if ! gsttool gst-launch-1.0 -q videotestsrc num-buffers=12 pattern=ball ! \
   video/x-raw,width=320,height=240,framerate=15/1 ! \
   gdkpixbufoverlay location="$media/kphotoalbum/anne_helene.jpg" offset-x=80 overlay-width=160 \
   overlay-height=240 ! videoconvert ! jpegenc ! avimux ! filesink location="$work/clip.avi" \
@@ -86,9 +95,7 @@ if demo "$work/demo.log" VIDEO="$work/clip.avi"; then
   [ -s "$work/out/footage-clip.mp4" ] && pass "the AVI was transcoded to H.264 once" ||
     fail "no transcoded footage-clip.mp4 in the output directory"
   # The MP4 decoded here too, independently of the demo's own check.
-  # (edgemetasink is our plugin: in a sanitizer build it needs the runtimes preloaded.)
-  decoded=$(env ${preload:+LD_PRELOAD=$preload ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0} \
-    gst-launch-1.0 -q filesrc location="$work/out/faces.mp4" ! qtdemux ! h264parse ! \
+  decoded=$(gsttool gst-launch-1.0 -q filesrc location="$work/out/faces.mp4" ! qtdemux ! h264parse ! \
     avdec_h264 ! edgemetasink location=- 2>/dev/null | grep -c '^{"frame":')
   [ "$decoded" = 12 ] && pass "faces.mp4 decodes (avdec_h264) to 12 frames" ||
     fail "faces.mp4 decodes to ${decoded:-no} frames, 12 went in"
@@ -119,7 +126,7 @@ expect_failure missing_video "no video at" VIDEO="$work/none.mp4"
 head -c 5000 /dev/urandom >"$work/noise.avi"
 expect_failure unreadable_video "transcoding .* failed" VIDEO="$work/noise.avi"
 expect_failure bad_backend "BACKEND=tpu" VIDEO="$work/clip.avi" BACKEND=tpu
-if gst-inspect-1.0 nvh264dec >/dev/null 2>&1; then
+if gsttool gst-inspect-1.0 nvh264dec >/dev/null 2>&1; then
   echo "SKIP: BACKEND=gpu without nvh264dec (this machine has nvh264dec)"
 else
   expect_failure gpu_without_nvdec "BACKEND=gpu, but GStreamer has no nvh264dec" \

@@ -16,7 +16,10 @@
 #
 #   test_pipelines.sh BUILD_DIR [SANITIZERS]
 #
-# GST_PLUGIN_PATH and GST_REGISTRY default to BUILD_DIR/plugins/gst and a registry file there.
+# GST_PLUGIN_PATH defaults to BUILD_DIR/plugins/gst. The registry is a new file of this run's
+# (GST_REGISTRY to choose another): a registry shared with other tests running at the same time
+# could hold this plugin blacklisted by a tool that scanned it without the sanitizer runtimes
+# preloaded, and a registry kept from an earlier run could hold it blacklisted for good.
 # SANITIZERS (e.g. "address,undefined", CMake's EDGEINFER_SANITIZE): the plugin is
 # instrumented but gst-launch-1.0 is not, so the sanitizer runtimes the plugin links are
 # preloaded into the GStreamer tools, with leak detection off (GLib and gst-launch keep memory
@@ -27,15 +30,16 @@ build=${1:?usage: test_pipelines.sh BUILD_DIR [SANITIZERS]}
 sanitize=${2:-}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export GST_PLUGIN_PATH=${GST_PLUGIN_PATH:-$build/plugins/gst}
-export GST_REGISTRY=${GST_REGISTRY:-$build/plugins/gst/registry.bin}
-# GStreamer reads the _1_0 names first: make them say the same.
-export GST_PLUGIN_PATH_1_0=$GST_PLUGIN_PATH GST_REGISTRY_1_0=$GST_REGISTRY
 media=${EDGEINFER_MEDIA_DIR:-$repo/build/media}
 models=${EDGEINFER_MODELS_DIR:-$repo/models}
 clip=/usr/share/forensics-samples/original-files/movie1/VID_20191220_170832.mp4
 plugin=$build/plugins/gst/libgstedgeinfer.so
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+export GST_REGISTRY=${GST_REGISTRY:-$work/registry.bin}
+export EDGEINFER_GST_REGISTRY=$GST_REGISTRY  # the pipelines/ scripts run below use it too
+# GStreamer reads the _1_0 names first: make them say the same.
+export GST_PLUGIN_PATH_1_0=$GST_PLUGIN_PATH GST_REGISTRY_1_0=$GST_REGISTRY
 
 failures=0
 fail() {
