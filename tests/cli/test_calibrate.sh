@@ -100,6 +100,9 @@ check "bad --max-images_n" expect_exit 2 "--max-images" "$cli" calibrate "$work/
 check "bad --exclude-threshold_n" expect_exit 2 "--exclude-threshold" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --exclude-threshold 2 -o "$work/e.calib"
 check "bad --smoothing-alpha_n" expect_exit 2 "--smoothing-alpha" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --smoothing --smoothing-alpha 2 -o "$work/e.calib"
 check "--decoder-view without --config_n" expect_exit 2 "--decoder-view needs --config" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --decoder-view -o "$work/e.calib"
+check "--min-agreement without --config_n" expect_exit 2 "--min-agreement needs --config" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --min-agreement 0.98 -o "$work/e.calib"
+check "bad --min-agreement_n" expect_exit 2 "--min-agreement needs a share in (0, 1]" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --min-agreement 98 -o "$work/e.calib"
+check "--min-agreement not a number_n" expect_exit 2 "--min-agreement needs a number" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --min-agreement most -o "$work/e.calib"
 check "unwritable cache path_n" expect_exit 1 "cannot open" "$cli" calibrate "$work/m.onnx" --data "$work/npy" -o "$work/no/dir/c.calib"
 # --backend cuda measures the ranges on the GPU (the same cache as the CPU's, within rounding);
 # without a GPU it is an error that says so.
@@ -156,6 +159,13 @@ if [[ -f $models/blazeface/blazeface_front_128.onnx && -f $media/faces/2008_0025
   check "progress shows images and ETA" bash -c "grep -q 'ranges: $n/$n images' '$work/bf.err' && grep -q 'ETA' '$work/bf.err'"
   check "report names blazeface layers" grep -q "StatefulPartitionedCall" "$work/bf.out"
   check "--decoder-view reports blazeface as its decoder reads it" bash -c "'$cli' calibrate --config '$models/blazeface/model.json' --data '$work/photos' --method minmax --report --report-images 2 --decoder-view -o '$work/bfv.calib' 2>/dev/null | grep -q 'compared as the SSD decoder reads them'"
+  check "--min-agreement keeps layers out of INT8 until the faces agree" bash -c "'$cli' calibrate --config '$models/blazeface/model.json' --data '$work/photos' --method minmax --min-agreement 1 --report-json '$work/bfa.json' -o '$work/bfa.calib' 2>/dev/null | grep -q 'agreement with FP32: the decoder.s detections, same class and IoU >= 0.9; target 100.0 %'"
+  check "--min-agreement: the policy gives every FP32 face again" "$py" -c "
+import json, sys
+r = json.load(open('$work/bfa.json'))
+p = r['with_policy']['agreement']
+kept = sum(1 for l in r['layers'] if l['policy'] != 'int8')
+sys.exit(0 if p['total'] > 0 and p['matched'] == p['total'] and kept == r['kept_for_agreement'] else 1)"
   check "two layers kept in fp16" bash -c "[[ \$(grep -c '^layer fp16 ' '$work/bf.calib') -eq 2 ]]"
   check "every photo calibrated" grep -qx "images $n" "$work/bf.calib"
   check "blazeface build accepts its cache" "$cli" build "$models/blazeface/blazeface_front_128.onnx" -o "$work/bf.engine" --calibration-cache "$work/bf.calib"

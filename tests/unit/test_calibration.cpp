@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -22,6 +24,7 @@
 #include "edgeinfer/vision/model_config.h"
 #include "edgeinfer/vision/video.h"
 #include "kernels/ref/ref_kernels.h"
+#include "log_capture.h"
 #include "quant/qdq.h"
 #include "runtime/cuda_backend.h"
 #include "test_model.h"
@@ -433,6 +436,208 @@ TEST(Calibrate, AFailingOutputViewStopsTheReport_n) {
   EXPECT_EQ(r.status().code(), ErrorCode::kNotFound);
   EXPECT_NE(r.status().message().find("'scores'"), std::string::npos) << r.status().toString();
   EXPECT_NE(r.status().message().find("output view"), std::string::npos) << r.status().toString();
+}
+
+// Agreement for the tests below: the output elements the quantized model gives within `tol`
+// of FP32 (relative to the output's largest magnitude): all of them only where no layer is
+// INT8 (the CPU report's FP16 layers compute in FP32).
+std::function<Expected<Agreement>(const std::map<std::string, Tensor>&,
+                                  const std::map<std::string, Tensor>&)>
+elementsWithin(double tol, int* calls = nullptr) {
+  return [tol, calls](const std::map<std::string, Tensor>& ref,
+                      const std::map<std::string, Tensor>& q) -> Expected<Agreement> {
+    if (calls) ++*calls;
+    Agreement a;
+    for (const auto& [name, r] : ref) {
+      const Tensor& t = q.at(name);
+      double peak = 0;
+      for (int64_t i = 0; i < r.numel(); ++i)
+        peak = std::max(peak, std::fabs(static_cast<double>(r.data<float>()[i])));
+      for (int64_t i = 0; i < r.numel(); ++i) {
+        ++a.total;
+        a.matched += std::fabs(r.data<float>()[i] - t.data<float>()[i]) <= tol * peak;
+      }
+    }
+    return a;
+  };
+}
+
+TEST(Calibrate, AgreementIsReportedForEveryLayerAndThePolicy) {
+  TempDir dir;
+  const std::string model = dir.write("r.onnx", residualModel());
+  writeSamples(dir, "data", 3, 31);
+  auto src = tensorSource(dir.file("data"));
+  ASSERT_TRUE(src);
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kMinMax;
+  opt.report = true;
+  int calls = 0;
+  opt.agreement = elementsWithin(0.01, &calls);
+  opt.agreementName = "elements within 1 %";
+  auto r = calibrate(model, *src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_GT(calls, 0);
+  const SensitivityReport& rep = r->report;
+  EXPECT_EQ(rep.agreement, "elements within 1 %");
+  EXPECT_EQ(rep.keptForAgreement, 0);
+  EXPECT_EQ(rep.allInt8.agreement.total, 3 * 4 * 8 * 8);  // every output element of 3 samples
+  EXPECT_LE(rep.allInt8.agreement.matched, rep.allInt8.agreement.total);
+  EXPECT_EQ(rep.withPolicy.agreement.total, rep.allInt8.agreement.total);
+  EXPECT_EQ(rep.agreementSamples, 3);
+  const std::string text = rep.toText();
+  EXPECT_NE(text.find("agreement with FP32: elements within 1 %"), std::string::npos) << text;
+  EXPECT_NE(text.find("agreement " + std::to_string(rep.allInt8.agreement.matched) + " of 768"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(rep.toJson().find("\"kept_for_agreement\": 0"), std::string::npos);
+}
+
+// The target keeps the next-ranked layers out of INT8, a prefix of the ranking, the fewest the
+// bisection finds; the policy reaches it, the cache holds it.
+TEST(Calibrate, AgreementTargetKeepsTheNextRankedLayersOutOfInt8) {
+  TempDir dir;
+  const std::string model = dir.write("r.onnx", residualModel());
+  writeSamples(dir, "data", 4, 32);
+  for (double target : {1.0, 0.9}) {
+    SCOPED_TRACE(target);
+    auto src = tensorSource(dir.file("data"));
+    ASSERT_TRUE(src);
+    CalibrationOptions opt;
+    opt.calibrator.method = CalibrationMethod::kMinMax;
+    opt.agreement = elementsWithin(1e-3);
+    opt.agreementName = "elements within 0.1 %";
+    opt.minAgreement = target;
+    auto r = calibrate(model, *src, opt);
+    ASSERT_TRUE(r.ok()) << r.status().toString();
+    const SensitivityReport& rep = r->report;
+    ASSERT_TRUE(r->hasReport) << "an agreement target implies the report";
+    ASSERT_LT(rep.allInt8.agreement.share(), target) << "the test needs INT8 to miss the target";
+    EXPECT_GE(rep.withPolicy.agreement.share(), target);
+    EXPECT_GT(rep.keptForAgreement, 0);
+    for (size_t i = 0; i < rep.layers.size(); ++i)
+      EXPECT_EQ(rep.layers[i].policy,
+                static_cast<int>(i) < rep.keptForAgreement ? Precision::kFp16 : Precision::kInt8)
+          << rep.layers[i].layer;
+    EXPECT_EQ(r->cache.excludedLayers().size(), static_cast<size_t>(rep.keptForAgreement));
+    if (target == 1.0) {  // only FP32 everywhere gives every element within 0.1 %
+      EXPECT_EQ(rep.keptForAgreement, static_cast<int>(rep.layers.size()));
+    }
+    EXPECT_NE(rep.toText().find("layer(s) kept out of INT8 for it"), std::string::npos);
+  }
+}
+
+TEST(Calibrate, AgreementTargetOnTopOfTheCosineThreshold) {
+  TempDir dir;
+  const std::string model = dir.write("r.onnx", residualModel());
+  writeSamples(dir, "data", 3, 33);
+  auto src = tensorSource(dir.file("data"));
+  ASSERT_TRUE(src);
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kMinMax;
+  opt.excludeWorst = 1;
+  opt.agreement = elementsWithin(1e-3);
+  opt.minAgreement = 1.0;
+  auto r = calibrate(model, *src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->report.keptForAgreement, static_cast<int>(r->report.layers.size()) - 1);
+  EXPECT_EQ(r->cache.excludedLayers().size(), r->report.layers.size());
+}
+
+TEST(Calibrate, AgreementTargetAlreadyMetKeepsThePolicy) {
+  TempDir dir;
+  const std::string model = dir.write("r.onnx", residualModel());
+  writeSamples(dir, "data", 3, 34);
+  auto src = tensorSource(dir.file("data"));
+  ASSERT_TRUE(src);
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kMinMax;
+  opt.agreement = elementsWithin(10.0);  // everything agrees
+  opt.minAgreement = 0.98;
+  auto r = calibrate(model, *src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->report.keptForAgreement, 0);
+  EXPECT_TRUE(r->cache.excludedLayers().empty());
+  EXPECT_EQ(r->report.withPolicy.agreement.share(), 1.0);
+}
+
+// Nothing to compare (no results in FP32 or INT8): the target holds trivially, with a warning.
+TEST(Calibrate, AgreementWithNoResultsHasNothingToJudge_n) {
+  TempDir dir;
+  const std::string model = dir.write("r.onnx", residualModel());
+  writeSamples(dir, "data", 2, 35);
+  auto src = tensorSource(dir.file("data"));
+  ASSERT_TRUE(src);
+  CalibrationOptions opt;
+  opt.agreement = [](const std::map<std::string, Tensor>&,
+                     const std::map<std::string, Tensor>&) -> Expected<Agreement> {
+    return Agreement{};
+  };
+  opt.minAgreement = 0.98;
+  test::LogCapture log;
+  auto r = calibrate(model, *src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->report.keptForAgreement, 0);
+  EXPECT_EQ(log.count(Severity::kWarning, "nothing to judge"), 1) << log.all();
+}
+
+TEST(Calibrate, UnreachableAgreementTargetKeepsEveryLayerOutAndWarns_n) {
+  TempDir dir;
+  const std::string model = dir.write("r.onnx", residualModel());
+  writeSamples(dir, "data", 2, 36);
+  auto src = tensorSource(dir.file("data"));
+  ASSERT_TRUE(src);
+  CalibrationOptions opt;
+  opt.agreement = [](const std::map<std::string, Tensor>&,
+                     const std::map<std::string, Tensor>&) -> Expected<Agreement> {
+    return Agreement{0, 5};
+  };
+  opt.minAgreement = 0.5;
+  test::LogCapture log;
+  auto r = calibrate(model, *src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->report.keptForAgreement, static_cast<int>(r->report.layers.size()));
+  EXPECT_EQ(r->cache.excludedLayers().size(), r->report.layers.size());
+  EXPECT_EQ(log.count(Severity::kWarning, "not reached"), 1) << log.all();
+}
+
+TEST(Calibrate, BadAgreementOptions_n) {
+  TempDir dir;
+  const std::string model = dir.write("r.onnx", residualModel());
+  writeSamples(dir, "data", 2, 37);
+  const auto run = [&](const CalibrationOptions& opt) {
+    auto src = tensorSource(dir.file("data"));
+    EXPECT_TRUE(src);
+    return calibrate(model, *src, opt).status();
+  };
+  CalibrationOptions noCounter;
+  noCounter.minAgreement = 0.98;  // but nothing to count agreement with
+  Status s = run(noCounter);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("a way to count agreement"), std::string::npos) << s.toString();
+  for (double bad : {-0.1, 1.5, std::nan("")}) {
+    CalibrationOptions o;
+    o.agreement = elementsWithin(0.1);
+    o.minAgreement = bad;
+    s = run(o);
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("agreement target"), std::string::npos) << s.toString();
+  }
+  CalibrationOptions noBatches;
+  noBatches.agreementBatches = 0;
+  s = run(noBatches);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  // A failing counter stops the report, saying where.
+  CalibrationOptions failing;
+  failing.report = true;
+  failing.agreement = [](const std::map<std::string, Tensor>&,
+                         const std::map<std::string, Tensor>&) -> Expected<Agreement> {
+    return Status(ErrorCode::kNotFound, "no output named 'scores'");
+  };
+  failing.agreementName = "detections";
+  s = run(failing);
+  EXPECT_EQ(s.code(), ErrorCode::kNotFound);
+  EXPECT_NE(s.message().find("the report's agreement (detections)"), std::string::npos)
+      << s.toString();
 }
 
 /// A cache written before residual inputs were calibrated (no range for Z) still builds.

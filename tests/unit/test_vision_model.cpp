@@ -904,6 +904,10 @@ void nvdecThroughVisionModel(bool readerFirst) {
 
 // The photos and every 4th frame of kphotoalbum's webcam clip (software decoding, RGB): 20
 // real frames; empty (with the reason in `why`) when the video is absent.
+// The photos int8Frames() scores besides the video frames.
+constexpr const char* kInt8Photos[] = {"faces/2008_002506", "faces/2009_004587",
+                                       "kphotoalbum/grand_canyon_3"};
+
 std::vector<Image> int8Frames(std::string* why) {
   std::vector<Image> frames;
   const std::string movie = mediaDir() + "/kphotoalbum/movie.avi";
@@ -911,7 +915,7 @@ std::vector<Image> int8Frames(std::string* why) {
     *why = movie + " is absent: run scripts/fetch_media.sh";
     return frames;
   }
-  for (const char* f : {"faces/2008_002506", "faces/2009_004587", "kphotoalbum/grand_canyon_3"}) {
+  for (const char* f : kInt8Photos) {
     Image img;
     EXPECT_TRUE(readPpm(mediaDir() + "/" + f + ".ppm", img)) << f;
     frames.push_back(std::move(img));
@@ -950,6 +954,23 @@ std::string writeFrames(const std::string& dir, const std::vector<Image>& frames
     f.write(reinterpret_cast<const char*>(frames[i].rgb.data()),
             static_cast<std::streamsize>(frames[i].rgb.size()));
   }
+  return data;
+}
+
+// The other photos of the test media (dlib's and KPhotoAlbum's, none of int8Frames()), linked
+// into a new folder `dir`/other: calibration data apart from the frames scored.
+std::string otherPhotos(const std::string& dir) {
+  const std::string data = dir + "/other";
+  EXPECT_EQ(mkdir(data.c_str(), 0755), 0);
+  for (const char* sub : {"faces", "kphotoalbum"})
+    for (const auto& e : std::filesystem::directory_iterator(mediaDir() + "/" + sub)) {
+      if (e.path().extension() != ".ppm") continue;
+      const std::string name = std::string(sub) + "/" + e.path().stem().string();
+      if (std::find(std::begin(kInt8Photos), std::end(kInt8Photos), name) != std::end(kInt8Photos))
+        continue;
+      std::filesystem::create_symlink(e.path(),
+                                      data + "/" + sub + "_" + e.path().filename().string());
+    }
   return data;
 }
 
@@ -1091,6 +1112,33 @@ TEST(VisionModel, BlazeFaceInt8OnTheGpuMatchesFp32Detections) {
       score(dir + "/" + which + ".smoothed-all.calib", "every layer, smoothed");
       EXPECT_GE(s.at05, s.boxes * 9 / 10) << "FP32 faces the smoothed engine lost";
     }
+    // The agreement target (CalibrationOptions::minAgreement, an option): the policy chosen
+    // on the other photos of the test media, so that the frames scored are not those it was
+    // chosen on; measured and printed, held to the loss bound, and for the front model to the
+    // goal.
+    {
+      const std::string own = dir + "/" + which;
+      ASSERT_EQ(mkdir(own.c_str(), 0755), 0);
+      CalibrationOptions ao = VisionModelOptions::defaultCalibration();
+      setResultAgreement(*cfg, &ao, 0.98);
+      auto otherSrc = openCalibrationData(otherPhotos(own), d);
+      ASSERT_TRUE(otherSrc.ok()) << otherSrc.status().toString();
+      auto ac = calibrate(cfg->modelPath, **otherSrc, ao);
+      ASSERT_TRUE(ac.ok()) << ac.status().toString();
+      const std::string agreePath = own + "/agreement.calib";
+      ASSERT_TRUE(ac->cache.save(agreePath).ok());
+      std::cout << which
+                << " agreement policy (other photos): " << ac->cache.excludedLayers().size()
+                << " of " << ac->cache.layerPrecision.size() << " layers kept in FP16, "
+                << ac->report.withPolicy.agreement.matched << " of "
+                << ac->report.withPolicy.agreement.total << " results as FP32's there\n";
+      EXPECT_GE(ac->report.withPolicy.agreement.share(), 0.98);
+      const Int8Score s = score(agreePath, "agreement policy from other photos");
+      EXPECT_GE(s.at05, s.boxes * 9 / 10) << "FP32 faces the agreement-policy engine lost";
+      if (which == "model.json") {
+        EXPECT_GE(s.at09 * 100, s.boxes * 98) << "the issue's goal";
+      }
+    }
     EXPECT_GT(mixed.boxes, 0);
     EXPECT_GE(mixed.at05, mixed.boxes * 9 / 10) << "FP32 faces the mixed-precision engine lost";
     EXPECT_GE(mixed.at09, allInt8.at09) << "the sensitivity policy must not hurt";
@@ -1177,6 +1225,46 @@ TEST(VisionModel, BlazeFaceInt8OnTheCpuMatchesFp32Detections) {
   EXPECT_GE(m.at09, allInt8.at09) << "the sensitivity policy must not hurt";
   EXPECT_GE(m.clearAt09 * 100, m.clear * 95)
       << "faces clear of the threshold the INT8 engine missed";
+}
+
+// The policy with an agreement target (CalibrationOptions::minAgreement; VisionModel counts
+// the decoder's results with setResultAgreement): layers kept out of INT8, worst first, until
+// INT8 gives 98 % of FP32's faces again at IoU >= 0.9 on the calibration data, here the other
+// photos of the test media, so that the frames scored are not those the policy was chosen on.
+// BlazeFace front by default (34 of 37 layers in FP16: on photos of another kind than its own
+// INT8 moves its results near the threshold);
+// EDGEINFER_INT8_BLAZEFACE_CONFIG=model_back.json for the back model (minutes under the
+// sanitizers; 58 of 69 layers in FP16, 24 of 25 faces: it fails the goal on a face FP32 scores
+// 0.508). The goal must hold on the frames.
+TEST(VisionModel, BlazeFaceInt8AgreementPolicyFromOtherPhotos) {
+  SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
+  std::string why;
+  const std::vector<Image> frames = int8Frames(&why);
+  if (frames.empty()) GTEST_SKIP() << why;
+  const std::string config = blazeFaceConfig(std::getenv("EDGEINFER_INT8_BLAZEFACE_CONFIG")
+                                                 ? std::getenv("EDGEINFER_INT8_BLAZEFACE_CONFIG")
+                                                 : "model.json");
+  auto cfg = loadModelConfig(config);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
+  const std::string dir = tempDir("agreement");
+  const std::string data = otherPhotos(dir);
+  const auto want = fp32Detections(config, frames, dir);
+  VisionModelOptions o = cpuOptions(dir + "/engines");
+  o.precision = Precision::kInt8;
+  o.calibrationData = data;
+  o.calibration.minAgreement = 0.98;
+  auto model = VisionModel::load(config, o);
+  ASSERT_TRUE(model.ok()) << model.status().toString();
+  const Int8Score s = scoreInt8(**model, frames, want, "INT8 (CPU, agreement policy)");
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/engines"))
+    if (e.path().extension() == ".calib") {
+      auto cache = CalibrationCache::load(e.path().string());
+      ASSERT_TRUE(cache.ok()) << cache.status().toString();
+      std::cout << cfg->name << ": " << cache->excludedLayers().size() << " of "
+                << cache->layerPrecision.size() << " layers kept out of INT8\n";
+    }
+  EXPECT_GT(s.boxes, 0);
+  EXPECT_GE(s.at09 * 100, s.boxes * 98) << "the issue's goal: 98 % of the faces at IoU >= 0.9";
 }
 
 // Three of dlib's photos in a new folder `dir`/photos: calibration data.

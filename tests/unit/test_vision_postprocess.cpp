@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
@@ -19,6 +20,7 @@
 #include "edgeinfer/engine.h"
 #include "edgeinfer/tensor.h"
 #include "edgeinfer/vision/postprocess.h"
+#include "edgeinfer/vision/vision_model.h"
 
 namespace edgeinfer::vision {
 namespace {
@@ -1227,6 +1229,123 @@ TEST(VisionSsdOutputView, OutputsThatDoNotFit_n) {
     const Status s = ssdOutputView(p, r, g);
     EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
   }
+}
+
+// ==== Agreement of quantized outputs with FP32 (resultAgreement) ===============================
+
+// YOLOv8, [1, 4 + 2, 3] as in VisionYoloV8.DecodedHandCase: FP32 finds class 1 at (15, 15, 25,
+// 25) and class 0 at (16, 15, 26, 25); `edit` changes the values first.
+std::map<std::string, Tensor> yoloOutputs(const std::function<void(std::vector<float>&)>& edit) {
+  std::vector<float> v = {20, 21, 70, 20,  20,  70,  10,  10,  4,
+                          10, 10, 4,  .3f, .5f, .2f, .6f, .1f, .1f};
+  if (edit) edit(v);
+  return {{"out", f32({1, 6, 3}, v)}};
+}
+
+ModelConfig yoloConfig() {
+  ModelConfig c;
+  c.decoder = DecoderType::kYoloV8;
+  c.outputTensor = "out";
+  c.yolov8.numClasses = 2;
+  return c;
+}
+
+TEST(VisionResultAgreement, DetectionsMatchedOneToOneAtTheIoU) {
+  const ModelConfig c = yoloConfig();
+  const auto ref = yoloOutputs(nullptr);
+  const auto agree = [&](const std::map<std::string, Tensor>& q, float iou = 0.9f) {
+    auto a = resultAgreement(c, ref, q, iou);
+    EXPECT_TRUE(a.ok()) << a.status().toString();
+    return a.ok() ? std::make_pair(a->matched, a->total) : std::make_pair(int64_t{-1}, int64_t{-1});
+  };
+  EXPECT_EQ(agree(ref), std::make_pair(int64_t{2}, int64_t{2}));
+  // Anchor 0's box 2 px to the right: IoU 80 / 120 = 0.67, a miss and an extra box at 0.9 ...
+  const auto moved = yoloOutputs([](std::vector<float>& v) { v[0] = 22; });
+  EXPECT_EQ(agree(moved), std::make_pair(int64_t{1}, int64_t{3}));
+  // ... a match at 0.6.
+  EXPECT_EQ(agree(moved, 0.6f), std::make_pair(int64_t{2}, int64_t{2}));
+  // Anchor 1 under the score threshold: FP32's detection lost.
+  EXPECT_EQ(agree(yoloOutputs([](std::vector<float>& v) { v[13] = .1f; })),
+            std::make_pair(int64_t{1}, int64_t{2}));
+  // Anchor 2 over it: a detection FP32 does not give (its box overlaps none of FP32's enough).
+  EXPECT_EQ(agree(yoloOutputs([](std::vector<float>& v) { v[14] = .9f; })),
+            std::make_pair(int64_t{2}, int64_t{3}));
+  // Anchor 0 as class 0: same box, other class, no match; and NMS of class 0 now drops anchor
+  // 1 (IoU 0.82 with anchor 0), whose box the class-0 one does not match at 0.9 either.
+  EXPECT_EQ(agree(yoloOutputs([](std::vector<float>& v) {
+              v[12] = .7f;
+              v[15] = .1f;
+            })),
+            std::make_pair(int64_t{0}, int64_t{3}));
+}
+
+TEST(VisionResultAgreement, ClassifierTop1AndSegmentationPixels) {
+  ModelConfig c;
+  c.decoder = DecoderType::kClassification;
+  c.outputTensor = "prob";
+  c.classify.topK = 5;  // the agreement looks at the first only
+  const std::map<std::string, Tensor> ref = {
+      {"prob", f32({3, 4}, {.7f, .1f, .1f, .1f, .1f, .6f, .2f, .1f, .1f, .1f, .5f, .3f})}};
+  const std::map<std::string, Tensor> q = {
+      {"prob", f32({3, 4}, {.6f, .2f, .1f, .1f, .1f, .5f, .3f, .1f, .1f, .1f, .3f, .5f})}};
+  auto a = resultAgreement(c, ref, q);
+  ASSERT_TRUE(a.ok()) << a.status().toString();
+  EXPECT_EQ(a->matched, 2);
+  EXPECT_EQ(a->total, 3);
+
+  ModelConfig seg;
+  seg.decoder = DecoderType::kSegmentation;
+  seg.outputTensor = "logits";
+  // [1, 2 classes, 2, 2]: pixel 3 changes class.
+  const std::map<std::string, Tensor> sr = {
+      {"logits", f32({1, 2, 2, 2}, {1, 1, 0, 2, 0, 0, 1, 1})}};
+  const std::map<std::string, Tensor> sq = {
+      {"logits", f32({1, 2, 2, 2}, {1, 1, 0, 0, 0, 0, 1, 1})}};
+  auto b = resultAgreement(seg, sr, sq);
+  ASSERT_TRUE(b.ok()) << b.status().toString();
+  EXPECT_EQ(b->matched, 3);
+  EXPECT_EQ(b->total, 4);
+}
+
+TEST(VisionResultAgreement, OutputsTheDecoderCannotRead_n) {
+  const ModelConfig c = yoloConfig();
+  const auto ref = yoloOutputs(nullptr);
+  {
+    std::map<std::string, Tensor> none;
+    auto a = resultAgreement(c, ref, none);
+    ASSERT_FALSE(a.ok());
+    EXPECT_EQ(a.status().code(), ErrorCode::kNotFound);
+    EXPECT_NE(a.status().message().find("'out'"), std::string::npos) << a.status().toString();
+  }
+  {
+    const std::map<std::string, Tensor> wrong = {{"out", f32({1, 5, 3}, std::vector<float>(15))}};
+    EXPECT_FALSE(resultAgreement(c, wrong, wrong).ok()) << "3 classes' channels for 2";
+  }
+  for (float iou : {0.f, -1.f, 1.5f}) {
+    auto a = resultAgreement(c, ref, ref, iou);
+    ASSERT_FALSE(a.ok()) << iou;
+    EXPECT_EQ(a.status().code(), ErrorCode::kInvalidArgument);
+  }
+  ModelConfig seg;
+  seg.decoder = DecoderType::kSegmentation;
+  seg.outputTensor = "logits";
+  auto a = resultAgreement(seg, {{"logits", f32({1, 2, 1, 2}, {0, 1, 1, 0})}},
+                           {{"logits", f32({1, 2, 2, 1}, {0, 1, 1, 0})}});
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("differ in shape"), std::string::npos)
+      << a.status().toString();
+}
+
+TEST(VisionResultAgreement, SetOnCalibrationOptions) {
+  CalibrationOptions o;
+  setResultAgreement(yoloConfig(), &o, 0.98);
+  ASSERT_TRUE(o.agreement);
+  EXPECT_EQ(o.minAgreement, 0.98);
+  EXPECT_NE(o.agreementName.find("IoU >= 0.9"), std::string::npos);
+  const auto ref = yoloOutputs(nullptr);
+  auto a = o.agreement(ref, ref);
+  ASSERT_TRUE(a.ok()) << a.status().toString();
+  EXPECT_EQ(a->share(), 1.0);
 }
 
 }  // namespace

@@ -238,6 +238,24 @@ struct CalibrationProgress {
 };
 using CalibrationProgressFn = std::function<void(const CalibrationProgress&)>;
 
+/// Results of FP32 the quantized model gives again (CalibrationOptions::agreement), summed over
+/// batches.
+struct Agreement {
+  int64_t matched = 0;  ///< results both give
+  int64_t total = 0;    ///< results either gives (FP32's, and those only the quantized one gives)
+  double share() const { return total > 0 ? static_cast<double>(matched) / total : 1.0; }
+};
+
+/// Error of a quantized result against FP32, over every float output element of the report's
+/// batches: the lowest cosine similarity of any output (and which), the largest |difference|;
+/// with CalibrationOptions::agreement, how many of FP32's results it gives again.
+struct QuantError {
+  double cosine = 1.0;
+  double maxAbs = 0.0;
+  std::string worstOutput;
+  Agreement agreement;  ///< 0 of 0 without CalibrationOptions::agreement
+};
+
 struct CalibrationOptions {
   CalibratorParams calibrator;
   int histogramBins = AbsHistogram::kDefaultBins;
@@ -296,15 +314,28 @@ struct CalibrationOptions {
       outputView;
   std::string outputViewName;  ///< for the report, e.g. "as the SSD decoder reads them"
 
-  CalibrationProgressFn progress;  ///< called after every sample / report run
-};
+  /// How many of FP32's results the quantized model gives again, on one report batch (the
+  /// outputs of both, as the engines return them): e.g. a detector's boxes found again at
+  /// IoU >= 0.9 and none added, a classifier's top-1 class (vision::setResultAgreement).
+  /// Empty: none. The report then gives it for every layer in INT8 and for the policy.
+  std::function<Expected<Agreement>(const std::map<std::string, Tensor>& reference,
+                                    const std::map<std::string, Tensor>& quantized)>
+      agreement;
+  std::string agreementName;  ///< for the report, e.g. "detections at IoU >= 0.9"
+  /// With `agreement`: the policy also keeps out of INT8 the fewest next-ranked layers (after
+  /// those of excludeWorst / excludeBelowCosine, worst first) that bring the agreement on the
+  /// report batches to at least this share, e.g. 0.98 (0: off). Found by bisection over the
+  /// ranking, about log2(layers) more report runs; if even every layer out of INT8 cannot reach
+  /// it (the FP16 kernels are not what the CPU report simulates), all are kept out and a
+  /// warning says so. Judged on agreementBatches of the data: give it the results that
+  /// matter, e.g. images with objects near the decoder's threshold.
+  double minAgreement = 0;
+  /// Batches the agreement target judges, every layer INT8 and the policy are measured on
+  /// (the first of the data; at least reportBatches): results near a decoder's threshold are
+  /// rare, so more than the ranking needs.
+  int agreementBatches = 64;
 
-/// Error of a quantized result against FP32, over every float output element of the report's
-/// batches: the lowest cosine similarity of any output (and which), the largest |difference|.
-struct QuantError {
-  double cosine = 1.0;
-  double maxAbs = 0.0;
-  std::string worstOutput;
+  CalibrationProgressFn progress;  ///< called after every sample / report run
 };
 
 struct LayerSensitivity {
@@ -323,8 +354,15 @@ struct CalibratorComparison {
 
 struct SensitivityReport {
   CalibratorParams calibrator;
-  std::string outputView;  ///< CalibrationOptions::outputViewName ("" for the raw outputs)
-  int64_t samples = 0;     ///< images (or tensor samples) the report ran
+  std::string outputView;   ///< CalibrationOptions::outputViewName ("" for the raw outputs)
+  std::string agreement;    ///< CalibrationOptions::agreementName ("": none)
+  double minAgreement = 0;  ///< CalibrationOptions::minAgreement
+  /// Layers the agreement target kept out of INT8 beyond excludeWorst / excludeBelowCosine.
+  int keptForAgreement = 0;
+  /// Samples every layer INT8, the policy and the agreement target were measured on (the
+  /// ranking: `samples`).
+  int64_t agreementSamples = 0;
+  int64_t samples = 0;  ///< images (or tensor samples) the ranking ran (each layer alone)
   std::vector<LayerSensitivity> layers;           ///< worst model-output cosine first
   QuantError allInt8;                             ///< every quantizable layer in INT8
   QuantError withPolicy;                          ///< excluded layers kept out of INT8

@@ -256,8 +256,18 @@ class Calibration {
                                                      std::to_string(opt_.histogramBins));
     if (opt_.reportBatches < 1)
       return Status(ErrorCode::kInvalidArgument, "the report needs at least one batch");
+    if (opt_.agreementBatches < 1)
+      return Status(ErrorCode::kInvalidArgument, "the agreement target needs at least one batch");
     const bool report = opt_.report || opt_.compareCalibrators || opt_.excludeWorst > 0 ||
-                        opt_.excludeBelowCosine > 0;
+                        opt_.excludeBelowCosine > 0 || opt_.minAgreement > 0;
+    if (!(opt_.minAgreement >= 0 && opt_.minAgreement <= 1))
+      return Status(ErrorCode::kInvalidArgument,
+                    "the agreement target must be a share in [0, 1], not " +
+                        std::to_string(opt_.minAgreement));
+    if (opt_.minAgreement > 0 && !opt_.agreement)
+      return Status(ErrorCode::kInvalidArgument,
+                    "an agreement target needs a way to count agreement (CalibrationOptions::"
+                    "agreement; `edgeinfer calibrate --config` with a decoder sets one)");
     if (opt_.excludeWorst < 0)
       return Status(ErrorCode::kInvalidArgument, "the number of layers to exclude must be >= 0");
     if (opt_.excludeBelowCosine > 1)
@@ -371,11 +381,7 @@ class Calibration {
     }
 
     if (report) {
-      const int64_t runs =
-          std::min<int64_t>(opt_.reportBatches, static_cast<int64_t>(kept_.size()));
-      const int64_t variants =
-          static_cast<int64_t>(layers_.size()) + 2 + (opt_.compareCalibrators ? 4 : 0);
-      progress.addRuns(runs * (variants + 1));
+      progress.addRuns(reportRuns());
       EI_ASSIGN_OR_RETURN(result.report, sensitivity(result.cache.tensorAmax, progress, passes,
                                                      batcher.batchSize()));
       result.hasReport = true;
@@ -648,7 +654,7 @@ class Calibration {
       if (!s.ok())
         return s.withContext("calibration batch ending at sample " +
                              std::to_string(batcher.samples()));
-      if (keep && static_cast<int>(kept_.size()) < opt_.reportBatches)
+      if (keep && static_cast<int>(kept_.size()) < keptBatches())
         kept_.push_back({std::move(b), images});
       progress.report(passNo, what, batcher.samples(), total);
     }
@@ -674,13 +680,48 @@ class Calibration {
     return out;
   }
 
-  /// Runs every kept batch through `g` and accumulates its outputs' error against FP32.
-  Expected<QuantError> modelError(const graph::Graph& g, Progress& progress, int passes) {
+  /// Batches kept for the report: reportBatches for the ranking (each layer alone, the
+  /// calibrators), as many as agreementBatches for every layer INT8, the policy and the
+  /// agreement target.
+  int keptBatches() const {
+    return opt_.minAgreement > 0 ? std::max(opt_.reportBatches, opt_.agreementBatches)
+                                 : opt_.reportBatches;
+  }
+
+  /// Runs the report makes (at most): FP32 and every layer INT8 and the policy, and the
+  /// agreement target's bisection, on every kept batch; each layer alone and the calibrators
+  /// compared on the ranking's.
+  int64_t reportRuns() const {
+    const auto all = static_cast<int64_t>(std::min<size_t>(kept_.size(), keptBatches()));
+    const auto rank = std::min<int64_t>(all, opt_.reportBatches);
+    int64_t bisection = 0;
+    for (size_t n = layers_.size(); opt_.minAgreement > 0 && n > 0; n /= 2) ++bisection;
+    return all * (3 + (opt_.minAgreement > 0 ? bisection + 1 : 0)) +
+           rank * static_cast<int64_t>(layers_.size() + (opt_.compareCalibrators ? 4 : 0));
+  }
+
+  /// Runs the first `batches` kept batches (all by default) through `g` and accumulates its
+  /// outputs' error against FP32.
+  Expected<QuantError> modelError(const graph::Graph& g, Progress& progress, int passes,
+                                  size_t batches = SIZE_MAX) {
     runtime::GraphEngine e = makeEngine(g);
     EI_ASSIGN_OR_RETURN(auto ctx, cpuContext(e));
     ErrorAccumulator acc;
-    for (size_t b = 0; b < kept_.size(); ++b) {
+    Agreement agreement;
+    for (size_t b = 0; b < kept_.size() && b < batches; ++b) {
       EI_RETURN_IF_ERROR(runBatch(*ctx, kept_[b].inputs));
+      if (opt_.agreement) {
+        std::map<std::string, Tensor> got;
+        for (const auto& [name, r] : baseline_[b]) {
+          EI_ASSIGN_OR_RETURN(Tensor out, ctx->getOutput(name));
+          got.emplace(name, out);
+        }
+        auto a = opt_.agreement(baseline_[b], got);
+        if (!a.ok())
+          return a.status().withContext("the report's agreement (" + opt_.agreementName + ")");
+        agreement.matched += a->matched;
+        agreement.total += a->total;
+      }
       if (opt_.outputView) {  // compared as the decoder reads them (copies: the view may write)
         std::map<std::string, Tensor> ref, got;
         for (const auto& [name, r] : baseline_[b]) {
@@ -700,7 +741,60 @@ class Calibration {
       }
       progress.report(passes, "report", ++reportRuns_, reportTotal_);
     }
-    return acc.result();
+    QuantError error = acc.result();
+    error.agreement = agreement;
+    return error;
+  }
+
+  /// CalibrationOptions::minAgreement: the fewest of `candidates` (layers in INT8, worst
+  /// first) to keep out of INT8 as well, besides `excluded`, for the target; `*error` the
+  /// model's error with them out. Bisection: agreement grows (not strictly) with layers out.
+  Expected<size_t> layersForAgreement(const std::set<size_t>& excluded,
+                                      const std::vector<size_t>& candidates,
+                                      const std::map<std::string, float>& amax, QuantError* error,
+                                      Progress& progress, int passes) {
+    const auto withOut = [&](size_t k) -> Expected<QuantError> {
+      std::set<size_t> in;
+      for (size_t l = 0; l < layers_.size(); ++l) in.insert(l);
+      for (size_t l : excluded) in.erase(l);
+      for (size_t i = 0; i < k; ++i) in.erase(candidates[i]);
+      EI_ASSIGN_OR_RETURN(graph::Graph q, quant::quantizeGraph(graph_, layers_, in, amax));
+      return modelError(q, progress, passes);
+    };
+    const double target = opt_.minAgreement;
+    EI_ASSIGN_OR_RETURN(QuantError at0, withOut(0));
+    if (at0.agreement.total == 0)
+      log(Severity::kWarning,
+          "agreement target: FP32 gives no results (" + opt_.agreementName + ") on the report's " +
+              std::to_string(kept_.size()) +
+              " batch(es), so it has nothing to judge; calibrate on data with objects in it");
+    if (at0.agreement.share() >= target || candidates.empty()) {
+      *error = at0;
+      return 0;
+    }
+    size_t lo = 0, hi = candidates.size();  // lo misses the target
+    EI_ASSIGN_OR_RETURN(QuantError atHi, withOut(hi));
+    if (atHi.agreement.share() < target) {
+      log(Severity::kWarning,
+          "agreement target " + std::to_string(target) + " not reached even with every " +
+              "quantizable layer out of INT8 (" + std::to_string(atHi.agreement.matched) + " of " +
+              std::to_string(atHi.agreement.total) + ", " + opt_.agreementName +
+              "): every layer is kept out");
+      *error = atHi;
+      return hi;
+    }
+    *error = atHi;
+    while (hi - lo > 1) {
+      const size_t mid = lo + (hi - lo) / 2;
+      EI_ASSIGN_OR_RETURN(QuantError e, withOut(mid));
+      if (e.agreement.share() >= target) {
+        hi = mid;
+        *error = e;
+      } else {
+        lo = mid;
+      }
+    }
+    return hi;
   }
 
   Expected<SensitivityReport> sensitivity(const std::map<std::string, float>& amax,
@@ -708,10 +802,13 @@ class Calibration {
     SensitivityReport rep;
     rep.calibrator = opt_.calibrator;
     rep.outputView = opt_.outputViewName;
-    while (static_cast<int>(kept_.size()) > opt_.reportBatches) kept_.pop_back();
-    for (const auto& k : kept_) rep.samples += k.images;
-    const size_t variants = layers_.size() + 2 + (opt_.compareCalibrators ? 4 : 0);
-    reportTotal_ = static_cast<int64_t>(kept_.size() * (variants + 1));
+    rep.agreement = opt_.agreementName;
+    rep.minAgreement = opt_.minAgreement;
+    while (static_cast<int>(kept_.size()) > keptBatches()) kept_.pop_back();
+    const size_t rankBatches = std::min<size_t>(kept_.size(), opt_.reportBatches);
+    for (size_t b = 0; b < rankBatches; ++b) rep.samples += kept_[b].images;
+    for (const auto& k : kept_) rep.agreementSamples += k.images;
+    reportTotal_ = reportRuns();
     (void)batch;
 
     // FP32 baseline; on the way, each layer quantized alone on its FP32 inputs.
@@ -726,11 +823,12 @@ class Calibration {
       }
     }
     std::vector<ErrorAccumulator> layerAcc(layers_.size());
+    bool ranking = true;  // the ranking's batches (the first rankBatches)
     runtime::NodeObserver obs = [&](size_t i, const graph::Node& n,
                                     const std::vector<const Tensor*>& in,
                                     const std::vector<Tensor>& out) -> Status {
       auto it = layerAt.find(i);
-      if (it == layerAt.end()) return Status::Ok();
+      if (!ranking || it == layerAt.end()) return Status::Ok();
       const QuantLayer& l = layers_[it->second];
       std::vector<Tensor> owned(in.size());
       std::vector<const Tensor*> qin = in;
@@ -751,6 +849,7 @@ class Calibration {
       EI_ASSIGN_OR_RETURN(auto ctx, cpuContext(*engine_, obs));
       baseline_.clear();
       for (const auto& k : kept_) {
+        ranking = baseline_.size() < rankBatches;
         EI_RETURN_IF_ERROR(runBatch(*ctx, k.inputs));
         std::map<std::string, Tensor> outs;
         for (const auto& d : engine_->outputs()) {
@@ -772,7 +871,7 @@ class Calibration {
         s.inputs.push_back(node.inputs[slot]);
       s.layerError = layerAcc[l].result();
       EI_ASSIGN_OR_RETURN(graph::Graph q, quant::quantizeGraph(graph_, layers_, {l}, amax));
-      EI_ASSIGN_OR_RETURN(s.modelError, modelError(q, progress, passes));
+      EI_ASSIGN_OR_RETURN(s.modelError, modelError(q, progress, passes, rankBatches));
       rep.layers.push_back(std::move(s));
     }
     std::stable_sort(rep.layers.begin(), rep.layers.end(),
@@ -789,16 +888,34 @@ class Calibration {
           (opt_.excludeBelowCosine > 0 && s.modelError.cosine < opt_.excludeBelowCosine))
         s.policy = Precision::kFp16;
     }
-    for (size_t l = 0; l < layers_.size(); ++l) {
-      bool excluded = false;
-      for (const auto& s : rep.layers)
-        excluded = excluded || (s.layer == layers_[l].name && s.policy != Precision::kInt8);
-      if (!excluded) kept.insert(l);
-    }
+    std::map<std::string, size_t> layerNamed;
+    for (size_t l = 0; l < layers_.size(); ++l) layerNamed[layers_[l].name] = l;
     EI_ASSIGN_OR_RETURN(graph::Graph q, quant::quantizeGraph(graph_, layers_, all, amax));
     EI_ASSIGN_OR_RETURN(rep.allInt8, modelError(q, progress, passes));
-    EI_ASSIGN_OR_RETURN(graph::Graph qp, quant::quantizeGraph(graph_, layers_, kept, amax));
-    EI_ASSIGN_OR_RETURN(rep.withPolicy, modelError(qp, progress, passes));
+    if (opt_.minAgreement > 0) {  // the next-ranked layers out of INT8 too, to reach the target
+      std::set<size_t> excluded;
+      std::vector<size_t> candidates;  // ranking order
+      for (const auto& s : rep.layers) {
+        if (s.policy != Precision::kInt8)
+          excluded.insert(layerNamed.at(s.layer));
+        else
+          candidates.push_back(layerNamed.at(s.layer));
+      }
+      EI_ASSIGN_OR_RETURN(size_t k, layersForAgreement(excluded, candidates, amax, &rep.withPolicy,
+                                                       progress, passes));
+      rep.keptForAgreement = static_cast<int>(k);
+      for (auto& s : rep.layers)
+        if (k > 0 && s.policy == Precision::kInt8) {
+          s.policy = Precision::kFp16;
+          --k;
+        }
+    }
+    for (const auto& s : rep.layers)
+      if (s.policy == Precision::kInt8) kept.insert(layerNamed.at(s.layer));
+    if (opt_.minAgreement <= 0) {
+      EI_ASSIGN_OR_RETURN(graph::Graph qp, quant::quantizeGraph(graph_, layers_, kept, amax));
+      EI_ASSIGN_OR_RETURN(rep.withPolicy, modelError(qp, progress, passes));
+    }
 
     if (opt_.compareCalibrators) {
       CalibratorParams pct;
@@ -813,7 +930,7 @@ class Calibration {
         EI_ASSIGN_OR_RETURN(graph::Graph qc, quant::quantizeGraph(graph_, layers_, all, a));
         CalibratorComparison c;
         c.calibrator = p;
-        EI_ASSIGN_OR_RETURN(c.modelError, modelError(qc, progress, passes));
+        EI_ASSIGN_OR_RETURN(c.modelError, modelError(qc, progress, passes, rankBatches));
         rep.calibrators.push_back(c);
       }
     }

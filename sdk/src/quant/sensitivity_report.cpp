@@ -19,8 +19,16 @@ std::string describeError(const QuantError& e) {
          (e.worstOutput.empty() ? "" : " (worst output '" + e.worstOutput + "')");
 }
 
+std::string describeAgreement(const Agreement& a) {
+  return std::to_string(a.matched) + " of " + std::to_string(a.total) + " (" +
+         fmt("%.1f", 100.0 * a.share()) + " %)";
+}
+
 nlohmann::json errorJson(const QuantError& e) {
-  return {{"cosine", e.cosine}, {"max_abs", e.maxAbs}, {"worst_output", e.worstOutput}};
+  return {{"cosine", e.cosine},
+          {"max_abs", e.maxAbs},
+          {"worst_output", e.worstOutput},
+          {"agreement", {{"matched", e.agreement.matched}, {"total", e.agreement.total}}}};
 }
 
 }  // namespace
@@ -32,14 +40,26 @@ std::string SensitivityReport::toText() const {
   s << "INT8 sensitivity (fake quantization on the CPU reference, against FP32), calibrator "
     << describeCalibrator(calibrator) << ", " << samples << " sample(s), " << layers.size()
     << " quantizable layer(s)\n";
+  if (agreementSamples > samples)
+    s << "every layer INT8, the policy and the agreement on " << agreementSamples
+      << " sample(s); each layer alone on the first " << samples << "\n";
   if (!outputView.empty()) s << "model outputs compared " << outputView << "\n";
+  if (!agreement.empty()) {
+    s << "agreement with FP32: " << agreement;
+    if (minAgreement > 0)
+      s << "; target " << fmt("%.1f", 100.0 * minAgreement) << " %, " << keptForAgreement
+        << " layer(s) kept out of INT8 for it";
+    s << "\n";
+  }
   char label[64];
   std::snprintf(label, sizeof label, "with the policy (%zu FP16):", excluded);
   char row[96];
   std::snprintf(row, sizeof row, "  %-29s ", "every layer INT8:");
-  s << row << describeError(allInt8) << "\n";
+  s << row << describeError(allInt8)
+    << (agreement.empty() ? "" : ", agreement " + describeAgreement(allInt8.agreement)) << "\n";
   std::snprintf(row, sizeof row, "  %-29s ", label);
-  s << row << describeError(withPolicy) << "\n";
+  s << row << describeError(withPolicy)
+    << (agreement.empty() ? "" : ", agreement " + describeAgreement(withPolicy.agreement)) << "\n";
   if (!calibrators.empty()) {
     s << "calibrators compared (every layer INT8; pick the one with the highest cosine):\n";
     for (const auto& c : calibrators) {
@@ -71,7 +91,11 @@ std::string SensitivityReport::toJson() const {
   nlohmann::json j;
   j["calibrator"] = describeCalibrator(calibrator);
   j["output_view"] = outputView;
+  j["agreement"] = agreement;
+  j["min_agreement"] = minAgreement;
+  j["kept_for_agreement"] = keptForAgreement;
   j["samples"] = samples;
+  j["agreement_samples"] = agreementSamples;
   j["all_int8"] = errorJson(allInt8);
   j["with_policy"] = errorJson(withPolicy);
   j["layers"] = nlohmann::json::array();

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -126,6 +127,138 @@ bool setDecoderOutputView(const ModelConfig& config, CalibrationOptions* opt) {
 
 namespace {
 
+/// Detections of `ref` and `q` (both over the batch, batchIndex set) of the same image and
+/// class matched one to one, best IoU first, at IoU >= minIou.
+Agreement detectionAgreement(const std::vector<Detection>& ref, const std::vector<Detection>& q,
+                             float minIou) {
+  struct Pair {
+    float iou;
+    size_t r, q;
+  };
+  std::vector<Pair> pairs;
+  for (size_t i = 0; i < ref.size(); ++i)
+    for (size_t j = 0; j < q.size(); ++j) {
+      if (ref[i].batchIndex != q[j].batchIndex || ref[i].classId != q[j].classId) continue;
+      const float o = iou(ref[i].box, q[j].box);
+      if (o >= minIou) pairs.push_back({o, i, j});
+    }
+  std::stable_sort(pairs.begin(), pairs.end(),
+                   [](const Pair& a, const Pair& b) { return a.iou > b.iou; });
+  std::vector<bool> usedR(ref.size()), usedQ(q.size());
+  Agreement a;
+  for (const Pair& p : pairs) {
+    if (usedR[p.r] || usedQ[p.q]) continue;
+    usedR[p.r] = usedQ[p.q] = true;
+    ++a.matched;
+  }
+  a.total = static_cast<int64_t>(ref.size() + q.size()) - a.matched;
+  return a;
+}
+
+Expected<std::vector<Detection>> decodeForAgreement(const ModelConfig& c,
+                                                    const std::map<std::string, Tensor>& out) {
+  const auto output = [&](const std::string& name) -> Expected<Tensor> {
+    auto it = out.find(name);
+    if (it == out.end())
+      return Status(ErrorCode::kNotFound, "no output named '" + name + "' to decode");
+    return it->second;
+  };
+  if (c.decoder == DecoderType::kSsd) return decodeSsdOutputs(out, c.ssd);
+  EI_ASSIGN_OR_RETURN(Tensor t, output(c.outputTensor));
+  return c.decoder == DecoderType::kYoloV5 ? decodeYoloV5(t, c.yolov5) : decodeYoloV8(t, c.yolov8);
+}
+
+}  // namespace
+
+Expected<Agreement> resultAgreement(const ModelConfig& config,
+                                    const std::map<std::string, Tensor>& reference,
+                                    const std::map<std::string, Tensor>& quantized, float minIou) {
+  if (!(minIou > 0.f && minIou <= 1.f))
+    return Status(
+        ErrorCode::kInvalidArgument,
+        "agreement: the IoU for a match must be in (0, 1], not " + std::to_string(minIou));
+  const auto output = [](const std::map<std::string, Tensor>& m,
+                         const std::string& name) -> Expected<Tensor> {
+    auto it = m.find(name);
+    if (it == m.end())
+      return Status(ErrorCode::kNotFound, "agreement: no output named '" + name + "'");
+    return it->second;
+  };
+  switch (config.decoder) {
+    case DecoderType::kSsd:
+    case DecoderType::kYoloV5:
+    case DecoderType::kYoloV8: {
+      EI_ASSIGN_OR_RETURN(auto r, decodeForAgreement(config, reference));
+      EI_ASSIGN_OR_RETURN(auto q, decodeForAgreement(config, quantized));
+      return detectionAgreement(r, q, minIou);
+    }
+    case DecoderType::kClassification: {
+      EI_ASSIGN_OR_RETURN(Tensor rt, output(reference, config.outputTensor));
+      EI_ASSIGN_OR_RETURN(Tensor qt, output(quantized, config.outputTensor));
+      ClassifyParams top1 = config.classify;
+      top1.topK = 1;
+      EI_ASSIGN_OR_RETURN(auto r, classify(rt, top1));
+      EI_ASSIGN_OR_RETURN(auto q, classify(qt, top1));
+      Agreement a;
+      for (size_t i = 0; i < r.size(); ++i) {
+        ++a.total;
+        a.matched +=
+            i < q.size() && !r[i].empty() && !q[i].empty() && r[i][0].classId == q[i][0].classId;
+      }
+      return a;
+    }
+    case DecoderType::kSegmentation: {
+      EI_ASSIGN_OR_RETURN(Tensor rt, output(reference, config.outputTensor));
+      EI_ASSIGN_OR_RETURN(Tensor qt, output(quantized, config.outputTensor));
+      EI_ASSIGN_OR_RETURN(Tensor r, segmentationArgmax(rt, DataType::kInt32));
+      EI_ASSIGN_OR_RETURN(Tensor q, segmentationArgmax(qt, DataType::kInt32));
+      if (r.shape() != q.shape())
+        return Status(ErrorCode::kInvalidArgument, "agreement: segmentation maps " + r.describe() +
+                                                       " and " + q.describe() + " differ in shape");
+      Agreement a;
+      a.total = r.numel();
+      for (int64_t i = 0; i < r.numel(); ++i)
+        a.matched += r.data<int32_t>()[i] == q.data<int32_t>()[i];
+      return a;
+    }
+  }
+  return Status(ErrorCode::kInternal, "agreement: unknown decoder");
+}
+
+void setResultAgreement(const ModelConfig& config, CalibrationOptions* opt, double minAgreement) {
+  opt->agreement = [config](const std::map<std::string, Tensor>& r,
+                            const std::map<std::string, Tensor>& q) {
+    return resultAgreement(config, r, q);
+  };
+  switch (config.decoder) {
+    case DecoderType::kClassification:
+      opt->agreementName = "top-1 class per image";
+      break;
+    case DecoderType::kSegmentation:
+      opt->agreementName = "class per pixel";
+      break;
+    default:
+      opt->agreementName = "the decoder's detections, same class and IoU >= 0.9";
+  }
+  opt->minAgreement = minAgreement;
+}
+
+namespace {
+
+/// What the calibration's report says of the policy's agreement with FP32, for the log.
+std::string agreementNote(const SensitivityReport& r) {
+  if (r.agreement.empty()) return "no agreement counted";
+  const Agreement& a = r.withPolicy.agreement;
+  char share[32];
+  std::snprintf(share, sizeof share, "%.1f", 100.0 * a.share());
+  return std::to_string(a.matched) + " of " + std::to_string(a.total) + " results as FP32's (" +
+         share + " %, " + r.agreement + ") on " + std::to_string(r.agreementSamples) +
+         " sample(s)" +
+         (r.minAgreement > 0
+              ? ", " + std::to_string(r.keptForAgreement) + " layer(s) for the target"
+              : std::string());
+}
+
 /// VisionModelOptions::calibrationData: the calibration cache for it, reused from `dir` when
 /// one with the same key is there, else calibrated now (through the config's preprocessing)
 /// and saved to `dir` (to `tempPath`, removed by the caller after the build, when the engine
@@ -141,6 +274,7 @@ Expected<std::string> calibrationCacheFor(const ModelConfig& config,
                           ";" + std::to_string(c.excludeBelowCosine) + ";" +
                           std::to_string(c.reportBatches) + ";" + std::to_string(c.smoothing) +
                           ";" + std::to_string(c.smoothingAlpha) + ";view=" + c.outputViewName +
+                          ";agreement=" + c.agreementName + ";" + std::to_string(c.minAgreement) +
                           ";" + graphKey(bc) + ";" + calibrationDataKey(options.calibrationData);
   std::string path;
   if (!dir.empty()) {
@@ -174,6 +308,7 @@ Expected<std::string> calibrationCacheFor(const ModelConfig& config,
                   config.name + ": INT8 calibration data: " + src.status().message());
   CalibrationOptions opt = c;
   opt.builder = bc;
+  if (!opt.agreement) setResultAgreement(config, &opt, opt.minAgreement);
   log(Severity::kInfo, config.name + ": calibrating INT8 (" + describeCalibrator(c.calibrator) +
                            ") on " + (*src)->describe() + " ...");
   auto r = calibrate(config.modelPath, **src, opt);
@@ -186,7 +321,8 @@ Expected<std::string> calibrationCacheFor(const ModelConfig& config,
                            " sample(s) in " + std::to_string(r->seconds).substr(0, 4) + " s, " +
                            std::to_string(r->cache.excludedLayers().size()) + " of " +
                            std::to_string(r->cache.layerPrecision.size()) +
-                           " layers kept out of INT8; cache " + path);
+                           " layers kept out of INT8 (" + agreementNote(r->report) + "); cache " +
+                           path);
   return path;
 }
 

@@ -43,6 +43,11 @@ reuse without the data (--calibration-cache).
   --decoder-view            compare the model outputs as the config's decoder reads them (SSD
                             detectors: scores after the sigmoid, boxes weighted by their
                             anchor's FP32 score), not as raw values; needs --config
+  --min-agreement S         keep further layers (the next worst) out of INT8 until the
+                            report's batches give at least this share, in (0, 1], of FP32's
+                            results again: detections of the same class at IoU >= 0.9, top-1
+                            classes, pixel classes (needs --config; with --config the report
+                            always shows this agreement)
   --smoothing               even out the channels' ranges of activations carried from
                             convolutions to convolutions before quantizing them per tensor
                             (the factors taken back by the readers' weights; compare with
@@ -192,9 +197,19 @@ int cmdCalibrate(const Args& a) {
       std::cerr << "warning: --smoothing-alpha has no effect without --smoothing\n";
     opt.smoothingAlpha = *v;
   }
+  double minAgreement = 0;
+  if (a.has("min-agreement")) {
+    auto v = number(a, "min-agreement");
+    if (!v.ok()) return fail(v.status());
+    if (*v <= 0 || *v > 1)
+      return fail(Status(
+          ErrorCode::kInvalidArgument,
+          "--min-agreement needs a share in (0, 1], e.g. 0.98, got " + a.get("min-agreement")));
+    minAgreement = *v;
+  }
   opt.compareCalibrators = a.has("compare-calibrators");
   opt.report = a.has("report") || a.has("report-json") || opt.compareCalibrators ||
-               opt.excludeWorst > 0 || opt.excludeBelowCosine > 0;
+               opt.excludeWorst > 0 || opt.excludeBelowCosine > 0 || minAgreement > 0;
 
   std::string model = a.positional.empty() ? "" : a.positional[0];
   bool haveConfig = false;
@@ -209,11 +224,14 @@ int cmdCalibrate(const Args& a) {
       return fail(Status(ErrorCode::kInvalidArgument,
                          "--decoder-view needs a config with an SSD-style decoder; '" +
                              a.get("config") + "' has another"));
+    vision::setResultAgreement(*cfg, &opt, minAgreement);
     haveConfig = true;
   }
-  if (a.has("decoder-view") && !haveConfig)
-    return fail(Status(ErrorCode::kInvalidArgument,
-                       "--decoder-view needs --config MODEL.json (its decoder section)"));
+  for (const char* needs : {"decoder-view", "min-agreement"})
+    if (a.has(needs) && !haveConfig)
+      return fail(Status(ErrorCode::kInvalidArgument, std::string("--") + needs +
+                                                          " needs --config MODEL.json (its "
+                                                          "decoder section)"));
   if (!haveConfig) {
     // Only raw tensors can do without a config; this placeholder lets images and video be
     // recognised (and refused below) instead of failing on an empty preprocessing section.

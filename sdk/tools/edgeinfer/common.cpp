@@ -152,13 +152,16 @@ Status calibrateFromData(const Args& a, const std::string& modelPath, const std:
     return Status(ErrorCode::kInvalidArgument,
                   "give --calibration-cache or --calibration-data, not both");
   CalibrationDataOptions data;
+  CalibrationOptions opt = vision::VisionModelOptions::defaultCalibration();
   if (a.has("config")) {
     EI_ASSIGN_OR_RETURN(vision::ModelConfig mc, vision::loadModelConfig(a.get("config")));
     data.inputTensor = mc.inputTensor;
     data.preprocess = mc.preprocess;
+    vision::setResultAgreement(mc, &opt, opt.minAgreement);
+  } else {
+    opt.minAgreement = 0;  // no decoder to count results with
   }
   EI_ASSIGN_OR_RETURN(auto src, openCalibrationData(a.get("calibration-data"), data));
-  CalibrationOptions opt = vision::VisionModelOptions::defaultCalibration();
   opt.builder = cfg;
   std::cerr << "calibrating INT8 on " << src->describe() << " (min-max, sensitivity policy) ...\n";
   auto r = calibrate(modelPath, *src, opt);

@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
                                           "decoder-view"};
   // Options that take a value (any command); anything else is a typo, reported, not ignored.
   const std::vector<std::string> valued = {"backend",
+                                           "min-agreement",
                                            "batch",
                                            "boxes",
                                            "build-report",

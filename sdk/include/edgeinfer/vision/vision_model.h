@@ -31,6 +31,24 @@ namespace edgeinfer::vision {
 /// policy at 0.999 keeps 24 layers in FP16 and matches 22 of 25 faces, 23 on raw outputs.)
 bool setDecoderOutputView(const ModelConfig& config, CalibrationOptions* opt);
 
+/// How many of the results `config`'s decoder reads from the FP32 outputs it reads again from
+/// the quantized ones of the same batch (CalibrationOptions::agreement), in model-input
+/// coordinates: detections (SSD, YOLO) of the same class matched one to one at IoU >=
+/// `minIou` (matched: pairs; total: FP32's detections plus the quantized ones left over), a
+/// classifier's top-1 class per image, a segmentation's class per pixel. Errors are the
+/// decoder's (a missing output, shapes it does not take).
+Expected<Agreement> resultAgreement(const ModelConfig& config,
+                                    const std::map<std::string, Tensor>& reference,
+                                    const std::map<std::string, Tensor>& quantized,
+                                    float minIou = 0.9f);
+
+/// Sets opt->agreement to resultAgreement() with `config` (detections at IoU >= 0.9, the
+/// issue's measure of an INT8 detector), and opt->minAgreement to `minAgreement` (0: only
+/// reported): the report then says how many of FP32's results INT8 keeps, and the policy keeps
+/// layers out of INT8 until that share is reached on the report's batches.
+void setResultAgreement(const ModelConfig& config, CalibrationOptions* opt,
+                        double minAgreement = 0);
+
 struct VisionModelOptions {
   /// kAuto: the GPU when one is usable, else the CPU.
   Backend backend = Backend::kAuto;
@@ -63,9 +81,14 @@ struct VisionModelOptions {
   std::string calibrationData;
   /// How calibrationData is calibrated (its `builder` is set from `builder`). By default
   /// min-max ranges (entropy loses accuracy on detectors: TensorRT #3922, #1834) and the
-  /// sensitivity report's policy: layers whose INT8 alone lowers the model-output cosine
-  /// below 0.999 stay in FP16, measured on 4 batches of the data (on the raw outputs;
-  /// setDecoderOutputView() compares them as the decoder reads them instead).
+  /// sensitivity report's policy, measured on 4 batches of the data: layers whose INT8 alone
+  /// lowers the model-output cosine below 0.999 stay in FP16 (on the raw outputs;
+  /// setDecoderOutputView() compares them as the decoder reads them instead). VisionModel
+  /// counts the config's decoder's results INT8 gives again (setResultAgreement(), unless
+  /// `agreement` is given) and logs it; minAgreement (off by default) keeps the next-ranked
+  /// layers out of INT8 too until that share is reached on the data: BlazeFace back then
+  /// keeps 58 of 69 layers in FP16, and the front model on photos of another kind than its
+  /// own 34 of 37, so it is a choice of the user's (docs/performance.md).
   CalibrationOptions calibration = defaultCalibration();
   static CalibrationOptions defaultCalibration() {
     CalibrationOptions c;
