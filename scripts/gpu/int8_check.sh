@@ -8,6 +8,9 @@
 #              PERF_FILTER: other gtest filter)
 #   blazeface  BlazeFace (back, 256x256) calibrated (min-max) on the real photos, built FP16,
 #              INT8 (timed against FP16) and INT8 strict; `edgeinfer bench` of each
+#   bfagree    BlazeFace back calibrated (min-max, the policy at 0.999) on the photos the unit tests'
+#              INT8 frames leave out, without and with --min-agreement 0.98; INT8 strict engines
+#              of both caches and the FP16 engine benched
 #   resnet     ResNet-50 (torchvision, random weights, dynamic batch) calibrated (min-max) on
 #              2 random tensors, then R50_MODES (fp16 int8 int8_strict; int8_strict_exact on
 #              request: --int8-bit-exact) at R50_BATCHES (1 64): each built (wall time; with
@@ -116,6 +119,24 @@ if [[ " $steps " == *" blazeface "* ]]; then
   EDGEINFER_LOG_LEVEL=info bench bf_int8_strict "$m" --backend cuda --int8 --strict-precision \
     --calibration-cache /tmp/ei/bf.calib
   grep -E "INT8:" "$out/bench_bf_int8_strict.log" | head -2
+fi
+
+if [[ " $steps " == *" bfagree "* ]]; then
+  echo "== BlazeFace back 256: the agreement target (--min-agreement 0.98) on the photos int8Frames() does not score"
+  m=$carry/models/blazeface/blazeface_back_256.onnx
+  mkdir -p /tmp/ei/other && cp "$carry"/media/faces/*.ppm "$carry"/media/kphotoalbum/*.ppm /tmp/ei/other/
+  rm -f /tmp/ei/other/{2008_002506,2009_004587,grand_canyon_3}.ppm
+  for target in 0 0.98; do
+    extra=()
+    [ "$target" != 0 ] && extra=(--min-agreement "$target")
+    edgeinfer calibrate --config "$carry/models/blazeface/model_back.json" --data /tmp/ei/other \
+      --method minmax --exclude-threshold 0.999 --report-images 4 "${extra[@]}" \
+      -o "/tmp/ei/bfa_$target.calib" >"$out/bfa_calibrate_$target.log" 2>&1
+    echo "calibrate (agreement target $target) rc=$? $(grep -E '^  (every|with)|^calibrated' "$out/bfa_calibrate_$target.log" | tr -s ' ' | tr '\n' ';')"
+    bench "bfa_int8_strict_$target" "$m" --backend cuda --int8 --strict-precision \
+      --calibration-cache "/tmp/ei/bfa_$target.calib"
+  done
+  bench bfa_fp16 "$m" --backend cuda --fp16
 fi
 
 r50_args() {  # the `edgeinfer build/bench` precision arguments of MODE into the array args
