@@ -87,8 +87,9 @@ struct VisionModelOptions {
   /// counts the config's decoder's results INT8 gives again (setResultAgreement(), unless
   /// `agreement` is given) and logs it; minAgreement (off by default) keeps the next-ranked
   /// layers out of INT8 too until that share is reached on the data: BlazeFace back then
-  /// keeps 58 of 69 layers in FP16, and the front model on photos of another kind than its
-  /// own 34 of 37, so it is a choice of the user's (docs/performance.md).
+  /// keeps 51-63 of 69 layers in FP16 (23-25 of 25 faces on other frames), and the front
+  /// model on photos of another kind than its own 34-36 of 37, so it is a choice of the
+  /// user's (docs/performance.md).
   CalibrationOptions calibration = defaultCalibration();
   static CalibrationOptions defaultCalibration() {
     CalibrationOptions c;
