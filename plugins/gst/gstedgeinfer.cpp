@@ -12,7 +12,7 @@
  *
  * Properties mirror VisionModelOptions / BuilderConfig (vision/vision_model.h, builder.h):
  * config, model, engine-cache-dir, no-engine-cache, engine, precision, calibration-cache,
- * calibration-data, batch-size, device-id, backend;
+ * calibration-data, calibration-min-agreement, batch-size, device-id, backend;
  * plus interval, unique-id, infer-on-id, infer-on-class, in-flight and post-messages. They take
  * effect when the element starts (READY -> PAUSED); post-messages also while playing.
  *
@@ -144,6 +144,7 @@ enum {
   PROP_IN_FLIGHT,
   PROP_CALIBRATION_CACHE,
   PROP_CALIBRATION_DATA,
+  PROP_CALIBRATION_MIN_AGREEMENT,
 };
 
 // The enum values of the precision and backend properties.
@@ -202,6 +203,7 @@ struct Settings {
   guint inFlight = 0;  // 0: 2 on the GPU, 1 on the CPU
   std::string calibrationCache;
   std::string calibrationData;
+  double calibrationMinAgreement = 0;  // CalibrationOptions::minAgreement (0: off)
 };
 
 // What the element keeps per stream: the only one, or one per stream of edgemux's batches.
@@ -398,6 +400,7 @@ gboolean edgeInferStart(GstBaseTransform* trans) {
   if (o.precision == edgeinfer::Precision::kInt8) {
     o.builder.calibrationCachePath = cfg.calibrationCache;
     o.calibrationData = cfg.calibrationData;
+    o.calibration.minAgreement = cfg.calibrationMinAgreement;
   } else if (!cfg.calibrationCache.empty() || !cfg.calibrationData.empty()) {
     GST_WARNING_OBJECT(self,
                        "calibration-cache / calibration-data are for precision=int8; "
@@ -1030,6 +1033,9 @@ void edgeInferSetProperty(GObject* object, guint id, const GValue* value, GParam
     case PROP_CALIBRATION_DATA:
       p.calibrationData = str();
       break;
+    case PROP_CALIBRATION_MIN_AGREEMENT:
+      p.calibrationMinAgreement = g_value_get_double(value);
+      break;
     case PROP_BATCH_SIZE:
       p.batchSize = g_value_get_int(value);
       break;
@@ -1093,6 +1099,9 @@ void edgeInferGetProperty(GObject* object, guint id, GValue* value, GParamSpec* 
       break;
     case PROP_CALIBRATION_DATA:
       g_value_set_string(value, p.calibrationData.c_str());
+      break;
+    case PROP_CALIBRATION_MIN_AGREEMENT:
+      g_value_set_double(value, p.calibrationMinAgreement);
       break;
     case PROP_BATCH_SIZE:
       g_value_set_int(value, p.batchSize);
@@ -1230,6 +1239,16 @@ static void gst_edge_infer_class_init(GstEdgeInferClass* klass) {
                           "kept in FP16); the cache is kept with the engines and reused while "
                           "the data and the model stay the same (empty: none)",
                           nullptr, kReadyFlags));
+  g_object_class_install_property(
+      gobject, PROP_CALIBRATION_MIN_AGREEMENT,
+      g_param_spec_double(
+          "calibration-min-agreement", "INT8 agreement target",
+          "With calibration-data: keep further layers out of INT8 (the next worst by the "
+          "sensitivity report) until INT8 gives at least this share of FP32's results again on "
+          "the data (the config's decoder's detections at IoU >= 0.9, top-1 classes, pixel "
+          "classes); more layers in FP16, closer results (0: off, the report's cosine policy "
+          "alone)",
+          0.0, 1.0, 0.0, kReadyFlags));
   g_object_class_install_property(
       gobject, PROP_BATCH_SIZE,
       g_param_spec_int("batch-size", "Batch size",

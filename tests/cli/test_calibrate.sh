@@ -147,6 +147,8 @@ check "run with --calibration-data calibrates for that run" bash -c "'$cli' run 
 check "int8 without ranges_n" expect_exit 2 "INT8 needs a calibration cache" "$cli" build "$work/m.onnx" --backend cpu --int8 -o "$work/n.engine"
 check "calibration data without --int8_n" expect_exit 2 "add --int8" "$cli" build "$work/m.onnx" --backend cpu --calibration-data "$work/npy" -o "$work/n.engine"
 check "cache and data both_n" expect_exit 2 "not both" "$cli" build "$work/m.onnx" --backend cpu --int8 --calibration-data "$work/npy" --calibration-cache "$work/m.calib" -o "$work/n.engine"
+check "--min-agreement without --calibration-data_n" expect_exit 2 "--min-agreement is for --calibration-data" "$cli" build "$work/m.onnx" --backend cpu --int8 --calibration-cache "$work/m.calib" --min-agreement 0.9 -o "$work/n.engine"
+check "build --min-agreement without --config_n" expect_exit 2 "--min-agreement needs --config" "$cli" build "$work/m.onnx" --backend cpu --int8 --calibration-data "$work/npy" --min-agreement 0.9 -o "$work/n.engine"
 check "missing calibration data_n" expect_exit 3 "calibration data" "$cli" build "$work/m.onnx" --backend cpu --int8 --calibration-data "$work/nothere" -o "$work/n.engine"
 check "no engine after failed calibration_n" test ! -e "$work/n.engine"
 
@@ -166,6 +168,8 @@ r = json.load(open('$work/bfa.json'))
 p = r['with_policy']['agreement']
 kept = sum(1 for l in r['layers'] if l['policy'] != 'int8')
 sys.exit(0 if p['total'] > 0 and p['matched'] == p['total'] and kept == r['kept_for_agreement'] else 1)"
+  check "build --calibration-data --min-agreement: the target reaches the calibration" bash -c "'$cli' build '$models/blazeface/blazeface_front_128.onnx' --config '$models/blazeface/model.json' --backend cpu --int8 --calibration-data '$work/photos' --min-agreement 1 -o '$work/bfa.engine' 2>&1 >/dev/null | grep -q 'target 100.0 %, [0-9]* layer(s) kept out of INT8 for it' && [[ -s '$work/bfa.engine' ]]"
+  check "build --min-agreement out of range_n" expect_exit 2 "needs a share in (0, 1]" "$cli" build "$models/blazeface/blazeface_front_128.onnx" --config "$models/blazeface/model.json" --backend cpu --int8 --calibration-data "$work/photos" --min-agreement 0 -o "$work/bfb.engine"
   check "two layers kept in fp16" bash -c "[[ \$(grep -c '^layer fp16 ' '$work/bf.calib') -eq 2 ]]"
   check "every photo calibrated" grep -qx "images $n" "$work/bf.calib"
   check "blazeface build accepts its cache" "$cli" build "$models/blazeface/blazeface_front_128.onnx" -o "$work/bf.engine" --calibration-cache "$work/bf.calib"

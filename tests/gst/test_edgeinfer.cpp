@@ -611,6 +611,51 @@ TEST(EdgeInfer, Int8FromCalibrationDataOnTheCpuEqualsTheSdk) {
   gst_buffer_unref(out);
 }
 
+// calibration-min-agreement reaches the calibration: the cache the element writes is the one
+// VisionModel finds with the same agreement target (the target is part of its name), and it
+// keeps layers out of INT8 for it where the report's counts show INT8 losing results.
+TEST(EdgeInfer, Int8AgreementTargetReachesTheCalibration) {
+  EI_SKIP_WITHOUT_MODEL_AND_MEDIA();
+  edgeinfer::test::TempDir cache, data;
+  for (const char* p : {"2008_002506", "2009_004587"}) {
+    std::ifstream in(mediaDir() + "/faces/" + p + ".ppm", std::ios::binary);
+    std::ofstream out(data.file(std::string(p) + ".ppm"), std::ios::binary);
+    out << in.rdbuf();
+  }
+  const Frame frame = makeFrame(photo("faces/2008_002506.ppm"), GST_VIDEO_FORMAT_RGBA, false);
+  GstHarness* h = harnessFor(
+      "edgeinfer", "config=" + blazeFace("model.json") +
+                       " backend=cpu precision=int8 calibration-data=" + data.path() +
+                       " calibration-min-agreement=1" + " engine-cache-dir=" + cache.path());
+  ASSERT_NE(h, nullptr);
+  gst_harness_set_src_caps(h, frame.caps());
+  GstBuffer* out = pushPull(h, frame);
+  ASSERT_NE(out, nullptr);
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+  const auto calibs = [&] {
+    std::vector<std::string> found;
+    if (GDir* d = g_dir_open(cache.path().c_str(), 0, nullptr)) {
+      while (const char* n = g_dir_read_name(d))
+        if (g_str_has_suffix(n, ".calib")) found.push_back(cache.path() + "/" + n);
+      g_dir_close(d);
+    }
+    return found;
+  };
+  ASSERT_EQ(calibs().size(), 1u);
+  vision::VisionModelOptions o;
+  o.backend = edgeinfer::Backend::kCpu;
+  o.engineCacheDir = cache.path();
+  o.precision = edgeinfer::Precision::kInt8;
+  o.calibrationData = data.path();
+  o.calibration.minAgreement = 1;
+  auto int8 = vision::VisionModel::load(blazeFace("model.json"), o);
+  ASSERT_TRUE(int8.ok()) << int8.status().toString();
+  EXPECT_NE((*int8)->engineSource().find("loaded from"), std::string::npos)
+      << (*int8)->engineSource() << ": the element calibrated with another target";
+  EXPECT_EQ(calibs().size(), 1u) << "VisionModel calibrated again: the element's cache differs";
+}
+
 // ---- Failures: each posts an error naming the problem, the pipeline stops -------------------
 
 // Expects `description` to fail with an error from `source` whose message contains every

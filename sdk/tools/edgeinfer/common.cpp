@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
@@ -91,6 +92,10 @@ const char* kBuilderOptionsHelp = R"(builder options:
                                 min-max ranges and the sensitivity policy (layers whose INT8
                                 lowers the output cosine below 0.999 stay in FP16); build writes
                                 the cache to ENGINE.calib for later builds
+  --min-agreement S             with --calibration-data and --config: also keep the next worst
+                                layers out of INT8 until INT8 gives this share, in (0, 1], of
+                                FP32's results again on the data (detections at IoU >= 0.9,
+                                top-1 classes)
   --verbose                     log every pass and decision (GPU: each layer's timing table)
 GPU builder options:
   --device N                    CUDA device to build for (default 0)
@@ -145,7 +150,11 @@ Expected<ShapeProfile> parseShapes(const std::string& text) {
 
 Status calibrateFromData(const Args& a, const std::string& modelPath, const std::string& cachePath,
                          BuilderConfig& cfg) {
-  if (!a.has("calibration-data")) return Status::Ok();
+  if (!a.has("calibration-data"))
+    return a.has("min-agreement")
+               ? Status(ErrorCode::kInvalidArgument,
+                        "--min-agreement is for --calibration-data (or edgeinfer calibrate)")
+               : Status::Ok();
   if (cfg.precision != Precision::kInt8)
     return Status(ErrorCode::kInvalidArgument, "--calibration-data is for INT8: add --int8");
   if (!cfg.calibrationCachePath.empty())
@@ -157,9 +166,19 @@ Status calibrateFromData(const Args& a, const std::string& modelPath, const std:
     EI_ASSIGN_OR_RETURN(vision::ModelConfig mc, vision::loadModelConfig(a.get("config")));
     data.inputTensor = mc.inputTensor;
     data.preprocess = mc.preprocess;
-    vision::setResultAgreement(mc, &opt, opt.minAgreement);
-  } else {
-    opt.minAgreement = 0;  // no decoder to count results with
+    double target = 0;
+    if (a.has("min-agreement")) {
+      char* end = nullptr;
+      const std::string v = a.get("min-agreement");
+      target = std::strtod(v.c_str(), &end);
+      if (v.empty() || !end || *end || !(target > 0 && target <= 1))
+        return Status(ErrorCode::kInvalidArgument,
+                      "--min-agreement needs a share in (0, 1], e.g. 0.98, got '" + v + "'");
+    }
+    vision::setResultAgreement(mc, &opt, target);
+  } else if (a.has("min-agreement")) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "--min-agreement needs --config MODEL.json (its decoder counts the results)");
   }
   EI_ASSIGN_OR_RETURN(auto src, openCalibrationData(a.get("calibration-data"), data));
   opt.builder = cfg;
@@ -171,6 +190,16 @@ Status calibrateFromData(const Args& a, const std::string& modelPath, const std:
             << " sample(s): " << r->cache.layerPrecision.size() - r->cache.excludedLayers().size()
             << " of " << r->cache.layerPrecision.size() << " layers INT8; calibration cache "
             << cachePath << "\n";
+  if (r->hasReport && !r->report.agreement.empty()) {
+    const Agreement& got = r->report.withPolicy.agreement;
+    std::fprintf(stderr, "with that policy INT8 gives %lld of %lld of FP32's results again (%s)",
+                 static_cast<long long>(got.matched), static_cast<long long>(got.total),
+                 r->report.agreement.c_str());
+    if (r->report.minAgreement > 0)
+      std::fprintf(stderr, "; target %.1f %%, %d layer(s) kept out of INT8 for it",
+                   100.0 * r->report.minAgreement, r->report.keptForAgreement);
+    std::fprintf(stderr, "\n");
+  }
   cfg.calibrationCachePath = cachePath;
   return Status::Ok();
 }
