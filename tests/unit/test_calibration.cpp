@@ -438,6 +438,20 @@ TEST(Calibrate, AFailingOutputViewStopsTheReport_n) {
   EXPECT_NE(r.status().message().find("output view"), std::string::npos) << r.status().toString();
 }
 
+// residualModel() and `samples` random tensors (`seed`) in `dir`: a function calibrating them
+// with the options given (a new source each call).
+std::function<Expected<CalibrationResult>(const CalibrationOptions&)> residualCalibration(
+    const TempDir& dir, int samples, uint32_t seed) {
+  const std::string model = dir.write("r.onnx", residualModel());
+  writeSamples(dir, "data", samples, seed);
+  const std::string data = dir.file("data");
+  return [model, data](const CalibrationOptions& opt) -> Expected<CalibrationResult> {
+    auto src = tensorSource(data);
+    if (!src) return Status(ErrorCode::kInternal, "test: no tensor source for " + data);
+    return calibrate(model, *src, opt);
+  };
+}
+
 // Agreement for the tests below: the output elements the quantized model gives within `tol`
 // of FP32 (relative to the output's largest magnitude): all of them only where no layer is
 // INT8 (the CPU report's FP16 layers compute in FP32).
@@ -464,17 +478,14 @@ elementsWithin(double tol, int* calls = nullptr) {
 
 TEST(Calibrate, AgreementIsReportedForEveryLayerAndThePolicy) {
   TempDir dir;
-  const std::string model = dir.write("r.onnx", residualModel());
-  writeSamples(dir, "data", 3, 31);
-  auto src = tensorSource(dir.file("data"));
-  ASSERT_TRUE(src);
+  const auto calib = residualCalibration(dir, 3, 31);
   CalibrationOptions opt;
   opt.calibrator.method = CalibrationMethod::kMinMax;
   opt.report = true;
   int calls = 0;
   opt.agreement = elementsWithin(0.01, &calls);
   opt.agreementName = "elements within 1 %";
-  auto r = calibrate(model, *src, opt);
+  auto r = calib(opt);
   ASSERT_TRUE(r.ok()) << r.status().toString();
   EXPECT_GT(calls, 0);
   const SensitivityReport& rep = r->report;
@@ -496,18 +507,15 @@ TEST(Calibrate, AgreementIsReportedForEveryLayerAndThePolicy) {
 // bisection finds; the policy reaches it, the cache holds it.
 TEST(Calibrate, AgreementTargetKeepsTheNextRankedLayersOutOfInt8) {
   TempDir dir;
-  const std::string model = dir.write("r.onnx", residualModel());
-  writeSamples(dir, "data", 4, 32);
+  const auto calib = residualCalibration(dir, 4, 32);
   for (double target : {1.0, 0.9}) {
     SCOPED_TRACE(target);
-    auto src = tensorSource(dir.file("data"));
-    ASSERT_TRUE(src);
     CalibrationOptions opt;
     opt.calibrator.method = CalibrationMethod::kMinMax;
     opt.agreement = elementsWithin(1e-3);
     opt.agreementName = "elements within 0.1 %";
     opt.minAgreement = target;
-    auto r = calibrate(model, *src, opt);
+    auto r = calib(opt);
     ASSERT_TRUE(r.ok()) << r.status().toString();
     const SensitivityReport& rep = r->report;
     ASSERT_TRUE(r->hasReport) << "an agreement target implies the report";
@@ -528,16 +536,13 @@ TEST(Calibrate, AgreementTargetKeepsTheNextRankedLayersOutOfInt8) {
 
 TEST(Calibrate, AgreementTargetOnTopOfTheCosineThreshold) {
   TempDir dir;
-  const std::string model = dir.write("r.onnx", residualModel());
-  writeSamples(dir, "data", 3, 33);
-  auto src = tensorSource(dir.file("data"));
-  ASSERT_TRUE(src);
+  const auto calib = residualCalibration(dir, 3, 33);
   CalibrationOptions opt;
   opt.calibrator.method = CalibrationMethod::kMinMax;
   opt.excludeWorst = 1;
   opt.agreement = elementsWithin(1e-3);
   opt.minAgreement = 1.0;
-  auto r = calibrate(model, *src, opt);
+  auto r = calib(opt);
   ASSERT_TRUE(r.ok()) << r.status().toString();
   EXPECT_EQ(r->report.keptForAgreement, static_cast<int>(r->report.layers.size()) - 1);
   EXPECT_EQ(r->cache.excludedLayers().size(), r->report.layers.size());
@@ -545,15 +550,12 @@ TEST(Calibrate, AgreementTargetOnTopOfTheCosineThreshold) {
 
 TEST(Calibrate, AgreementTargetAlreadyMetKeepsThePolicy) {
   TempDir dir;
-  const std::string model = dir.write("r.onnx", residualModel());
-  writeSamples(dir, "data", 3, 34);
-  auto src = tensorSource(dir.file("data"));
-  ASSERT_TRUE(src);
+  const auto calib = residualCalibration(dir, 3, 34);
   CalibrationOptions opt;
   opt.calibrator.method = CalibrationMethod::kMinMax;
   opt.agreement = elementsWithin(10.0);  // everything agrees
   opt.minAgreement = 0.98;
-  auto r = calibrate(model, *src, opt);
+  auto r = calib(opt);
   ASSERT_TRUE(r.ok()) << r.status().toString();
   EXPECT_EQ(r->report.keptForAgreement, 0);
   EXPECT_TRUE(r->cache.excludedLayers().empty());
@@ -563,10 +565,7 @@ TEST(Calibrate, AgreementTargetAlreadyMetKeepsThePolicy) {
 // Nothing to compare (no results in FP32 or INT8): the target holds trivially, with a warning.
 TEST(Calibrate, AgreementWithNoResultsHasNothingToJudge_n) {
   TempDir dir;
-  const std::string model = dir.write("r.onnx", residualModel());
-  writeSamples(dir, "data", 2, 35);
-  auto src = tensorSource(dir.file("data"));
-  ASSERT_TRUE(src);
+  const auto calib = residualCalibration(dir, 2, 35);
   CalibrationOptions opt;
   opt.agreement = [](const std::map<std::string, Tensor>&,
                      const std::map<std::string, Tensor>&) -> Expected<Agreement> {
@@ -574,7 +573,7 @@ TEST(Calibrate, AgreementWithNoResultsHasNothingToJudge_n) {
   };
   opt.minAgreement = 0.98;
   test::LogCapture log;
-  auto r = calibrate(model, *src, opt);
+  auto r = calib(opt);
   ASSERT_TRUE(r.ok()) << r.status().toString();
   EXPECT_EQ(r->report.keptForAgreement, 0);
   EXPECT_EQ(log.count(Severity::kWarning, "nothing to judge"), 1) << log.all();
@@ -582,10 +581,7 @@ TEST(Calibrate, AgreementWithNoResultsHasNothingToJudge_n) {
 
 TEST(Calibrate, UnreachableAgreementTargetKeepsEveryLayerOutAndWarns_n) {
   TempDir dir;
-  const std::string model = dir.write("r.onnx", residualModel());
-  writeSamples(dir, "data", 2, 36);
-  auto src = tensorSource(dir.file("data"));
-  ASSERT_TRUE(src);
+  const auto calib = residualCalibration(dir, 2, 36);
   CalibrationOptions opt;
   opt.agreement = [](const std::map<std::string, Tensor>&,
                      const std::map<std::string, Tensor>&) -> Expected<Agreement> {
@@ -593,7 +589,7 @@ TEST(Calibrate, UnreachableAgreementTargetKeepsEveryLayerOutAndWarns_n) {
   };
   opt.minAgreement = 0.5;
   test::LogCapture log;
-  auto r = calibrate(model, *src, opt);
+  auto r = calib(opt);
   ASSERT_TRUE(r.ok()) << r.status().toString();
   EXPECT_EQ(r->report.keptForAgreement, static_cast<int>(r->report.layers.size()));
   EXPECT_EQ(r->cache.excludedLayers().size(), r->report.layers.size());
@@ -602,13 +598,8 @@ TEST(Calibrate, UnreachableAgreementTargetKeepsEveryLayerOutAndWarns_n) {
 
 TEST(Calibrate, BadAgreementOptions_n) {
   TempDir dir;
-  const std::string model = dir.write("r.onnx", residualModel());
-  writeSamples(dir, "data", 2, 37);
-  const auto run = [&](const CalibrationOptions& opt) {
-    auto src = tensorSource(dir.file("data"));
-    EXPECT_TRUE(src);
-    return calibrate(model, *src, opt).status();
-  };
+  const auto calib = residualCalibration(dir, 2, 37);
+  const auto run = [&](const CalibrationOptions& opt) { return calib(opt).status(); };
   CalibrationOptions noCounter;
   noCounter.minAgreement = 0.98;  // but nothing to count agreement with
   Status s = run(noCounter);

@@ -1180,6 +1180,13 @@ TEST(VisionModel, BlazeFaceFp16OnTheGpuAgainstFp32Detections) {
   }
 }
 
+// The BlazeFace config the CPU INT8 tests score: the front model, or the one
+// EDGEINFER_INT8_BLAZEFACE_CONFIG names (model_back.json: minutes under the sanitizers).
+std::string int8CpuConfig() {
+  const char* which = std::getenv("EDGEINFER_INT8_BLAZEFACE_CONFIG");
+  return blazeFaceConfig(which ? which : "model.json");
+}
+
 // The same on the CPU backend (INT8 emulated: the INT8 engine's values in FP32 arithmetic),
 // BlazeFace front, calibrated by VisionModel itself from the frames folder
 // (VisionModelOptions::calibrationData: min-max and the sensitivity policy), against every
@@ -1192,9 +1199,7 @@ TEST(VisionModel, BlazeFaceInt8OnTheCpuMatchesFp32Detections) {
   std::string why;
   const std::vector<Image> frames = int8Frames(&why);
   if (frames.empty()) GTEST_SKIP() << why;
-  const std::string config = blazeFaceConfig(std::getenv("EDGEINFER_INT8_BLAZEFACE_CONFIG")
-                                                 ? std::getenv("EDGEINFER_INT8_BLAZEFACE_CONFIG")
-                                                 : "model.json");
+  const std::string config = int8CpuConfig();
   const std::string dir = tempDir("cpuint8");
   const std::string data = writeFrames(dir, frames);
   const auto want = fp32Detections(config, frames, dir);
@@ -1242,9 +1247,7 @@ TEST(VisionModel, BlazeFaceInt8AgreementPolicyFromOtherPhotos) {
   std::string why;
   const std::vector<Image> frames = int8Frames(&why);
   if (frames.empty()) GTEST_SKIP() << why;
-  const std::string config = blazeFaceConfig(std::getenv("EDGEINFER_INT8_BLAZEFACE_CONFIG")
-                                                 ? std::getenv("EDGEINFER_INT8_BLAZEFACE_CONFIG")
-                                                 : "model.json");
+  const std::string config = int8CpuConfig();
   auto cfg = loadModelConfig(config);
   ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
   const std::string dir = tempDir("agreement");
