@@ -482,6 +482,7 @@ TEST(Calibrate, AgreementIsReportedForEveryLayerAndThePolicy) {
   CalibrationOptions opt;
   opt.calibrator.method = CalibrationMethod::kMinMax;
   opt.report = true;
+  opt.compareCalibrators = true;  // each calibrator's agreement too (entropy's trap, per model)
   int calls = 0;
   opt.agreement = elementsWithin(0.01, &calls);
   opt.agreementName = "elements within 1 %";
@@ -501,6 +502,10 @@ TEST(Calibrate, AgreementIsReportedForEveryLayerAndThePolicy) {
             std::string::npos)
       << text;
   EXPECT_NE(rep.toJson().find("\"kept_for_agreement\": 0"), std::string::npos);
+  ASSERT_EQ(rep.calibrators.size(), 4u);
+  for (const CalibratorComparison& c : rep.calibrators)
+    EXPECT_EQ(c.modelError.agreement.total, 768) << describeCalibrator(c.calibrator);
+  EXPECT_NE(text.find("pick the one with the highest agreement"), std::string::npos) << text;
 }
 
 // The target keeps the next-ranked layers out of INT8, a prefix of the ranking, the fewest the

@@ -61,13 +61,16 @@ std::string SensitivityReport::toText() const {
   s << row << describeError(withPolicy)
     << (agreement.empty() ? "" : ", agreement " + describeAgreement(withPolicy.agreement)) << "\n";
   if (!calibrators.empty()) {
-    s << "calibrators compared (every layer INT8; pick the one with the highest cosine):\n";
+    s << "calibrators compared (every layer INT8; pick the one with the highest "
+      << (agreement.empty() ? "cosine" : "agreement") << "):\n";
     for (const auto& c : calibrators) {
       char line[160];
-      std::snprintf(line, sizeof line, "  %-18s cosine %.6f  max |error| %.4g\n",
+      std::snprintf(line, sizeof line, "  %-18s cosine %.6f  max |error| %.4g",
                     describeCalibrator(c.calibrator).c_str(), c.modelError.cosine,
                     c.modelError.maxAbs);
-      s << line;
+      s << line
+        << (agreement.empty() ? "" : "  agreement " + describeAgreement(c.modelError.agreement))
+        << "\n";
     }
   }
   s << "layers, worst first (model: outputs with only this layer INT8; layer: its own output):\n";
