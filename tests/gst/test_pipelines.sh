@@ -79,7 +79,7 @@ out=$(gst gst-inspect-1.0 edgeinfer 2>&1)
 for prop in config model engine-cache-dir precision calibration-cache calibration-data \
   calibration-min-agreement batch-size interval device-id backend unique-id infer-on-id \
   infer-on-class post-messages; do
-  grep -q "^  $prop " <<<"$out" || fail "gst-inspect-1.0 edgeinfer does not show property $prop"
+  grep -Eq "^  $prop( |:)" <<<"$out" || fail "gst-inspect-1.0 edgeinfer does not show property $prop"
 done
 out=$(gst gst-inspect-1.0 edgemux 2>&1)
 for prop in batch-size timeout start-timeout; do
