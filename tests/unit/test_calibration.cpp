@@ -599,6 +599,13 @@ TEST(Calibrate, UnreachableAgreementTargetKeepsEveryLayerOutAndWarns_n) {
   EXPECT_EQ(r->report.keptForAgreement, static_cast<int>(r->report.layers.size()));
   EXPECT_EQ(r->cache.excludedLayers().size(), r->report.layers.size());
   EXPECT_EQ(log.count(Severity::kWarning, "not reached"), 1) << log.all();
+  // Every layer already out of INT8 by the threshold option: still said.
+  opt.excludeWorst = 100;
+  test::LogCapture log2;
+  auto r2 = calib(opt);
+  ASSERT_TRUE(r2.ok()) << r2.status().toString();
+  EXPECT_EQ(r2->report.keptForAgreement, 0);
+  EXPECT_EQ(log2.count(Severity::kWarning, "not reached"), 1) << log2.all();
 }
 
 TEST(Calibrate, BadAgreementOptions_n) {

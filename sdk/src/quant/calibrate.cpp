@@ -768,12 +768,17 @@ class Calibration {
           "agreement target: FP32 gives no results (" + opt_.agreementName + ") on the report's " +
               std::to_string(kept_.size()) +
               " batch(es), so it has nothing to judge; calibrate on data with objects in it");
-    if (at0.agreement.share() >= target || candidates.empty()) {
+    if (at0.agreement.share() >= target) {
       *error = at0;
       return 0;
     }
     size_t lo = 0, hi = candidates.size();  // lo misses the target
-    EI_ASSIGN_OR_RETURN(QuantError atHi, withOut(hi));
+    QuantError atHi = at0;
+    if (hi > 0) {
+      auto e = withOut(hi);
+      if (!e.ok()) return e.status();
+      atHi = *e;
+    }
     if (atHi.agreement.share() < target) {
       log(Severity::kWarning,
           "agreement target " + std::to_string(target) + " not reached even with every " +
