@@ -103,6 +103,7 @@ check "--decoder-view without --config_n" expect_exit 2 "--decoder-view needs --
 check "--min-agreement without --config_n" expect_exit 2 "--min-agreement needs --config" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --min-agreement 0.98 -o "$work/e.calib"
 check "bad --min-agreement_n" expect_exit 2 "--min-agreement needs a share in (0, 1]" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --min-agreement 98 -o "$work/e.calib"
 check "--min-agreement not a number_n" expect_exit 2 "--min-agreement needs a number" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --min-agreement most -o "$work/e.calib"
+check "bad --agreement-images_n" expect_exit 2 "--agreement-images needs an integer >= 1" "$cli" calibrate "$work/m.onnx" --data "$work/npy" --agreement-images 0 -o "$work/e.calib"
 check "unwritable cache path_n" expect_exit 1 "cannot open" "$cli" calibrate "$work/m.onnx" --data "$work/npy" -o "$work/no/dir/c.calib"
 # --backend cuda measures the ranges on the GPU (the same cache as the CPU's, within rounding);
 # without a GPU it is an error that says so.
@@ -162,6 +163,7 @@ if [[ -f $models/blazeface/blazeface_front_128.onnx && -f $media/faces/2008_0025
   check "report names blazeface layers" grep -q "StatefulPartitionedCall" "$work/bf.out"
   check "--decoder-view reports blazeface as its decoder reads it" bash -c "'$cli' calibrate --config '$models/blazeface/model.json' --data '$work/photos' --method minmax --report --report-images 2 --decoder-view -o '$work/bfv.calib' 2>/dev/null | grep -q 'compared as the SSD decoder reads them'"
   check "--min-agreement keeps layers out of INT8 until the faces agree" bash -c "'$cli' calibrate --config '$models/blazeface/model.json' --data '$work/photos' --method minmax --min-agreement 1 --report-json '$work/bfa.json' -o '$work/bfa.calib' 2>/dev/null | grep -q 'agreement with FP32: the decoder.s detections, same class and IoU >= 0.9; target 100.0 %'"
+  check "--agreement-images: the target judges more images than the ranking" bash -c "'$cli' calibrate --config '$models/blazeface/model.json' --data '$work/photos' --method minmax --min-agreement 0.9 --report-images 2 --agreement-images 4 -o '$work/bfi.calib' 2>/dev/null | grep -q 'the agreement on 4 sample(s); each layer alone on the first 2'"
   check "--min-agreement: the policy gives every FP32 face again" "$py" -c "
 import json, sys
 r = json.load(open('$work/bfa.json'))

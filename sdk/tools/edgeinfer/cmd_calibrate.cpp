@@ -48,6 +48,8 @@ reuse without the data (--calibration-cache).
                             results again: detections of the same class at IoU >= 0.9, top-1
                             classes, pixel classes (needs --config; with --config the report
                             always shows this agreement)
+  --agreement-images N      batches the agreement target judges, every layer INT8 and the
+                            policy are measured on (default 64; the ranking: --report-images)
   --smoothing               even out the channels' ranges of activations carried from
                             convolutions to convolutions before quantizing them per tensor
                             (the factors taken back by the readers' weights; compare with
@@ -170,6 +172,11 @@ int cmdCalibrate(const Args& a) {
     auto n = positiveInt(a, "report-images", 1);
     if (!n.ok()) return fail(n.status());
     opt.reportBatches = static_cast<int>(*n);
+  }
+  if (a.has("agreement-images")) {
+    auto n = positiveInt(a, "agreement-images", 1);
+    if (!n.ok()) return fail(n.status());
+    opt.agreementBatches = static_cast<int>(*n);
   }
   if (a.has("exclude-worst")) {
     auto n = positiveInt(a, "exclude-worst", 0);

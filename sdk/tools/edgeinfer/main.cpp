@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   // Options that take a value (any command); anything else is a typo, reported, not ignored.
   const std::vector<std::string> valued = {"backend",
                                            "min-agreement",
+                                           "agreement-images",
                                            "batch",
                                            "boxes",
                                            "build-report",
