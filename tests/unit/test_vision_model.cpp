@@ -563,13 +563,11 @@ void yoloOutput(test::TestModel& m, const std::vector<std::string>& heads, int64
   test::TestModel::attr(out, "axis", channelAxis);
 }
 
-TEST(VisionModel, YoloV8TemplateOnAGeneratedDetector) {
-  Image img;
-  if (!loadPhoto(img)) GTEST_SKIP() << "run scripts/fetch_media.sh";
-  // images [1,3,640,640] -> three heads (patchify convs of stride 8, 16, 32 to 84 channels) ->
-  // [1,84,6400], [1,84,1600], [1,84,400] -> concat -> output0 [1,84,8400], as YOLOv8's export.
-  // Box rows are scaled to pixels (x 64 + 320) and class rows squashed with a sigmoid, so
-  // decoding yields boxes in and around the frame and a few hundred candidates for NMS.
+// images [1,3,640,640] -> three heads (patchify convs of stride 8, 16, 32 to 84 channels) ->
+// [1,84,6400], [1,84,1600], [1,84,400] -> concat -> output0 [1,84,8400], as YOLOv8's export.
+// Box rows are scaled to pixels (x 64 + 320) and class rows squashed with a sigmoid, so
+// decoding yields boxes in and around the frame and a few hundred candidates for NMS.
+test::TestModel yoloV8Model() {
   test::TestModel m;
   m.input("images", {1, 3, 640, 640}).initializerI64("shape", {3}, {1, 84, -1}).output("output0");
   std::vector<std::string> heads;
@@ -584,8 +582,14 @@ TEST(VisionModel, YoloV8TemplateOnAGeneratedDetector) {
     heads.push_back(h);
   }
   yoloOutput(m, heads, 2, 1, 80);
+  return m;
+}
+
+TEST(VisionModel, YoloV8TemplateOnAGeneratedDetector) {
+  Image img;
+  if (!loadPhoto(img)) GTEST_SKIP() << "run scripts/fetch_media.sh";
   test::TempDir dir;
-  auto cfg = templateWithModel("yolov8", m, dir);
+  auto cfg = templateWithModel("yolov8", yoloV8Model(), dir);
   ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
   auto model = VisionModel::create(*cfg, cpuOptions(tempDir("yolo")));
   ASSERT_TRUE(model.ok()) << model.status().toString();
@@ -1278,6 +1282,41 @@ std::string photoFolder(const std::string& dir) {
   for (const char* p : {"2008_002506", "2009_004587", "2008_001009"})
     std::filesystem::copy_file(mediaDir() + "/faces/" + p + ".ppm", data + "/" + p + ".ppm");
   return data;
+}
+
+// The agreement of a YOLOv8 detector's INT8 outputs with FP32 (setResultAgreement: its
+// decoder's detections at IoU >= 0.9) on real photos through the config's preprocessing: counted
+// for every layer INT8 and the policy, and a target of every FP32 detection reached (by keeping
+// layers out of INT8, all of them if need be).
+TEST(VisionModel, AgreementOfAGeneratedYoloV8Detector) {
+  SKIP_WITHOUT_BLAZEFACE_AND_PHOTOS();
+  test::TempDir dir;
+  auto cfg = templateWithModel("yolov8", yoloV8Model(), dir);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
+  CalibrationDataOptions d;
+  d.inputTensor = cfg->inputTensor;
+  d.preprocess = cfg->preprocess;
+  auto src = openCalibrationData(photoFolder(tempDir("yoloagree")), d);
+  ASSERT_TRUE(src.ok()) << src.status().toString();
+  CalibrationOptions opt = VisionModelOptions::defaultCalibration();
+  setResultAgreement(*cfg, &opt, 1.0);
+  EXPECT_NE(opt.agreementName.find("IoU >= 0.9"), std::string::npos);
+  auto r = calibrate(cfg->modelPath, **src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  const SensitivityReport& rep = r->report;
+  EXPECT_EQ(rep.agreementSamples, 3);
+  EXPECT_GT(rep.allInt8.agreement.total, 0) << "FP32 gives detections on the photos";
+  EXPECT_LE(rep.allInt8.agreement.matched, rep.allInt8.agreement.total);
+  EXPECT_EQ(rep.withPolicy.agreement.share(), 1.0);
+  EXPECT_EQ(r->cache.excludedLayers().size(),
+            static_cast<size_t>(rep.keptForAgreement) +
+                static_cast<size_t>(std::count_if(
+                    rep.layers.begin() + rep.keptForAgreement, rep.layers.end(),
+                    [](const LayerSensitivity& l) { return l.policy != Precision::kInt8; })));
+  std::cout << "YOLOv8 (generated): every layer INT8 " << rep.allInt8.agreement.matched << " of "
+            << rep.allInt8.agreement.total << ", policy " << rep.withPolicy.agreement.matched
+            << " of " << rep.withPolicy.agreement.total << ", " << rep.keptForAgreement
+            << " layer(s) kept for the target\n";
 }
 
 std::vector<std::string> filesEndingIn(const std::string& dir, const std::string& ext) {
