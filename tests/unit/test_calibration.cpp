@@ -476,6 +476,14 @@ elementsWithin(double tol, int* calls = nullptr) {
   };
 }
 
+// A counter that gives `a` whatever the outputs.
+std::function<Expected<Agreement>(const std::map<std::string, Tensor>&,
+                                  const std::map<std::string, Tensor>&)>
+always(Agreement a) {
+  return [a](const std::map<std::string, Tensor>&,
+             const std::map<std::string, Tensor>&) -> Expected<Agreement> { return a; };
+}
+
 TEST(Calibrate, AgreementIsReportedForEveryLayerAndThePolicy) {
   TempDir dir;
   const auto calib = residualCalibration(dir, 3, 31);
@@ -572,10 +580,7 @@ TEST(Calibrate, AgreementWithNoResultsHasNothingToJudge_n) {
   TempDir dir;
   const auto calib = residualCalibration(dir, 2, 35);
   CalibrationOptions opt;
-  opt.agreement = [](const std::map<std::string, Tensor>&,
-                     const std::map<std::string, Tensor>&) -> Expected<Agreement> {
-    return Agreement{};
-  };
+  opt.agreement = always(Agreement{});
   opt.minAgreement = 0.98;
   test::LogCapture log;
   auto r = calib(opt);
@@ -588,10 +593,7 @@ TEST(Calibrate, UnreachableAgreementTargetKeepsEveryLayerOutAndWarns_n) {
   TempDir dir;
   const auto calib = residualCalibration(dir, 2, 36);
   CalibrationOptions opt;
-  opt.agreement = [](const std::map<std::string, Tensor>&,
-                     const std::map<std::string, Tensor>&) -> Expected<Agreement> {
-    return Agreement{0, 5};
-  };
+  opt.agreement = always(Agreement{0, 5});
   opt.minAgreement = 0.5;
   test::LogCapture log;
   auto r = calib(opt);
