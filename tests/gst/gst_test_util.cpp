@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 namespace eitest {
@@ -29,12 +30,20 @@ std::string blazeFace(const std::string& config) {
 }
 
 std::string engineCacheDir() {
-  static const std::string dir = [] {
-    std::string d = ::testing::TempDir() + "edgeinfer_gst_engines_XXXXXX";
-    if (!mkdtemp(d.data())) return std::string("/tmp");
-    return d;
-  }();
-  return dir;
+  // Made once a process and removed with its engines when the process ends.
+  struct Made {
+    std::string dir;
+    Made() {
+      std::string d = ::testing::TempDir() + "edgeinfer_gst_engines_XXXXXX";
+      if (mkdtemp(d.data())) dir = d;
+    }
+    ~Made() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  };
+  static const Made made;
+  return made.dir.empty() ? std::string("/tmp") : made.dir;
 }
 
 bool readPpm(const std::string& path, Image& img) {

@@ -2,7 +2,9 @@
 // classes), so tests need no Python and no model files.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
@@ -135,8 +137,10 @@ class TempDir {
     path_ = mkdtemp(tmpl) ? tmpl : "/tmp";
   }
   ~TempDir() {
-    std::string cmd = "rm -rf '" + path_ + "'";
-    if (path_ != "/tmp" && std::system(cmd.c_str()) != 0) std::perror("rm");
+    std::error_code ec;
+    if (path_ != "/tmp" &&
+        std::filesystem::remove_all(path_, ec) == static_cast<std::uintmax_t>(-1))
+      std::fprintf(stderr, "cannot remove %s: %s\n", path_.c_str(), ec.message().c_str());
   }
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }

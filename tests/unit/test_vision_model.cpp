@@ -98,10 +98,22 @@ VisionModelOptions cpuOptions(const std::string& cacheDir) {
   return o;
 }
 
-// A new, empty directory for this test process.
+// A new, empty directory for this test process, removed with its files when the process ends
+// (engines and calibration caches are megabytes: thousands of test runs must not fill /tmp).
 std::string tempDir(const std::string& name) {
+  struct Made {
+    std::vector<std::string> dirs;
+    ~Made() {
+      for (const std::string& d : dirs) {
+        std::error_code ec;
+        std::filesystem::remove_all(d, ec);
+      }
+    }
+  };
+  static Made made;
   std::string d = ::testing::TempDir() + "edgeinfer_vm_" + name + "_XXXXXX";
   EXPECT_NE(mkdtemp(d.data()), nullptr) << d;
+  made.dirs.push_back(d);
   return d;
 }
 
