@@ -171,6 +171,12 @@ p = r['with_policy']['agreement']
 kept = sum(1 for l in r['layers'] if l['policy'] != 'int8')
 sys.exit(0 if p['total'] > 0 and p['matched'] == p['total'] and kept == r['kept_for_agreement'] else 1)"
   check "build --calibration-data --min-agreement: the target reaches the calibration" bash -c "'$cli' build '$models/blazeface/blazeface_front_128.onnx' --config '$models/blazeface/model.json' --backend cpu --int8 --calibration-data '$work/photos' --min-agreement 1 -o '$work/bfa.engine' 2>&1 >/dev/null | grep -q 'target 100.0 %, [0-9]* layer(s) kept out of INT8 for it' && [[ -s '$work/bfa.engine' ]]"
+  check "bad --agreement-backend_n" expect_exit 2 "--agreement-backend must be cpu, cuda or auto" "$cli" calibrate --config "$models/blazeface/model.json" --data "$work/photos" --min-agreement 0.9 --agreement-backend tpu -o "$work/bfj.calib"
+  if "$cli" device 2>/dev/null | grep -q "^GPU: none usable"; then
+    check "--agreement-backend cuda without a GPU_n" expect_exit 1 "judged on the GPU engine, but no GPU is usable" "$cli" calibrate --config "$models/blazeface/model.json" --data "$work/photos" --min-agreement 0.9 --agreement-backend cuda -o "$work/bfj.calib"
+  else
+    check "--agreement-backend cuda: the policy judged on the GPU engine" bash -c "'$cli' calibrate --config '$models/blazeface/model.json' --data '$work/photos' --method minmax --min-agreement 0.9 --agreement-backend cuda -o '$work/bfj.calib' 2>/dev/null | grep -q 'the policy judged on the GPU engine'"
+  fi
   check "build --min-agreement out of range_n" expect_exit 2 "needs a share in (0, 1]" "$cli" build "$models/blazeface/blazeface_front_128.onnx" --config "$models/blazeface/model.json" --backend cpu --int8 --calibration-data "$work/photos" --min-agreement 0 -o "$work/bfb.engine"
   check "two layers kept in fp16" bash -c "[[ \$(grep -c '^layer fp16 ' '$work/bf.calib') -eq 2 ]]"
   check "every photo calibrated" grep -qx "images $n" "$work/bf.calib"

@@ -544,6 +544,7 @@ TEST(Calibrate, AgreementTargetKeepsTheNextRankedLayersOutOfInt8) {
       EXPECT_EQ(rep.keptForAgreement, static_cast<int>(rep.layers.size()));
     }
     EXPECT_NE(rep.toText().find("layer(s) kept out of INT8 for it"), std::string::npos);
+    EXPECT_EQ(rep.agreementJudge, "CPU simulation");
   }
 }
 
@@ -773,6 +774,83 @@ TEST(CalibrateOnTheGpu, DynamicDimsOtherThanTheBatchNeedAShape_n) {
   auto aut = calibrateOn(Backend::kAuto, model, dir.file("data"), CalibrationMethod::kMinMax);
   ASSERT_TRUE(aut.ok()) << aut.status().toString();
   EXPECT_EQ(aut->cache.tensorAmax, cpu->cache.tensorAmax);
+}
+
+/// The agreement target judged on the GPU engine each policy gives (agreementBackend kCuda).
+/// Counting only outputs exactly FP32's: the CPU's simulation reaches every one with every layer
+/// out of INT8 (FP32 there), the GPU engine never (its FP16 layers round), so the target is
+/// reported as not reached: the judge ran the GPU engines. A target within reach holds for them.
+TEST(CalibrateOnTheGpu, AgreementTargetJudgedOnTheGpuEngine) {
+  std::string why;
+  if (!runtime::cudaBackendUsable(0, &why)) GTEST_SKIP() << why;
+  TempDir dir;
+  const std::string model = dir.write("m.onnx", gpuCalibrationModel(1));
+  writeSamples(dir, "data", 4, 48);
+  const auto run = [&](Backend judge, double tol, double target) {
+    auto src = tensorSource(dir.file("data"));
+    CalibrationOptions opt;
+    opt.calibrator.method = CalibrationMethod::kMinMax;
+    opt.agreement = elementsWithin(tol);
+    opt.agreementName = "outputs within " + std::to_string(tol);
+    opt.minAgreement = target;
+    opt.agreementBackend = judge;
+    return src ? calibrate(model, *src, opt)
+               : Expected<CalibrationResult>(Status(ErrorCode::kInternal, "no data"));
+  };
+  {
+    test::LogCapture log;
+    auto cpu = run(Backend::kCpu, 0.0, 1.0);
+    ASSERT_TRUE(cpu.ok()) << cpu.status().toString();
+    EXPECT_EQ(cpu->report.agreementJudge, "CPU simulation");
+    EXPECT_EQ(cpu->report.withPolicy.agreement.share(), 1.0);
+    EXPECT_EQ(log.count(Severity::kWarning, "not reached"), 0) << log.all();
+  }
+  {
+    test::LogCapture log;
+    auto gpu = run(Backend::kCuda, 0.0, 1.0);
+    ASSERT_TRUE(gpu.ok()) << gpu.status().toString();
+    EXPECT_EQ(gpu->report.agreementJudge, "GPU engine");
+    EXPECT_GT(gpu->report.withPolicy.agreement.total, 0);
+    EXPECT_LT(gpu->report.withPolicy.agreement.share(), 1.0) << "the GPU's FP16 layers round";
+    EXPECT_EQ(log.count(Severity::kWarning, "not reached"), 1) << log.all();
+    EXPECT_EQ(gpu->cache.excludedLayers().size(), gpu->cache.layerPrecision.size());
+    EXPECT_NE(gpu->report.toText().find("the policy judged on the GPU engine"), std::string::npos);
+    EXPECT_NE(gpu->report.toJson().find("\"agreement_judge\": \"GPU engine\""), std::string::npos);
+  }
+  auto within = run(Backend::kCuda, 0.05, 0.9);
+  ASSERT_TRUE(within.ok()) << within.status().toString();
+  EXPECT_GE(within->report.withPolicy.agreement.share(), 0.9);
+  std::cout << "GPU-judged policy: " << within->cache.excludedLayers().size() << " of "
+            << within->cache.layerPrecision.size() << " layers out of INT8, agreement "
+            << within->report.withPolicy.agreement.matched << " of "
+            << within->report.withPolicy.agreement.total << "\n";
+}
+
+/// Without a GPU: the agreement target judged on the GPU engine is an error that says so
+/// (before any pass runs); kAuto judges on the CPU's simulation.
+TEST(Calibrate, AgreementJudgedOnTheGpuWithoutAGpu_n) {
+  std::string why;
+  if (runtime::cudaBackendUsable(0, &why)) GTEST_SKIP() << "a GPU is usable here";
+  TempDir dir;
+  const auto calib = residualCalibration(dir, 2, 49);
+  CalibrationOptions opt;
+  opt.agreement = elementsWithin(0.05);
+  opt.minAgreement = 0.9;
+  opt.agreementBackend = Backend::kCuda;
+  auto r = calib(opt);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(r.status().message().find("judged on the GPU engine"), std::string::npos)
+      << r.status().toString();
+  EXPECT_NE(r.status().message().find("--agreement-backend cpu"), std::string::npos);
+  opt.agreementBackend = Backend::kAuto;
+  auto a = calib(opt);
+  ASSERT_TRUE(a.ok()) << a.status().toString();
+  EXPECT_EQ(a->report.agreementJudge, "CPU simulation");
+  // Without a target nothing is judged: a GPU judge asked for is no error then.
+  opt.minAgreement = 0;
+  opt.agreementBackend = Backend::kCuda;
+  EXPECT_TRUE(calib(opt).ok());
 }
 
 /// Without a GPU: kCuda is an error that says so; kAuto calibrates on the CPU, as kCpu does.

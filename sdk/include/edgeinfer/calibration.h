@@ -334,6 +334,14 @@ struct CalibrationOptions {
   /// (the first of the data; at least reportBatches): results near a decoder's threshold are
   /// rare, so more than the ranking needs.
   int agreementBatches = 64;
+  /// Where the agreement target judges a policy: kCpu (the default) on the report's simulation
+  /// (INT8 layers fake-quantized, the others in FP32, on the CPU reference); kCuda on the GPU
+  /// engine the policy gives (strict INT8 where it says INT8, FP16 elsewhere; `builder`'s
+  /// device, timing cache and tactic settings), so that the target holds for what will run:
+  /// the GPU's FP16 layers and its INT8 kernels' rounding move results near a decoder's
+  /// threshold that the simulation does not. One engine build a step of the bisection (about
+  /// log2(layers) + 2). kAuto: the GPU when one is usable. VisionModel sets its own backend.
+  Backend agreementBackend = Backend::kCpu;
 
   CalibrationProgressFn progress;  ///< called after every sample / report run
 };
@@ -359,6 +367,9 @@ struct SensitivityReport {
   double minAgreement = 0;  ///< CalibrationOptions::minAgreement
   /// Layers the agreement target kept out of INT8 beyond excludeWorst / excludeBelowCosine.
   int keptForAgreement = 0;
+  /// What judged the policy's agreement (CalibrationOptions::agreementBackend): "CPU simulation"
+  /// or "GPU engine"; every layer INT8 and each layer alone are always the CPU's simulation.
+  std::string agreementJudge;
   /// Samples every layer INT8, the policy and the agreement target were measured on (the
   /// ranking: `samples`).
   int64_t agreementSamples = 0;

@@ -6,12 +6,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "builder/optimize.h"
+#include "edgeinfer/builder.h"
 #include "edgeinfer/calibration.h"
 #include "edgeinfer/logger.h"
 #include "kernels/ref/ref_kernels.h"
@@ -279,6 +284,9 @@ class Calibration {
 
     EI_ASSIGN_OR_RETURN(std::string bytes, builder::readModelFile(onnxPath));
     EI_ASSIGN_OR_RETURN(bool onGpu, passesOnGpu());
+    EI_ASSIGN_OR_RETURN(judgeOnGpu_, agreementOnGpu());
+    onnxPath_ = onnxPath;
+    modelHash_ = modelHashOf(bytes.data(), bytes.size());
     BuilderConfig cfg = opt_.builder;
     auto g = builder::importAndOptimize(bytes, cfg, builder::modelDir(onnxPath));
     if (!g.ok()) return g.status().withContext("'" + onnxPath + "'");
@@ -311,6 +319,8 @@ class Calibration {
     collectTensors();
     findSmoothable();
     engine_ = std::make_unique<runtime::GraphEngine>(makeEngine(graph_));
+    judgeCfg_ = cfg;
+    if (judgeOnGpu_) staticBatchFor(graph_, &judgeCfg_);
     if (onGpu) {
       const Status built = buildGpuEngine(cfg, modelHashOf(bytes.data(), bytes.size()));
       if (!built.ok() && opt_.backend != Backend::kAuto) return built;
@@ -365,7 +375,7 @@ class Calibration {
     result.samples = samples;
     EI_ASSIGN_OR_RETURN(result.cache.tensorAmax, thresholds(opt_.calibrator));
     result.cache.sdkVersion = sdkVersion();
-    result.cache.modelHash = modelHashOf(bytes.data(), bytes.size());
+    result.cache.modelHash = modelHash_;
     result.cache.preprocessHash = data_.preprocessKey();
     result.cache.calibrator = opt_.calibrator;
     result.cache.histogramBins = opt_.histogramBins;
@@ -373,6 +383,7 @@ class Calibration {
     for (const QuantLayer& l : layers_) result.cache.layerPrecision[l.name] = Precision::kInt8;
     if (!classFactors_.empty())  // the report and the builders quantize the smoothed graph
       result.cache.smoothing = plan_.tensorFactors(classFactors_);
+    smoothing_ = result.cache.smoothing;
     if (!result.cache.smoothing.empty()) {
       EI_ASSIGN_OR_RETURN(int smoothed, quant::applySmoothing(graph_, result.cache.smoothing));
       engine_ = std::make_unique<runtime::GraphEngine>(makeEngine(graph_));
@@ -409,6 +420,30 @@ class Calibration {
           return Status(ErrorCode::kUnsupported,
                         "calibration on the GPU was requested, but no GPU is usable: " + why +
                             " (calibrate on the CPU: --backend cpu)");
+        return true;
+    }
+    return false;
+  }
+
+  /// Where the agreement target judges a policy (CalibrationOptions::agreementBackend): true
+  /// for the GPU engine. Only with a target: nothing is judged without one.
+  Expected<bool> agreementOnGpu() const {
+    if (opt_.minAgreement <= 0) return false;
+    std::string why;
+    switch (opt_.agreementBackend) {
+      case Backend::kCpu:
+        return false;
+      case Backend::kAuto:
+        if (runtime::cudaBackendUsable(opt_.builder.deviceId, &why)) return true;
+        log(Severity::kInfo, "calibration: no usable GPU (" + why +
+                                 "): the agreement target judges on the CPU simulation");
+        return false;
+      case Backend::kCuda:
+        if (!runtime::cudaBackendUsable(opt_.builder.deviceId, &why))
+          return Status(ErrorCode::kUnsupported,
+                        "the agreement target was to be judged on the GPU engine, but no GPU is "
+                        "usable: " +
+                            why + " (judge on the CPU simulation: --agreement-backend cpu)");
         return true;
     }
     return false;
@@ -706,14 +741,69 @@ class Calibration {
                                   size_t batches = SIZE_MAX) {
     runtime::GraphEngine e = makeEngine(g);
     EI_ASSIGN_OR_RETURN(auto ctx, cpuContext(e));
+    return outputsError(*ctx, progress, passes, batches);
+  }
+
+  /// The policy that runs the layers `in` in INT8 (the others in FP16) as the GPU engine built
+  /// with it gives its outputs (CalibrationOptions::agreementBackend): a calibration cache of
+  /// `amax` and that policy in a temporary file, a strict INT8 engine of the model built with
+  /// it, the kept batches run through it.
+  Expected<QuantError> engineError(const std::set<size_t>& in,
+                                   const std::map<std::string, float>& amax, Progress& progress,
+                                   int passes) {
+    CalibrationCache c;
+    c.sdkVersion = sdkVersion();
+    c.modelHash = modelHash_;
+    c.preprocessHash = data_.preprocessKey();
+    c.calibrator = opt_.calibrator;
+    c.histogramBins = opt_.histogramBins;
+    c.tensorAmax = amax;
+    c.smoothing = smoothing_;
+    for (size_t l = 0; l < layers_.size(); ++l)
+      c.layerPrecision[layers_[l].name] = in.count(l) ? Precision::kInt8 : Precision::kFp16;
+    const char* tmp = std::getenv("TMPDIR");
+    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/edgeinfer-judge-XXXXXX";
+    const int fd = mkstemp(path.data());
+    if (fd < 0)
+      return Status(ErrorCode::kIoError,
+                    "agreement target: cannot create a temporary calibration cache in " +
+                        path.substr(0, path.rfind('/')));
+    close(fd);
+    struct Remove {
+      std::string path;
+      ~Remove() { std::remove(path.c_str()); }
+    } remove{path};
+    EI_RETURN_IF_ERROR(c.save(path));
+    BuilderConfig cfg = judgeCfg_;
+    cfg.backend = Backend::kCuda;
+    cfg.precision = in.empty() ? Precision::kFp16 : Precision::kInt8;  // every layer kept out
+    cfg.strictPrecision = true;
+    cfg.calibrationCachePath = in.empty() ? std::string() : path;
+    cfg.tryRunnerUpsInEngine = false;
+    cfg.int8WholeEngineChoice = false;
+    cfg.timingCacheMissIsError = false;
+    auto e = Builder::buildFromFile(onnxPath_, cfg);
+    if (!e.ok())
+      return e.status().withContext("agreement target: the GPU engine of a policy with " +
+                                    std::to_string(in.size()) + " INT8 layer(s)");
+    auto ctx = (*e)->createExecutionContext();
+    if (!ctx.ok()) return ctx.status().withContext("agreement target: the GPU engine");
+    return outputsError(**ctx, progress, passes, SIZE_MAX);
+  }
+
+  /// The first `batches` kept batches run on `ctx`, its outputs' error and agreement against
+  /// FP32's.
+  Expected<QuantError> outputsError(ExecutionContext& ctx, Progress& progress, int passes,
+                                    size_t batches) {
+    ExecutionContext* c = &ctx;
     ErrorAccumulator acc;
     Agreement agreement;
     for (size_t b = 0; b < kept_.size() && b < batches; ++b) {
-      EI_RETURN_IF_ERROR(runBatch(*ctx, kept_[b].inputs));
+      EI_RETURN_IF_ERROR(runBatch(*c, kept_[b].inputs));
       if (opt_.agreement) {
         std::map<std::string, Tensor> got;
         for (const auto& [name, r] : baseline_[b]) {
-          EI_ASSIGN_OR_RETURN(Tensor out, ctx->getOutput(name));
+          EI_ASSIGN_OR_RETURN(Tensor out, c->getOutput(name));
           got.emplace(name, out);
         }
         auto a = opt_.agreement(baseline_[b], got);
@@ -725,7 +815,7 @@ class Calibration {
       if (opt_.outputView) {  // compared as the decoder reads them (copies: the view may write)
         std::map<std::string, Tensor> ref, got;
         for (const auto& [name, r] : baseline_[b]) {
-          EI_ASSIGN_OR_RETURN(Tensor out, ctx->getOutput(name));
+          EI_ASSIGN_OR_RETURN(Tensor out, c->getOutput(name));
           ref.emplace(name, r.clone());
           got.emplace(name, out.clone());
         }
@@ -735,7 +825,7 @@ class Calibration {
           if (auto g = got.find(name); g != got.end()) acc.add(name, r, g->second);
       } else {
         for (const auto& [name, ref] : baseline_[b]) {
-          EI_ASSIGN_OR_RETURN(Tensor out, ctx->getOutput(name));
+          EI_ASSIGN_OR_RETURN(Tensor out, c->getOutput(name));
           acc.add(name, ref, out);
         }
       }
@@ -758,6 +848,7 @@ class Calibration {
       for (size_t l = 0; l < layers_.size(); ++l) in.insert(l);
       for (size_t l : excluded) in.erase(l);
       for (size_t i = 0; i < k; ++i) in.erase(candidates[i]);
+      if (judgeOnGpu_) return engineError(in, amax, progress, passes);
       EI_ASSIGN_OR_RETURN(graph::Graph q, quant::quantizeGraph(graph_, layers_, in, amax));
       return modelError(q, progress, passes);
     };
@@ -809,6 +900,7 @@ class Calibration {
     rep.outputView = opt_.outputViewName;
     rep.agreement = opt_.agreementName;
     rep.minAgreement = opt_.minAgreement;
+    if (opt_.minAgreement > 0) rep.agreementJudge = judgeOnGpu_ ? "GPU engine" : "CPU simulation";
     while (static_cast<int>(kept_.size()) > keptBatches()) kept_.pop_back();
     const size_t rankBatches = std::min<size_t>(kept_.size(), opt_.reportBatches);
     for (size_t b = 0; b < rankBatches; ++b) rep.samples += kept_[b].images;
@@ -955,6 +1047,12 @@ class Calibration {
   std::map<size_t, std::vector<std::pair<size_t, size_t>>> observe_;  // node -> (slot, tensor)
   std::unique_ptr<runtime::GraphEngine> engine_;
   std::unique_ptr<Engine> gpuEngine_;  // passes 1 and 2 on the GPU (CalibrationOptions::backend)
+  // The agreement target judged on GPU engines (CalibrationOptions::agreementBackend): the
+  // model, its hash, the build settings (static shapes) and the smoothing factors.
+  bool judgeOnGpu_ = false;
+  std::string onnxPath_, modelHash_;
+  BuilderConfig judgeCfg_;
+  std::map<std::string, std::vector<float>> smoothing_;
   std::unique_ptr<ExecutionContext> gpuContext_;
   double gpuSeconds_ = 0, statSeconds_ = 0;  // GPU passes: engine runs and fetches, statistics
   std::vector<double> amax_;

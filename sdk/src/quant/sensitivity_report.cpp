@@ -49,6 +49,7 @@ std::string SensitivityReport::toText() const {
     if (minAgreement > 0)
       s << "; target " << fmt("%.1f", 100.0 * minAgreement) << " %, " << keptForAgreement
         << " layer(s) kept out of INT8 for it";
+    if (!agreementJudge.empty()) s << "; the policy judged on the " << agreementJudge;
     s << "\n";
   }
   char label[64];
@@ -97,6 +98,7 @@ std::string SensitivityReport::toJson() const {
   j["agreement"] = agreement;
   j["min_agreement"] = minAgreement;
   j["kept_for_agreement"] = keptForAgreement;
+  j["agreement_judge"] = agreementJudge;
   j["samples"] = samples;
   j["agreement_samples"] = agreementSamples;
   j["all_int8"] = errorJson(allInt8);

@@ -275,6 +275,7 @@ Expected<std::string> calibrationCacheFor(const ModelConfig& config,
                           std::to_string(c.reportBatches) + ";" + std::to_string(c.smoothing) +
                           ";" + std::to_string(c.smoothingAlpha) + ";view=" + c.outputViewName +
                           ";agreement=" + c.agreementName + ";" + std::to_string(c.minAgreement) +
+                          ";judge=" + backendName(c.minAgreement > 0 ? bc.backend : Backend::kCpu) +
                           ";" + graphKey(bc) + ";" + calibrationDataKey(options.calibrationData);
   std::string path;
   if (!dir.empty()) {
@@ -308,6 +309,10 @@ Expected<std::string> calibrationCacheFor(const ModelConfig& config,
                   config.name + ": INT8 calibration data: " + src.status().message());
   CalibrationOptions opt = c;
   opt.builder = bc;
+  // The agreement target judges the engine this model will run: on the GPU, its INT8 kernels
+  // and FP16 layers, whose rounding moves results near a decoder's threshold that the CPU's
+  // simulation does not.
+  opt.agreementBackend = bc.backend;
   if (!opt.agreement) setResultAgreement(config, &opt, opt.minAgreement);
   log(Severity::kInfo, config.name + ": calibrating INT8 (" + describeCalibrator(c.calibrator) +
                            ") on " + (*src)->describe() + " ...");

@@ -50,6 +50,10 @@ reuse without the data (--calibration-cache).
                             always shows this agreement)
   --agreement-images N      batches the agreement target judges, every layer INT8 and the
                             policy are measured on (default 64; the ranking: --report-images)
+  --agreement-backend B     what judges the agreement target: cpu (default: the report's
+                            simulation, FP32 where the policy keeps a layer out of INT8), cuda
+                            (the GPU engine each policy gives: its INT8 kernels and FP16
+                            layers, one build a step) or auto (the GPU if usable)
   --smoothing               even out the channels' ranges of activations carried from
                             convolutions to convolutions before quantizing them per tensor
                             (the factors taken back by the readers' weights; compare with
@@ -233,6 +237,20 @@ int cmdCalibrate(const Args& a) {
                              a.get("config") + "' has another"));
     vision::setResultAgreement(*cfg, &opt, minAgreement);
     haveConfig = true;
+  }
+  if (a.has("agreement-backend")) {
+    const std::string b = a.get("agreement-backend");
+    if (b == "cpu")
+      opt.agreementBackend = Backend::kCpu;
+    else if (b == "cuda" || b == "gpu")
+      opt.agreementBackend = Backend::kCuda;
+    else if (b == "auto")
+      opt.agreementBackend = Backend::kAuto;
+    else
+      return fail(Status(ErrorCode::kInvalidArgument,
+                         "--agreement-backend must be cpu, cuda or auto, not '" + b + "'"));
+    if (minAgreement <= 0)
+      std::cerr << "warning: --agreement-backend has no effect without --min-agreement\n";
   }
   for (const char* needs : {"decoder-view", "min-agreement"})
     if (a.has(needs) && !haveConfig)

@@ -182,6 +182,9 @@ Status calibrateFromData(const Args& a, const std::string& modelPath, const std:
   }
   EI_ASSIGN_OR_RETURN(auto src, openCalibrationData(a.get("calibration-data"), data));
   opt.builder = cfg;
+  // The agreement target judges the engine this build makes: on the GPU, its INT8 kernels and
+  // FP16 layers (a GPU engine a step); on the CPU, the simulation the CPU engine runs.
+  opt.agreementBackend = cfg.backend;
   std::cerr << "calibrating INT8 on " << src->describe() << " (min-max, sensitivity policy) ...\n";
   auto r = calibrate(modelPath, *src, opt);
   if (!r.ok()) return r.status().withContext("--calibration-data " + a.get("calibration-data"));

@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> valued = {"backend",
                                            "min-agreement",
                                            "agreement-images",
+                                           "agreement-backend",
                                            "batch",
                                            "boxes",
                                            "build-report",
