@@ -9,8 +9,9 @@
 #   blazeface  BlazeFace (back, 256x256) calibrated (min-max) on the real photos, built FP16,
 #              INT8 (timed against FP16) and INT8 strict; `edgeinfer bench` of each
 #   bfagree    BlazeFace back calibrated (min-max, the policy at 0.999) on the photos the unit tests'
-#              INT8 frames leave out, without and with --min-agreement 0.98; INT8 strict engines
-#              of both caches and the FP16 engine benched
+#              INT8 frames leave out, without and with --min-agreement 0.98 (judged on the CPU's
+#              simulation, and on the GPU engines: --agreement-backend cuda); INT8 strict engines
+#              of the caches and the FP16 engine benched
 #   resnet     ResNet-50 (torchvision, random weights, dynamic batch) calibrated (min-max) on
 #              2 random tensors, then R50_MODES (fp16 int8 int8_strict; int8_strict_exact on
 #              request: --int8-bit-exact) at R50_BATCHES (1 64): each built (wall time; with
@@ -126,9 +127,10 @@ if [[ " $steps " == *" bfagree "* ]]; then
   m=$carry/models/blazeface/blazeface_back_256.onnx
   mkdir -p /tmp/ei/other && cp "$carry"/media/faces/*.ppm "$carry"/media/kphotoalbum/*.ppm /tmp/ei/other/
   rm -f /tmp/ei/other/{2008_002506,2009_004587,grand_canyon_3}.ppm
-  for target in 0 0.98; do
+  for target in 0 0.98 0.98gpu; do
     extra=()
-    [ "$target" != 0 ] && extra=(--min-agreement "$target")
+    [ "$target" != 0 ] && extra=(--min-agreement "${target%gpu}")
+    [ "$target" = 0.98gpu ] && extra+=(--agreement-backend cuda)
     edgeinfer calibrate --config "$carry/models/blazeface/model_back.json" --data /tmp/ei/other \
       --method minmax --exclude-threshold 0.999 --report-images 4 "${extra[@]}" \
       -o "/tmp/ei/bfa_$target.calib" >"$out/bfa_calibrate_$target.log" 2>&1

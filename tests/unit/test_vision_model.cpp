@@ -1130,26 +1130,32 @@ TEST(VisionModel, BlazeFaceInt8OnTheGpuMatchesFp32Detections) {
     }
     // The agreement target (CalibrationOptions::minAgreement, an option): the policy chosen
     // on the other photos of the test media, so that the frames scored are not those it was
-    // chosen on; measured and printed, held to the loss bound, and for the front model to the
-    // goal.
-    {
-      const std::string own = dir + "/" + which;
-      ASSERT_EQ(mkdir(own.c_str(), 0755), 0);
+    // chosen on, judged on the CPU's simulation and on the GPU engines (agreementBackend);
+    // measured and printed, held to the loss bound, and for the front model to the goal.
+    const std::string own = dir + "/" + which;
+    ASSERT_EQ(mkdir(own.c_str(), 0755), 0);
+    const std::string other = otherPhotos(own);
+    for (const Backend judge : {Backend::kCpu, Backend::kCuda}) {
+      const std::string judgeName = judge == Backend::kCpu ? "CPU" : "GPU";
       CalibrationOptions ao = VisionModelOptions::defaultCalibration();
       setResultAgreement(*cfg, &ao, 0.98);
-      auto otherSrc = openCalibrationData(otherPhotos(own), d);
+      ao.agreementBackend = judge;
+      auto otherSrc = openCalibrationData(other, d);
       ASSERT_TRUE(otherSrc.ok()) << otherSrc.status().toString();
       auto ac = calibrate(cfg->modelPath, **otherSrc, ao);
       ASSERT_TRUE(ac.ok()) << ac.status().toString();
-      const std::string agreePath = own + "/agreement.calib";
+      const std::string agreePath = own + "/agreement-" + judgeName + ".calib";
       ASSERT_TRUE(ac->cache.save(agreePath).ok());
-      std::cout << which
-                << " agreement policy (other photos): " << ac->cache.excludedLayers().size()
-                << " of " << ac->cache.layerPrecision.size() << " layers kept in FP16, "
+      std::cout << which << " agreement policy (other photos, judged on the " << judgeName
+                << "): " << ac->cache.excludedLayers().size() << " of "
+                << ac->cache.layerPrecision.size() << " layers kept in FP16, "
                 << ac->report.withPolicy.agreement.matched << " of "
                 << ac->report.withPolicy.agreement.total << " results as FP32's there\n";
+      EXPECT_EQ(ac->report.agreementJudge,
+                judge == Backend::kCpu ? "CPU simulation" : "GPU engine");
       EXPECT_GE(ac->report.withPolicy.agreement.share(), 0.98);
-      const Int8Score s = score(agreePath, "agreement policy from other photos");
+      const Int8Score s =
+          score(agreePath, "agreement policy from other photos, judged on the " + judgeName);
       EXPECT_GE(s.at05, s.boxes * 9 / 10) << "FP32 faces the agreement-policy engine lost";
       if (which == "model.json") {
         EXPECT_GE(s.at09 * 100, s.boxes * 98) << "the issue's goal";
