@@ -114,6 +114,11 @@ Offered offered(const I8Case& c) {
   }
   if (c.C % 16 == 0 && cuda::int8ConvPointwiseFits(p))
     o.kernels += 1 + (c.K > 64 ? 1 : 0) + (c.K > 128 ? 1 : 0);
+  int optin = 0;
+  if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+    cudaGetLastError();
+  if (c.C % 16 == 0 && cuda::int8ConvHaloFits(p) && cuda::int8ConvHaloSharedBytes(p) <= optin)
+    o.kernels += 1;
   o.kernels += o.splitK;
   return o;
 }
@@ -527,6 +532,99 @@ TEST(CudaInt8Conv, PointwiseKernelsStreamManyTilesWithResiduals) {
             << "pw128x64, pw128x128 (and pw64x256), each with y (i8, f16) [x z (i8, f16)]";
         checkAllCandidates(c, true, formats, "cuda-i8.pw");  // (the others: the cases above)
       }
+}
+
+// The halo kernel (3x3, stride 1, padding 1): tiles of whole rows (Q = 56: 2 rows; 28: 4; 13:
+// 9, the last tile of an image short of rows; 9: 14 rows, more than the image; 128: one row),
+// input channels 32 to 128, output channels in one or two slices of 64 (96: the second half
+// empty), several images, residuals, activations and output formats, both roundings, every
+// output against the host reference.
+TEST(CudaInt8Conv, HaloKernelAcrossRowsChannelsAndEpilogues) {
+  EI_SKIP_WITHOUT_GPU();
+  struct Geometry {
+    int64_t N, C, H, W, K;
+  };
+  for (const Geometry& gm :
+       {Geometry{2, 64, 56, 56, 64}, Geometry{1, 128, 28, 28, 96}, Geometry{3, 32, 13, 13, 32},
+        Geometry{1, 96, 7, 9, 64}, Geometry{1, 64, 3, 128, 32}})
+    for (const bool residual : {false, true})
+      for (const char* act : {"Relu", "", "Sigmoid"}) {
+        if (residual && act[0] == 'S') continue;
+        SCOPED_TRACE("N " + std::to_string(gm.N) + ", C " + std::to_string(gm.C) + ", " +
+                     std::to_string(gm.H) + "x" + std::to_string(gm.W) + ", K " +
+                     std::to_string(gm.K) + (residual ? ", residual" : "") + ", activation '" +
+                     act + "'");
+        I8Case c;
+        c.op = "FusedConv";
+        c.act = act;
+        c.N = gm.N;
+        c.C = gm.C;
+        c.H = gm.H;
+        c.W = gm.W;
+        c.K = gm.K;
+        c.residual = residual;
+        c.build();
+        Int8ConvProvider prov;
+        size_t halo = 0;
+        for (const auto& t : prov.candidates(c.layer, Precision::kInt8))
+          halo += t->id().rfind("cuda-i8.halo128x64.", 0) == 0 ? 1 : 0;
+        const size_t formats = residual ? 4 : 2;
+        EXPECT_EQ(halo, formats) << "y (i8, f16) [x z (i8, f16)]";
+        checkAllCandidates(c, act[0] != 'S', formats, "cuda-i8.halo128x64.");
+      }
+  // The largest sums (x and w at their int8 extremes: 127 * 127 * 9 * 64 > 2^22) take the
+  // general path of the lean instance's epilogue.
+  I8Case sat;
+  sat.op = "FusedConv";
+  sat.act = "Relu";
+  sat.C = 64;
+  sat.K = 64;
+  sat.H = sat.W = 12;
+  sat.saturate = true;
+  checkAllCandidates(sat, true, 2, "cuda-i8.halo128x64.");
+}
+
+// Which layers the halo kernel takes, and launches it refuses (no GPU needed: the checks come
+// before anything reaches the device).
+TEST(CudaInt8Conv, HaloKernelOnlyFor3x3Stride1Padding1Layers_n) {
+  cuda::Int8ConvPlan p;  // ResNet-50's layer1 3x3 at batch 64: 64 -> 64 at 56x56
+  p.N = 64;
+  p.C = p.K = 64;
+  p.H = p.W = p.P = p.Q = 56;
+  p.R = p.S = 3;
+  p.padTop = p.padLeft = 1;
+  p.gemmK = p.gemmKPad = 9 * 64;
+  p.kernel = cuda::Int8ConvKernel::kHalo128x64;
+  EXPECT_TRUE(cuda::int8ConvHaloFits(p));
+  // weights 9 x 64 x (64 + 16), alpha and bias, two halos of 4 rows x 58 pixels x 80 bytes
+  EXPECT_EQ(cuda::int8ConvHaloSharedBytes(p), 9 * 64 * 80 + 512 + 2 * 4 * 58 * 80);
+  const auto refused = [&](auto change, const char* why) {
+    cuda::Int8ConvPlan q = p;
+    change(q);
+    EXPECT_FALSE(cuda::int8ConvHaloFits(q)) << why;
+  };
+  refused([](cuda::Int8ConvPlan& q) { q.strideH = q.strideW = 2; }, "stride 2");
+  refused([](cuda::Int8ConvPlan& q) { q.dilH = q.dilW = 2; }, "dilation 2");
+  refused([](cuda::Int8ConvPlan& q) { q.padTop = q.padLeft = 0, q.P = q.Q = 54; }, "no padding");
+  refused([](cuda::Int8ConvPlan& q) { q.R = q.S = 1; }, "1x1");
+  refused([](cuda::Int8ConvPlan& q) { q.C = 256, q.gemmK = q.gemmKPad = 9 * 256; }, "C > 128");
+  refused([](cuda::Int8ConvPlan& q) { q.C = 48, q.gemmK = 9 * 48, q.gemmKPad = 448; }, "C % 32");
+  refused([](cuda::Int8ConvPlan& q) { q.K = 40; }, "K % 32");
+  refused([](cuda::Int8ConvPlan& q) { q.W = q.Q = 200; }, "more than 128 columns");
+  cuda::Int8ConvArgs a;  // misaligned pointers are refused before any launch
+  alignas(16) static int8_t buf[64];
+  a.x = buf + 1;
+  a.w = a.y = buf;
+  a.alpha = a.bias = reinterpret_cast<const float*>(buf);
+  Status st = cuda::launchInt8ConvHalo(p, a, nullptr);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("16-byte aligned"), std::string::npos) << st.toString();
+  cuda::Int8ConvPlan q = p;
+  q.strideH = 2;
+  st = cuda::launchInt8ConvHalo(q, a, nullptr);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("not a 3x3 convolution of stride 1"), std::string::npos)
+      << st.toString();
 }
 
 // Which layers the pointwise kernels take, and launches they refuse (no GPU needed: the checks

@@ -100,6 +100,8 @@ const char* kernelName(const Int8ConvPlan& p) {
       return "pw128x64";
     case Int8ConvKernel::kPw64x256:
       return "pw64x256";
+    case Int8ConvKernel::kHalo128x64:
+      return "halo128x64";
   }
   return "?";
 }
@@ -309,6 +311,9 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
       if (plan.K > 64) kernels.emplace_back(Int8ConvKernel::kPw128x128, 16);
       if (plan.K > 128) kernels.emplace_back(Int8ConvKernel::kPw64x256, 16);
     }
+    if (vec == 16 && int8ConvHaloFits(plan) &&  // 3x3 of few channels: each input copied once
+        int8ConvHaloSharedBytes(plan) <= detail::deviceSharedMemoryOptin())
+      kernels.emplace_back(Int8ConvKernel::kHalo128x64, 16);
     if (vec == 16 && int8ConvWgmmaAvailable()) {
       // wgmma fed by TMA where the layer fits it (C % 64 == 0; C % 128 == 0 for 128-byte K
       // steps), by cp.async elsewhere: on every ResNet-50 layer the TMA kernel of a tile shape

@@ -372,6 +372,8 @@ Status launchInt8Conv(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream
           a.y, total);
   } else if (isInt8ConvPointwiseKernel(p.kernel)) {
     return launchInt8ConvPointwise(p, a, stream);
+  } else if (p.kernel == Int8ConvKernel::kHalo128x64) {
+    return launchInt8ConvHalo(p, a, stream);
   } else if (!denseGridFits(p)) {
     return Status(ErrorCode::kUnsupported, "int8 conv: too large for one launch");
   } else if (isInt8ConvTmaKernel(p.kernel)) {

@@ -62,6 +62,11 @@
 //           (mma.sync), and run the epilogue straight from the accumulator registers, 8
 //           consecutive channels of a pixel a thread, stored as one piece
 //           (int8_conv_pointwise.cu). Offered: 128x64, 128x128 for K > 64, 64x256 for K > 128.
+//           "halo128x64" (3x3, stride 1, padding 1, C % 32 == 0, C <= 128, K % 32 == 0, at
+//           most 128 output columns; sm_80 and newer): persistent blocks that keep their 64
+//           channels' weights for the nine window positions in shared memory and copy each
+//           tile's input once, as a halo of whole rows, instead of once per window position
+//           (int8_conv_halo.cu); mma.sync, the pointwise kernels' register epilogue.
 //           "dw<4|1>" (group == C_in == C_out): depthwise, one output pixel and 4 (C % 4 == 0)
 //           or 1 channels per thread.
 //   y       "i8" (when the output has a scale) or "f16"
@@ -125,6 +130,7 @@ enum class Int8ConvKernel : int32_t {
   kPw128x128,         ///< 1x1, persistent, mma.sync (int8_conv_pointwise.cu), 128 x 128 a tile
   kPw128x64,          ///< 1x1, persistent, mma.sync, 128 x 64
   kPw64x256,          ///< 1x1, persistent, mma.sync, 64 x 256 (whole rows of 256 channels)
+  kHalo128x64,        ///< 3x3 stride 1, persistent, mma.sync, halo tiles (int8_conv_halo.cu)
 };
 
 /// Whether `kernel` is one of the pointwise (1x1) persistent kernels.
@@ -168,6 +174,8 @@ inline Int8ConvTile int8ConvTmaTile(Int8ConvKernel kernel) {
       return {128, 64, 0};
     case Int8ConvKernel::kPw64x256:
       return {64, 256, 0};
+    case Int8ConvKernel::kHalo128x64:
+      return {128, 64, 0};
     default:
       return {};
   }
@@ -253,6 +261,18 @@ Status launchInt8ConvTma(const Int8ConvPlan& plan, const Int8ConvArgs& args, voi
 /// 1x1 convolution without padding (the output covers the strided input exactly), C % 32 == 0,
 /// C <= 256, K % 32 == 0. The device must also allow int8ConvPointwiseSharedBytes.
 bool int8ConvPointwiseFits(const Int8ConvPlan& plan);
+
+/// Whether the halo kernel runs the layer of `plan`: a 3x3 convolution of stride 1, dilation 1
+/// and padding 1 on every side (P = H, Q = W), C % 32 == 0, C <= 128, K % 32 == 0, Q <= 128.
+/// The device must also allow int8ConvHaloSharedBytes.
+bool int8ConvHaloFits(const Int8ConvPlan& plan);
+
+/// Dynamic shared memory of the halo kernel's launch at its fewest stages (two): the weights of
+/// 64 channels at the nine window positions, alpha and bias, two halos of input rows.
+int int8ConvHaloSharedBytes(const Int8ConvPlan& plan);
+
+/// The halo kernel's launch (int8_conv_halo.cu; launchInt8Conv calls it for kHalo128x64).
+Status launchInt8ConvHalo(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
 
 /// Dynamic shared memory of a pointwise kernel's launch: plan.kernel's weights, alpha and bias,
 /// and two stages of input and residual rows (plan.hasZ and plan.zScale say which residual).

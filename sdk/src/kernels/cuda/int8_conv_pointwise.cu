@@ -133,40 +133,6 @@ __host__ __device__ inline int residualBytes(const Int8ConvPlan& p) {
 /// The most stages a launch uses: tiles in flight are stages - 1.
 constexpr int kPwMaxStages = 8;
 
-/// cp.async.wait_group with a count known at run time (1 to kPwMaxStages - 1).
-__device__ __forceinline__ void cpAsyncWaitFor(int pending) {
-  switch (pending) {
-    case 1:
-      dev::cpAsyncWait<1>();
-      break;
-    case 2:
-      dev::cpAsyncWait<2>();
-      break;
-    case 3:
-      dev::cpAsyncWait<3>();
-      break;
-    case 4:
-      dev::cpAsyncWait<4>();
-      break;
-    case 5:
-      dev::cpAsyncWait<5>();
-      break;
-    case 6:
-      dev::cpAsyncWait<6>();
-      break;
-    default:
-      dev::cpAsyncWait<7>();
-      break;
-  }
-}
-
-/// i / d for 0 <= i < 4096 and 1 <= d <= 16 as a multiply and a shift: with m = ceil(2^16 / d),
-/// i * m / 2^16 exceeds i / d by less than 4096 / 2^16 = 1/16, which never reaches the next
-/// integer (i / d's fraction is at most 15/16).
-__device__ __forceinline__ int divSmall(int i, int m) {
-  return (i * m) >> 16;
-}
-
 /// Row of piece `i` of a tile whose rows are BN elements of `bytes` (1 or 2) bytes, 16-byte
 /// pieces (BN a power of two: a shift).
 template <int BN>
@@ -212,7 +178,7 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
   // The weights (constants: read before waiting for the kernel before), their rows permuted
   // within each group of 32 channels: row 8b + c of a group holds channel 8 (c / 2) + 2b + c % 2.
   for (int i = tid; i < BN * chunks; i += kPwThreads) {
-    const int r = divSmall(i, chunkDiv), ch = i - r * chunks;
+    const int r = dev::divSmall(i, chunkDiv), ch = i - r * chunks;
     const int b = (r & 31) >> 3, c = r & 7;
     const int k = n0 + (r & ~31) + 8 * (c >> 1) + 2 * b + (c & 1);
     const bool valid = k < p.K;
@@ -231,7 +197,7 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
   const auto loadTile = [&](int tile, int8_t* stage) {
     const int m0 = tile * BM;
     for (int i = tid; i < BM * chunks; i += kPwThreads) {
-      const int r = divSmall(i, chunkDiv), ch = i - r * chunks, m = m0 + r;
+      const int r = dev::divSmall(i, chunkDiv), ch = i - r * chunks, m = m0 + r;
       const bool valid = m < rows;
       int64_t pixel = m;
       if (!contiguous && valid) {
@@ -273,8 +239,9 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
     const int ahead = mt + (stages - 1) * tileStride;  // into the stage the last tile used
     if (ahead < mTiles) loadTile(ahead, stageMem + (st == 0 ? stages - 1 : st - 1) * L.stageBytes);
     dev::cpAsyncCommit();
-    cpAsyncWaitFor(stages - 1);  // the weights and this tile have landed (this thread's copies)
-    __syncthreads();             // (everyone's)
+    dev::cpAsyncWaitFor(stages -
+                        1);  // the weights and this tile have landed (this thread's copies)
+    __syncthreads();         // (everyone's)
 
     // The first K step sets the sums (mmaS8From: no zeroing), the others add to them.
     int32_t acc[2][kNT][4];
@@ -364,29 +331,6 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
 #endif
 }
 
-/// Blocks of kernel `kernel` (`smem` bytes of dynamic shared memory) resident on a
-/// multiprocessor of the current device, asked of the runtime once per device, kernel and size.
-int residentBlocks(const void* kernel, int smem) {
-  static std::mutex mu;
-  static std::map<std::tuple<int, const void*, int>, int> known;
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    cudaGetLastError();
-    return 1;
-  }
-  std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_tuple(dev, kernel, smem);
-  if (const auto it = known.find(key); it != known.end()) return it->second;
-  int blocks = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kPwThreads,
-                                                    static_cast<size_t>(smem)) != cudaSuccess) {
-    cudaGetLastError();
-    blocks = 1;
-  }
-  known[key] = std::max(blocks, 1);
-  return known[key];
-}
-
 /// Stages of a launch: as many as fit (up to kPwMaxStages) in the shared memory a block may use
 /// while as many blocks stay resident as the registers allow (3 of the 64-channel kernel, 2 of
 /// the others, 1 KiB reserved a block), two at least. A tile of few input channels is a few KiB:
@@ -417,8 +361,9 @@ Status launchPointwiseMode(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStr
   const int rows = p.N * p.P * p.Q;
   const int slices = (p.K + BN - 1) / BN;
   const int64_t tiles = int64_t{(rows + BM - 1) / BM} * slices;
-  const int64_t resident = int64_t{residentBlocks(reinterpret_cast<const void*>(kernel), smem)} *
-                           std::max(detail::deviceSmCount(), 1);
+  const int64_t resident =
+      int64_t{residentBlocks(reinterpret_cast<const void*>(kernel), kPwThreads, smem)} *
+      std::max(detail::deviceSmCount(), 1);
   int64_t blocks = std::min(tiles, resident);
   blocks = std::max<int64_t>(slices, blocks / slices * slices);  // a whole number of slices
   cudaLaunchConfig_t cfg = {};

@@ -3,8 +3,11 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <map>
 #include <mutex>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "edgeinfer/status.h"
@@ -28,6 +31,30 @@ inline Status allowSharedMemory(const void* kernel, int bytes, bool nonPortableC
     EI_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   raised.insert({kernel, dev});
   return Status::Ok();
+}
+
+/// Blocks of `kernel` (`threads` a block, `smem` bytes of dynamic shared memory) resident on a
+/// multiprocessor of the current device, asked of the runtime once per device, kernel, block
+/// size and shared memory; 1 when it cannot say. For persistent kernels' grids.
+inline int residentBlocks(const void* kernel, int threads, int smem) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, const void*, int, int>, int> known;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return 1;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_tuple(dev, kernel, threads, smem);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  int blocks = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads,
+                                                    static_cast<size_t>(smem)) != cudaSuccess) {
+    cudaGetLastError();
+    blocks = 1;
+  }
+  known[key] = std::max(blocks, 1);
+  return known[key];
 }
 
 }  // namespace edgeinfer::cuda

@@ -48,6 +48,40 @@ __device__ __forceinline__ void cpAsyncWait() {
 #endif
 }
 
+/// cp.async.wait_group with a count known at run time (1 to 7; more waits for 7).
+__device__ __forceinline__ void cpAsyncWaitFor(int pending) {
+  switch (pending) {
+    case 1:
+      cpAsyncWait<1>();
+      break;
+    case 2:
+      cpAsyncWait<2>();
+      break;
+    case 3:
+      cpAsyncWait<3>();
+      break;
+    case 4:
+      cpAsyncWait<4>();
+      break;
+    case 5:
+      cpAsyncWait<5>();
+      break;
+    case 6:
+      cpAsyncWait<6>();
+      break;
+    default:
+      cpAsyncWait<7>();
+      break;
+  }
+}
+
+/// i / d for 0 <= i < 4096 and 1 <= d <= 16 as a multiply and a shift, with m = ceil(2^16 / d):
+/// i * m / 2^16 exceeds i / d by less than 4096 / 2^16 = 1/16, which never reaches the next
+/// integer (i / d's fraction is at most 15/16).
+__device__ __forceinline__ int divSmall(int i, int m) {
+  return (i * m) >> 16;
+}
+
 __device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], const void* p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
