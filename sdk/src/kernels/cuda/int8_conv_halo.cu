@@ -70,7 +70,7 @@ __host__ __device__ inline HaloLayout haloLayout(int C, int Q, int stages) {
   return l;
 }
 
-__global__ void __launch_bounds__(kHaloThreads, 1)
+__global__ void __launch_bounds__(kHaloThreads, 2)
     i8ConvHalo(const Int8ConvPlan p, const int8_t* __restrict__ x, const int8_t* __restrict__ w,
                const float* __restrict__ alpha, const float* __restrict__ bias,
                const void* __restrict__ z, void* __restrict__ y, int stages) {
@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(kHaloThreads, 1)
       for (int b = 0; b < kNT; ++b)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[a][b][e] = 0;
-#pragma unroll 1
+#pragma unroll
     for (int t = 0; t < 9; ++t) {
       const int8_t* at = cur + ((t / 3) * L.cols + t % 3) * L.pitch;
       const int8_t* wt = Ws + t * kHaloBN * L.pitch;
@@ -248,11 +248,15 @@ __global__ void __launch_bounds__(kHaloThreads, 1)
 #endif
 }
 
-/// Stages of a launch: as many as fit (up to kHaloMaxStages) in the shared memory of one block a
-/// multiprocessor (1 KiB reserved), two at least.
+/// Stages of a launch: as many as fit (up to kHaloMaxStages) in the shared memory of two blocks
+/// a multiprocessor (1 KiB reserved a block: 8 warps alone leave the tensor cores waiting on
+/// their ldmatrix chains), or of one where two stages of two blocks do not fit (C = 128); two at
+/// least.
 int haloStages(const Int8ConvPlan& p) {
-  const int budget =
-      std::min(detail::deviceSharedMemoryOptin(), detail::deviceSharedMemoryPerSm() - 1024);
+  const int perSm = detail::deviceSharedMemoryPerSm();
+  int budget = std::min(detail::deviceSharedMemoryOptin(), perSm / 2 - 1024);
+  if (haloLayout(p.C, p.Q, 2).total > budget)
+    budget = std::min(detail::deviceSharedMemoryOptin(), perSm - 1024);
   int stages = 2;
   while (stages < kHaloMaxStages && haloLayout(p.C, p.Q, stages + 1).total <= budget) ++stages;
   return stages;
