@@ -101,8 +101,7 @@ __global__ void __launch_bounds__(kHaloThreads, 2)
   for (int i = tid; i < 9 * kHaloBN * chunks; i += kHaloThreads) {
     const int rowAll = i / chunks, ch = i - rowAll * chunks;
     const int t = rowAll / kHaloBN, r = rowAll - t * kHaloBN;
-    const int b = (r & 31) >> 3, c = r & 7;
-    const int k = n0 + (r & ~31) + 8 * (c >> 1) + 2 * b + (c & 1);
+    const int k = n0 + dev::permutedWeightChannel(r);
     const bool valid = k < p.K;
     dev::cpAsync<16>(Ws + rowAll * L.pitch + ch * 16,
                      valid ? w + static_cast<int64_t>(k) * p.gemmKPad + t * p.C + ch * 16 : w,
@@ -178,15 +177,9 @@ __global__ void __launch_bounds__(kHaloThreads, 2)
 #pragma unroll
         for (int a = 0; a < 2; ++a) dev::ldmatrixX4(af[a], at + aOff[a] + k0);
 #pragma unroll
-        for (int b = 0; b < kNT; b += 2) {
-          uint32_t r[4];
-          dev::ldmatrixX4(r, wt + (wn * kWN + b * 8 + (lane & 7) + ((lane >> 4) << 3)) * L.pitch +
-                                 k0 + ((lane >> 3) & 1) * 16);
-          bf[b][0] = r[0];
-          bf[b][1] = r[1];
-          bf[b + 1][0] = r[2];
-          bf[b + 1][1] = r[3];
-        }
+        for (int b = 0; b < kNT; b += 2)
+
+          dev::ldmatrixB2(bf[b], bf[b + 1], wt + (wn * kWN + b * 8) * L.pitch, L.pitch, k0, lane);
 #pragma unroll
         for (int a = 0; a < 2; ++a)
 #pragma unroll
@@ -203,10 +196,8 @@ __global__ void __launch_bounds__(kHaloThreads, 2)
     if (n0 + c0 < p.K) {
       alignas(16) float av[8];
       alignas(16) float bv[8];
-      *reinterpret_cast<float4*>(&av[0]) = *reinterpret_cast<const float4*>(alphaS + c0);
-      *reinterpret_cast<float4*>(&av[4]) = *reinterpret_cast<const float4*>(alphaS + c0 + 4);
-      *reinterpret_cast<float4*>(&bv[0]) = *reinterpret_cast<const float4*>(biasS + c0);
-      *reinterpret_cast<float4*>(&bv[4]) = *reinterpret_cast<const float4*>(biasS + c0 + 4);
+      dev::load8(alphaS + c0, av);
+      dev::load8(biasS + c0, bv);
 #pragma unroll
       for (int a = 0; a < 2; ++a)
 #pragma unroll
@@ -299,8 +290,7 @@ Status launchInt8ConvHalo(const Int8ConvPlan& p, const Int8ConvArgs& a, void* st
   const int64_t resident =
       int64_t{residentBlocks(reinterpret_cast<const void*>(kernel), kHaloThreads, smem)} *
       std::max(detail::deviceSmCount(), 1);
-  int64_t blocks = std::min(tiles, resident);
-  blocks = std::max<int64_t>(slices, blocks / slices * slices);  // a whole number of slices
+  const int64_t blocks = persistentGrid(tiles, slices, resident);
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attrs[1];
   cfg.gridDim = dim3(static_cast<unsigned>(blocks));

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <set>
@@ -55,6 +56,14 @@ inline int residentBlocks(const void* kernel, int threads, int smem) {
   }
   known[key] = std::max(blocks, 1);
   return known[key];
+}
+
+/// The grid of a persistent kernel whose blocks each take every (grid / slices)-th tile of one
+/// slice of channels: as many blocks as are resident at once (`resident` on the device), no
+/// more than `tiles`, a whole number of slices.
+inline int64_t persistentGrid(int64_t tiles, int slices, int64_t resident) {
+  const int64_t blocks = std::min(tiles, resident);
+  return std::max<int64_t>(slices, blocks / slices * slices);
 }
 
 }  // namespace edgeinfer::cuda

@@ -116,4 +116,31 @@ __device__ __forceinline__ void mmaS8From(int32_t (&acc)[4], const uint32_t (&a)
 #endif
 }
 
+/// The channel held by row `r` of a block's permuted weight rows (the pointwise and halo
+/// kernels' register epilogue): within each group of 32, row 8b + c holds channel
+/// 8 (c / 2) + 2b + c % 2, so that the four m16n8 accumulator tiles of a group leave each thread
+/// the sums of 8 consecutive channels of a pixel (tile b, column 2t + e: channel 8t + 2b + e).
+__host__ __device__ inline int permutedWeightChannel(int r) {
+  const int b = (r & 31) >> 3, c = r & 7;
+  return (r & ~31) + 8 * (c >> 1) + 2 * b + (c & 1);
+}
+
+/// Two neighbouring m16n8k32 B fragments, columns `rows` .. `rows` + 15 (weight rows `pitch`
+/// bytes apart), K bytes k0 .. k0 + 31, in one ldmatrix.x4.
+__device__ __forceinline__ void ldmatrixB2(uint32_t (&b0)[2], uint32_t (&b1)[2], const int8_t* rows,
+                                           int pitch, int k0, int lane) {
+  uint32_t r[4];
+  ldmatrixX4(r, rows + ((lane & 7) + ((lane >> 4) << 3)) * pitch + k0 + ((lane >> 3) & 1) * 16);
+  b0[0] = r[0];
+  b0[1] = r[1];
+  b1[0] = r[2];
+  b1[1] = r[3];
+}
+
+/// Eight floats from 16-byte aligned memory, in two 16-byte loads.
+__device__ __forceinline__ void load8(const float* p, float (&v)[8]) {
+  *reinterpret_cast<float4*>(&v[0]) = *reinterpret_cast<const float4*>(p);
+  *reinterpret_cast<float4*>(&v[4]) = *reinterpret_cast<const float4*>(p + 4);
+}
+
 }  // namespace edgeinfer::cuda::dev
