@@ -119,6 +119,9 @@ Offered offered(const I8Case& c) {
     cudaGetLastError();
   if (c.C % 16 == 0 && cuda::int8ConvHaloFits(p) && cuda::int8ConvHaloSharedBytes(p) <= optin)
     o.kernels += 1;
+  if (cuda::int8ConvWgmmaAvailable() && cuda::int8ConvHaloFits(p) && c.C % 64 == 0 &&
+      cuda::int8ConvHaloWgSharedBytes(p) <= optin)
+    o.kernels += 1;  // its wgmma form
   o.kernels += o.splitK;
   return o;
 }
@@ -565,12 +568,16 @@ TEST(CudaInt8Conv, HaloKernelAcrossRowsChannelsAndEpilogues) {
         c.residual = residual;
         c.build();
         Int8ConvProvider prov;
-        size_t halo = 0;
-        for (const auto& t : prov.candidates(c.layer, Precision::kInt8))
+        size_t halo = 0, haloWg = 0;
+        for (const auto& t : prov.candidates(c.layer, Precision::kInt8)) {
           halo += t->id().rfind("cuda-i8.halo128x64.", 0) == 0 ? 1 : 0;
+          haloWg += t->id().rfind("cuda-i8.halowg128x64.", 0) == 0 ? 1 : 0;
+        }
         const size_t formats = residual ? 4 : 2;
         EXPECT_EQ(halo, formats) << "y (i8, f16) [x z (i8, f16)]";
-        checkAllCandidates(c, act[0] != 'S', formats, "cuda-i8.halo128x64.");
+        EXPECT_EQ(haloWg, cuda::int8ConvWgmmaAvailable() && gm.C % 64 == 0 ? formats : 0u)
+            << "the wgmma form: compute 9.0, C % 64 == 0";
+        checkAllCandidates(c, act[0] != 'S', formats, "cuda-i8.halo");
       }
   // The largest sums (x and w at their int8 extremes: 127 * 127 * 9 * 64 > 2^22) take the
   // general path of the lean instance's epilogue.
@@ -581,7 +588,7 @@ TEST(CudaInt8Conv, HaloKernelAcrossRowsChannelsAndEpilogues) {
   sat.K = 64;
   sat.H = sat.W = 12;
   sat.saturate = true;
-  checkAllCandidates(sat, true, 2, "cuda-i8.halo128x64.");
+  checkAllCandidates(sat, true, 2, "cuda-i8.halo");
 }
 
 // Which layers the halo kernel takes, and launches it refuses (no GPU needed: the checks come

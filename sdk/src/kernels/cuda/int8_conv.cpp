@@ -102,6 +102,8 @@ const char* kernelName(const Int8ConvPlan& p) {
       return "pw64x256";
     case Int8ConvKernel::kHalo128x64:
       return "halo128x64";
+    case Int8ConvKernel::kHaloWg128x64:
+      return "halowg128x64";
   }
   return "?";
 }
@@ -314,6 +316,9 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
     if (vec == 16 && int8ConvHaloFits(plan) &&  // 3x3 of few channels: each input copied once
         int8ConvHaloSharedBytes(plan) <= detail::deviceSharedMemoryOptin())
       kernels.emplace_back(Int8ConvKernel::kHalo128x64, 16);
+    if (vec == 16 && int8ConvWgmmaAvailable() && int8ConvHaloFits(plan) && plan.C % 64 == 0 &&
+        int8ConvHaloWgSharedBytes(plan) <= detail::deviceSharedMemoryOptin())
+      kernels.emplace_back(Int8ConvKernel::kHaloWg128x64, 16);
     if (vec == 16 && int8ConvWgmmaAvailable()) {
       // wgmma fed by TMA where the layer fits it (C % 64 == 0; C % 128 == 0 for 128-byte K
       // steps), by cp.async elsewhere: on every ResNet-50 layer the TMA kernel of a tile shape

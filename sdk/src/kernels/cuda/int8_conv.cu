@@ -374,6 +374,8 @@ Status launchInt8Conv(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream
     return launchInt8ConvPointwise(p, a, stream);
   } else if (p.kernel == Int8ConvKernel::kHalo128x64) {
     return launchInt8ConvHalo(p, a, stream);
+  } else if (p.kernel == Int8ConvKernel::kHaloWg128x64) {
+    return launchInt8ConvHaloWg(p, a, stream);
   } else if (!denseGridFits(p)) {
     return Status(ErrorCode::kUnsupported, "int8 conv: too large for one launch");
   } else if (isInt8ConvTmaKernel(p.kernel)) {
@@ -399,6 +401,14 @@ Status launchInt8Conv(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream
 }
 
 #ifndef EDGEINFER_HAVE_SM90A
+int int8ConvHaloWgSharedBytes(const Int8ConvPlan&) {
+  return 0;
+}
+
+Status launchInt8ConvHaloWg(const Int8ConvPlan&, const Int8ConvArgs&, void*) {
+  return Status(ErrorCode::kUnsupported, "int8 conv: this build has no sm_90a (wgmma) code");
+}
+
 Status launchInt8ConvWgmma(const Int8ConvPlan&, const Int8ConvArgs&, void*) {
   return Status(ErrorCode::kUnsupported, "int8 conv: this build has no sm_90a (wgmma) code");
 }

@@ -67,6 +67,9 @@
 //           channels' weights for the nine window positions in shared memory and copy each
 //           tile's input once, as a halo of whole rows, instead of once per window position
 //           (int8_conv_halo.cu); mma.sync, the pointwise kernels' register epilogue.
+//           "halowg128x64" (the same layers with C % 64 == 0, compute 9.0 devices, builds with
+//           sm_90a code): the halo kernel with wgmma, A fragments from registers, the weights in
+//           wgmma's swizzled layout (int8_conv_halo_sm90a.cu).
 //           "dw<4|1>" (group == C_in == C_out): depthwise, one output pixel and 4 (C % 4 == 0)
 //           or 1 channels per thread.
 //   y       "i8" (when the output has a scale) or "f16"
@@ -131,6 +134,7 @@ enum class Int8ConvKernel : int32_t {
   kPw128x64,          ///< 1x1, persistent, mma.sync, 128 x 64
   kPw64x256,          ///< 1x1, persistent, mma.sync, 64 x 256 (whole rows of 256 channels)
   kHalo128x64,        ///< 3x3 stride 1, persistent, mma.sync, halo tiles (int8_conv_halo.cu)
+  kHaloWg128x64,      ///< the same with wgmma, A from registers (int8_conv_halo_sm90a.cu)
 };
 
 /// Whether `kernel` is one of the pointwise (1x1) persistent kernels.
@@ -175,6 +179,7 @@ inline Int8ConvTile int8ConvTmaTile(Int8ConvKernel kernel) {
     case Int8ConvKernel::kPw64x256:
       return {64, 256, 0};
     case Int8ConvKernel::kHalo128x64:
+    case Int8ConvKernel::kHaloWg128x64:
       return {128, 64, 0};
     default:
       return {};
@@ -273,6 +278,14 @@ int int8ConvHaloSharedBytes(const Int8ConvPlan& plan);
 
 /// The halo kernel's launch (int8_conv_halo.cu; launchInt8Conv calls it for kHalo128x64).
 Status launchInt8ConvHalo(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
+
+/// Dynamic shared memory of the wgmma halo kernel's launch at two stages (its weights in
+/// wgmma's swizzled layout, no padding); 0 in builds without sm_90a code.
+int int8ConvHaloWgSharedBytes(const Int8ConvPlan& plan);
+
+/// The wgmma halo kernel's launch (int8_conv_halo_sm90a.cu; int8ConvHaloFits and C % 64 == 0);
+/// in builds without sm_90a code, kUnsupported.
+Status launchInt8ConvHaloWg(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
 
 /// Dynamic shared memory of a pointwise kernel's launch: plan.kernel's weights, alpha and bias,
 /// and two stages of input and residual rows (plan.hasZ and plan.zScale say which residual).
