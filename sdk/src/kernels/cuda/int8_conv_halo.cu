@@ -30,26 +30,14 @@
 #include <algorithm>
 #include <string>
 
-#include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/cuda_tactic_base.h"  // device attributes
-#include "kernels/cuda/dependent_launch.cuh"
-#include "kernels/cuda/int8_conv.h"
-#include "kernels/cuda/int8_conv_epilogue.cuh"
-#include "kernels/cuda/kernel_attributes.h"
-#include "kernels/cuda/mma_sync.cuh"
+#include "kernels/cuda/int8_conv_halo.cuh"
 
 namespace edgeinfer::cuda {
 namespace {
 
 constexpr int kHaloThreads = 256;  // 8 warps: 4 along the pixels (32 each), 2 along channels
-constexpr int kHaloBM = 128, kHaloBN = 64;
+constexpr int kHaloBN = 64;
 constexpr int kHaloMaxC = 128, kHaloMaxQ = 128;
-constexpr int kHaloMaxStages = 8;
-
-/// Output rows a tile: whole rows, at most kHaloBM pixels.
-__host__ __device__ inline int haloTileRows(int Q) {
-  return Q >= kHaloBM ? 1 : kHaloBM / Q;
-}
 
 /// The dynamic shared memory of a launch: the weights (9 positions x 64 rows of C bytes, 16
 /// bytes of padding a row so the 8 rows an ldmatrix phase reads fall on different banks), alpha
@@ -65,7 +53,7 @@ __host__ __device__ inline HaloLayout haloLayout(int C, int Q, int stages) {
   l.cols = Q + 2;
   l.wBytes = 9 * kHaloBN * l.pitch;
   l.abBytes = 2 * kHaloBN * static_cast<int>(sizeof(float));
-  l.stageBytes = (haloTileRows(Q) + 2) * l.cols * l.pitch;
+  l.stageBytes = (halo::tileRows(Q) + 2) * l.cols * l.pitch;
   l.total = l.wBytes + l.abBytes + stages * l.stageBytes;
   return l;
 }
@@ -87,10 +75,10 @@ __global__ void __launch_bounds__(kHaloThreads, 2)
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int wm = warp % kWarpsM, wn = warp / kWarpsM;
   const int g = lane >> 2, t4 = lane & 3;
-  const int rt = haloTileRows(p.Q), tileRows = (p.P + rt - 1) / rt;
+  const int rt = halo::tileRows(p.Q), tileRows = (p.P + rt - 1) / rt;
   const int slices = (p.K + kHaloBN - 1) / kHaloBN;
   const int n0 = static_cast<int>(blockIdx.x) % slices * kHaloBN;
-  const int mTiles = p.N * tileRows;
+  const int mTiles = halo::tiles(p);
   const int tileStride = static_cast<int>(gridDim.x) / slices;
   const int chunks = p.C / 16;  // 16-byte pieces of a pixel: 2 to 8
   const int chunkDiv = (65536 + chunks - 1) / chunks;
@@ -115,22 +103,8 @@ __global__ void __launch_bounds__(kHaloThreads, 2)
   dev::cpAsyncCommit();
   dev::waitForPriorGrids();  // the input, the residual and the output from here on
 
-  // Tile `tile` (image n, output rows [tr * rt, tr * rt + rt)): its halo, input rows tr * rt - 1
-  // to tr * rt + rt and columns -1 to Q, zeros outside the image.
-  const int rowPieces = L.cols * chunks;
   const auto loadTile = [&](int tile, int8_t* stage) {
-    const int n = tile / tileRows, h0 = (tile - n * tileRows) * rt - 1;
-    for (int hr = 0; hr < rt + 2; ++hr) {
-      const int ih = h0 + hr;
-      const bool rowIn = ih >= 0 && ih < p.H;
-      const int8_t* src = x + (static_cast<int64_t>(n) * p.H + ih) * p.W * p.C;
-      int8_t* dst = stage + hr * L.cols * L.pitch;
-      for (int i = tid; i < rowPieces; i += kHaloThreads) {
-        const int hc = dev::divSmall(i, chunkDiv), ch = i - hc * chunks, iw = hc - 1;
-        const bool valid = rowIn && iw >= 0 && iw < p.W;
-        dev::cpAsync<16>(dst + hc * L.pitch + ch * 16, valid ? src + iw * p.C + ch * 16 : x, valid);
-      }
-    }
+    halo::loadTile<kHaloThreads>(p, x, tile, stage, L.pitch, chunkDiv, tid);
   };
 
   // Each lane's A rows (ldmatrix: row lane % 16 of its m16 group, K half lane / 16): the halo
@@ -139,7 +113,7 @@ __global__ void __launch_bounds__(kHaloThreads, 2)
 #pragma unroll
   for (int a = 0; a < 2; ++a) {
     const int m = wm * 32 + a * 16 + (lane & 15);
-    aOff[a] = (m < rt * p.Q ? ((m / p.Q) * L.cols + m % p.Q) * L.pitch : 0) + (lane >> 4) * 16;
+    aOff[a] = halo::pixelOffset(p, m, L.pitch) + (lane >> 4) * 16;
   }
   // Each thread's epilogue rows: 4 pixels (a, h), their row within the tile.
   const float inv = __frcp_rn(p.yScale);  // for the bit-exact quantize (int8 outputs)
@@ -211,24 +185,8 @@ __global__ void __launch_bounds__(kHaloThreads, 2)
             q[2 * b + 1] = acc[a][b][2 * h + 1];
           }
           const int64_t base = (m0 + r) * p.K + n0 + c0;
-          if (lean && dev::i8SmallSums8(q)) {  // the common case in few operations
-            uint2 z8 = make_uint2(0u, 0u);
-            if (zb == 1) z8 = *reinterpret_cast<const uint2*>(static_cast<const int8_t*>(z) + base);
-            *reinterpret_cast<uint2*>(static_cast<int8_t*>(y) + base) =
-                dev::i8Lean8(q, av, bv, zb == 1, z8, p.zMul, floor);
-            continue;
-          }
-          float v[8];
-          dev::i8Affine8(p, q, av, bv, false, v);
-          if (zb == 1) {
-            const uint2 raw = *reinterpret_cast<const uint2*>(static_cast<const int8_t*>(z) + base);
-            dev::i8AddResidual8(p, make_uint4(raw.x, raw.y, 0u, 0u), v);
-          } else if (zb == 2) {
-            dev::i8AddResidual8(
-                p, *reinterpret_cast<const uint4*>(static_cast<const __half*>(z) + base), v);
-          }
-          dev::activateAll(v, p.act, p.alpha, p.beta);
-          dev::i8Store8(p, v, inv, y, base, true, 8);
+          dev::i8Output8(p, q, av, bv, lean, floor, zb,
+                         static_cast<const int8_t*>(z) + (zb == 0 ? 0 : base * zb), inv, y, base);
         }
     }
     __syncthreads();  // the next iteration's copies overwrite the stage before this one
@@ -237,20 +195,6 @@ __global__ void __launch_bounds__(kHaloThreads, 2)
 #else
   __trap();  // the provider offers these tactics on sm_80 and newer only
 #endif
-}
-
-/// Stages of a launch: as many as fit (up to kHaloMaxStages) in the shared memory of two blocks
-/// a multiprocessor (1 KiB reserved a block: 8 warps alone leave the tensor cores waiting on
-/// their ldmatrix chains), or of one where two stages of two blocks do not fit (C = 128); two at
-/// least.
-int haloStages(const Int8ConvPlan& p) {
-  const int perSm = detail::deviceSharedMemoryPerSm();
-  int budget = std::min(detail::deviceSharedMemoryOptin(), perSm / 2 - 1024);
-  if (haloLayout(p.C, p.Q, 2).total > budget)
-    budget = std::min(detail::deviceSharedMemoryOptin(), perSm - 1024);
-  int stages = 2;
-  while (stages < kHaloMaxStages && haloLayout(p.C, p.Q, stages + 1).total <= budget) ++stages;
-  return stages;
 }
 
 }  // namespace
@@ -266,42 +210,14 @@ bool int8ConvHaloFits(const Int8ConvPlan& p) {
 }
 
 Status launchInt8ConvHalo(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream) {
-  if (!int8ConvHaloFits(p))
-    return Status(ErrorCode::kInvalidArgument,
-                  "int8 halo conv: the layer is not a 3x3 convolution of stride 1 and padding 1 "
-                  "with C % 32 == 0 (at most " +
-                      std::to_string(kHaloMaxC) + "), K % 32 == 0 and at most " +
-                      std::to_string(kHaloMaxQ) + " output columns");
-  const auto aligned16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
-  if (!aligned16(a.x) || !aligned16(a.w) || !aligned16(a.y) || !aligned16(a.alpha) ||
-      !aligned16(a.bias) || (p.hasZ && !aligned16(a.z)))
-    return Status(ErrorCode::kInvalidArgument, "int8 halo conv: tensors not 16-byte aligned");
-  const int stages = haloStages(p);
-  const int smem = haloLayout(p.C, p.Q, stages).total;
-  const int optin = detail::deviceSharedMemoryOptin();
-  if (smem > optin)
-    return Status(ErrorCode::kUnsupported, "int8 halo conv: " + std::to_string(smem) +
-                                               " bytes of shared memory, the device allows " +
-                                               std::to_string(optin));
-  const auto kernel = &i8ConvHalo;
-  EI_RETURN_IF_ERROR(allowSharedMemory(reinterpret_cast<const void*>(kernel), optin));
-  const int slices = (p.K + kHaloBN - 1) / kHaloBN;
-  const int64_t tiles = int64_t{p.N} * ((p.P + haloTileRows(p.Q) - 1) / haloTileRows(p.Q)) * slices;
-  const int64_t resident =
-      int64_t{residentBlocks(reinterpret_cast<const void*>(kernel), kHaloThreads, smem)} *
-      std::max(detail::deviceSmCount(), 1);
-  const int64_t blocks = persistentGrid(tiles, slices, resident);
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attrs[1];
-  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-  cfg.blockDim = dim3(kHaloThreads);
-  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
-  cfg.stream = static_cast<cudaStream_t>(stream);
-  addDependentLaunch(&cfg, attrs);
-  EI_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, static_cast<const int8_t*>(a.x),
-                                   static_cast<const int8_t*>(a.w), a.alpha, a.bias, a.z, a.y,
-                                   stages));
-  return Status::Ok();
+  EI_RETURN_IF_ERROR(
+      halo::checkLaunch(p, a, int8ConvHaloFits(p), "int8 halo conv",
+                        "a 3x3 convolution of stride 1 and padding 1 with C % 32 == 0 (at most " +
+                            std::to_string(kHaloMaxC) + "), K % 32 == 0 and at most " +
+                            std::to_string(kHaloMaxQ) + " output columns"));
+  const int n = halo::stages([&](int s) { return haloLayout(p.C, p.Q, s).total; });
+  return halo::launch<kHaloThreads>(&i8ConvHalo, p, a, haloLayout(p.C, p.Q, n).total, n, stream,
+                                    "int8 halo conv");
 }
 
 }  // namespace edgeinfer::cuda

@@ -18,13 +18,7 @@
 #include <algorithm>
 #include <string>
 
-#include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/cuda_tactic_base.h"  // device attributes
-#include "kernels/cuda/dependent_launch.cuh"
-#include "kernels/cuda/int8_conv.h"
-#include "kernels/cuda/int8_conv_epilogue.cuh"
-#include "kernels/cuda/kernel_attributes.h"
-#include "kernels/cuda/mma_sync.cuh"
+#include "kernels/cuda/int8_conv_halo.cuh"
 #include "kernels/cuda/wgmma_sm90a.cuh"
 
 namespace edgeinfer::cuda {
@@ -33,12 +27,7 @@ namespace {
 using namespace sm90;  // NOLINT(build/namespaces): the wgmma building blocks
 
 constexpr int kWgThreads = 256;  // two consumer warpgroups of 64 output pixels
-constexpr int kWgBM = 128, kWgBN = 64;
-constexpr int kWgMaxStages = 8;
-
-__host__ __device__ inline int wgTileRows(int Q) {
-  return Q >= kWgBM ? 1 : kWgBM / Q;
-}
+constexpr int kWgBN = 64;
 
 /// Shared memory: the weights (9 positions x C / 64 K chunks x 64 rows x 64 bytes, swizzled,
 /// 1024-byte aligned), alpha and bias, the halo stages (pitch C + 16 a pixel).
@@ -52,7 +41,7 @@ __host__ __device__ inline WgLayout wgLayout(int C, int Q, int stages) {
   l.cols = Q + 2;
   l.wBytes = 9 * (C / 64) * kWgBN * 64;
   l.abBytes = 2 * kWgBN * static_cast<int>(sizeof(float));
-  l.stageBytes = (wgTileRows(Q) + 2) * l.cols * l.pitch;
+  l.stageBytes = (halo::tileRows(Q) + 2) * l.cols * l.pitch;
   l.total = 1024 + l.wBytes + l.abBytes + stages * l.stageBytes;
   return l;
 }
@@ -95,10 +84,10 @@ __global__ void __launch_bounds__(kWgThreads, 2)
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int wg = tid >> 7, wq = warp & 3;  // warpgroup; warp within it (16 rows each)
   const int g = lane >> 2, t4 = lane & 3;
-  const int rt = wgTileRows(p.Q), tileRows = (p.P + rt - 1) / rt;
+  const int rt = halo::tileRows(p.Q), tileRows = (p.P + rt - 1) / rt;
   const int slices = (p.K + kWgBN - 1) / kWgBN;
   const int n0 = static_cast<int>(blockIdx.x) % slices * kWgBN;
-  const int mTiles = p.N * tileRows;
+  const int mTiles = halo::tiles(p);
   const int tileStride = static_cast<int>(gridDim.x) / slices;
   const int chunks = p.C / 16;
   constexpr int kChunks = KCHUNKS;
@@ -123,27 +112,15 @@ __global__ void __launch_bounds__(kWgThreads, 2)
   dev::cpAsyncCommit();
   dev::waitForPriorGrids();
 
-  const int rowPieces = L.cols * chunks;
   const auto loadTile = [&](int tile, int8_t* stage) {
-    const int n = tile / tileRows, h0 = (tile - n * tileRows) * rt - 1;
-    for (int hr = 0; hr < rt + 2; ++hr) {
-      const int ih = h0 + hr;
-      const bool rowIn = ih >= 0 && ih < p.H;
-      const int8_t* src = x + (static_cast<int64_t>(n) * p.H + ih) * p.W * p.C;
-      int8_t* dst = stage + hr * L.cols * L.pitch;
-      for (int i = tid; i < rowPieces; i += kWgThreads) {
-        const int hc = dev::divSmall(i, chunkDiv), ch = i - hc * chunks, iw = hc - 1;
-        const bool valid = rowIn && iw >= 0 && iw < p.W;
-        dev::cpAsync<16>(dst + hc * L.pitch + ch * 16, valid ? src + iw * p.C + ch * 16 : x, valid);
-      }
-    }
+    halo::loadTile<kWgThreads>(p, x, tile, stage, L.pitch, chunkDiv, tid);
   };
 
   // This lane's A row (ldmatrix: row lane % 16 of its warp's 16, K half lane / 16).
   int aOff;
   {
     const int m = wg * 64 + wq * 16 + (lane & 15);
-    aOff = (m < rt * p.Q ? ((m / p.Q) * L.cols + m % p.Q) * L.pitch : 0) + (lane >> 4) * 16;
+    aOff = halo::pixelOffset(p, m, L.pitch) + (lane >> 4) * 16;
   }
   const float inv = __frcp_rn(p.yScale);
   const bool lean = dev::i8LeanEpilogue(p, true);
@@ -220,24 +197,8 @@ __global__ void __launch_bounds__(kWgThreads, 2)
           q[2 * jj + 1] = acc[4 * (4 * piece + jj) + 2 * h + 1];
         }
         const int64_t base = (m0 + r) * p.K + n0 + c0;
-        if (lean && dev::i8SmallSums8(q)) {
-          uint2 z8 = make_uint2(0u, 0u);
-          if (zb == 1) z8 = *reinterpret_cast<const uint2*>(static_cast<const int8_t*>(z) + base);
-          *reinterpret_cast<uint2*>(static_cast<int8_t*>(y) + base) =
-              dev::i8Lean8(q, av, bv, zb == 1, z8, p.zMul, floor);
-          continue;
-        }
-        float v[8];
-        dev::i8Affine8(p, q, av, bv, false, v);
-        if (zb == 1) {
-          const uint2 raw = *reinterpret_cast<const uint2*>(static_cast<const int8_t*>(z) + base);
-          dev::i8AddResidual8(p, make_uint4(raw.x, raw.y, 0u, 0u), v);
-        } else if (zb == 2) {
-          dev::i8AddResidual8(
-              p, *reinterpret_cast<const uint4*>(static_cast<const __half*>(z) + base), v);
-        }
-        dev::activateAll(v, p.act, p.alpha, p.beta);
-        dev::i8Store8(p, v, inv, y, base, true, 8);
+        dev::i8Output8(p, q, av, bv, lean, floor, zb,
+                       static_cast<const int8_t*>(z) + (zb == 0 ? 0 : base * zb), inv, y, base);
       }
     }
     __syncthreads();
@@ -248,16 +209,6 @@ __global__ void __launch_bounds__(kWgThreads, 2)
 #endif
 }
 
-int wgStages(const Int8ConvPlan& p) {
-  const int perSm = detail::deviceSharedMemoryPerSm();
-  int budget = std::min(detail::deviceSharedMemoryOptin(), perSm / 2 - 1024);
-  if (wgLayout(p.C, p.Q, 2).total > budget)
-    budget = std::min(detail::deviceSharedMemoryOptin(), perSm - 1024);
-  int stages = 2;
-  while (stages < kWgMaxStages && wgLayout(p.C, p.Q, stages + 1).total <= budget) ++stages;
-  return stages;
-}
-
 }  // namespace
 
 int int8ConvHaloWgSharedBytes(const Int8ConvPlan& p) {
@@ -265,40 +216,17 @@ int int8ConvHaloWgSharedBytes(const Int8ConvPlan& p) {
 }
 
 Status launchInt8ConvHaloWg(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream) {
-  if (!int8ConvHaloFits(p) || p.C % 64 != 0)
-    return Status(ErrorCode::kInvalidArgument,
-                  "int8 halo wgmma conv: the layer is not a 3x3 convolution of stride 1 and "
-                  "padding 1 with C % 64 == 0 (at most 128), K % 32 == 0 and at most 128 output "
-                  "columns");
-  const auto aligned16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
-  if (!aligned16(a.x) || !aligned16(a.w) || !aligned16(a.y) || !aligned16(a.alpha) ||
-      !aligned16(a.bias) || (p.hasZ && !aligned16(a.z)))
-    return Status(ErrorCode::kInvalidArgument, "int8 halo wgmma conv: tensors not 16-byte aligned");
-  const int stages = wgStages(p);
-  const int smem = wgLayout(p.C, p.Q, stages).total;
-  const int optin = detail::deviceSharedMemoryOptin();
-  if (smem > optin)
-    return Status(ErrorCode::kUnsupported, "int8 halo wgmma conv: " + std::to_string(smem) +
-                                               " bytes of shared memory, the device allows " +
-                                               std::to_string(optin));
-  const auto kernel = p.C == 64 ? &i8ConvHaloWg<1> : &i8ConvHaloWg<2>;
-  EI_RETURN_IF_ERROR(allowSharedMemory(reinterpret_cast<const void*>(kernel), optin));
-  const int slices = (p.K + kWgBN - 1) / kWgBN;
-  const int64_t tiles = int64_t{p.N} * ((p.P + wgTileRows(p.Q) - 1) / wgTileRows(p.Q)) * slices;
-  const int64_t resident =
-      int64_t{residentBlocks(reinterpret_cast<const void*>(kernel), kWgThreads, smem)} *
-      std::max(detail::deviceSmCount(), 1);
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attrs[1];
-  cfg.gridDim = dim3(static_cast<unsigned>(persistentGrid(tiles, slices, resident)));
-  cfg.blockDim = dim3(kWgThreads);
-  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
-  cfg.stream = static_cast<cudaStream_t>(stream);
-  addDependentLaunch(&cfg, attrs);
-  EI_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, static_cast<const int8_t*>(a.x),
-                                   static_cast<const int8_t*>(a.w), a.alpha, a.bias, a.z, a.y,
-                                   stages));
-  return Status::Ok();
+  EI_RETURN_IF_ERROR(halo::checkLaunch(p, a, int8ConvHaloFits(p) && p.C % 64 == 0,
+                                       "int8 halo wgmma conv",
+                                       "a 3x3 convolution of stride 1 and padding 1 with C % 64 "
+                                       "== 0 (at most 128), K % 32 == 0 and at most 128 output "
+                                       "columns"));
+  const int n = halo::stages([&](int s) { return wgLayout(p.C, p.Q, s).total; });
+  const int smem = wgLayout(p.C, p.Q, n).total;
+  return p.C == 64 ? halo::launch<kWgThreads>(&i8ConvHaloWg<1>, p, a, smem, n, stream,
+                                              "int8 halo wgmma conv")
+                   : halo::launch<kWgThreads>(&i8ConvHaloWg<2>, p, a, smem, n, stream,
+                                              "int8 halo wgmma conv");
 }
 
 }  // namespace edgeinfer::cuda
