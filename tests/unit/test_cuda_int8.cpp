@@ -67,6 +67,8 @@ cuda::Int8ConvPlan planOf(const I8Case& c) {
 /// 128x64, 64x128, and 128x256 for more than 128 output channels, fed by TMA where the layer
 /// fits it with 64-byte K steps, by cp.async elsewhere; with 128-byte K steps the TMA 128x128k128
 /// where the layer fits it so, else the cp.async 128x128k128 and 128x64k128 for R*S*C > 64;
+/// for K % 32 == 0 the persistent register-epilogue forms of the TMA 128x128, 128x64 and
+/// 128x128k128 where their TMA kernel is offered;
 /// and each TMA kernel again for every split-K factor int8ConvSplits gives it (and the driver
 /// says runs), or where no TMA kernel runs the layer, each mma.sync kernel; for 1x1 layers the
 /// pointwise kernels int8ConvPointwiseFits admits, 128x64, 128x128 (K > 64) and 64x256
@@ -95,6 +97,7 @@ Offered offered(const I8Case& c) {
     const bool tma128 = tma && cuda::int8ConvTmaFits(p, 128);
     const bool k128 = !tma128 && c.R * c.S * c.C > 64;
     o.kernels = 3 + 3 + (c.K > 128 ? 1 : 0) + (tma128 ? 1 : k128 ? 2 : 0);
+    if (c.K % 32 == 0) o.kernels += (tma64 ? 2 : 0) + (tma128 ? 1 : 0);  // the tmar forms
     o.tma = tma64 || tma128;
     o.cpAsyncWgmma = !tma64 || k128;
     if (tma64 || tma128) splitKernels.clear();  // mma.sync splits only where no TMA kernel runs
@@ -494,6 +497,75 @@ TEST(CudaInt8Conv, TmaKernelsAcrossStridesPaddingAndTiles) {
     c.saturate = k.saturate;
     checkAllCandidates(c, true, k.residual ? 4 : 2);  // (y i8, f16) [x (z i8, f16)]
   }
+}
+
+// The persistent register-epilogue TMA kernels (tmar*): 2 images of 157x163 are 400 tiles of
+// 128 pixels (the last one partial) and, with 96 output channels (a partial tile of 128 and two
+// of 64, the second half empty), 400 to 800 tiles for at most two blocks a multiprocessor, so a
+// block takes several tiles and the stage ring wraps across them at every phase; a 3x3 window
+// of stride 1 and padding 1, a residual and Relu: the lean epilogue instance (fast rounding to
+// int8, an int8 residual) and the general one (the bit-exact rounding, fp16 outputs or
+// residuals), every output against the host reference.
+TEST(CudaInt8Conv, TmaRegisterEpilogueKernelsWalkManyTiles) {
+  EI_SKIP_WITHOUT_GPU();
+  if (!cuda::int8ConvTmaAvailable()) GTEST_SKIP() << "no TMA kernels on this device or build";
+  I8Case c;
+  c.op = "FusedConv";
+  c.act = "Relu";
+  c.N = 2;
+  c.C = 64;
+  c.K = 96;
+  c.H = 157;
+  c.W = 163;
+  c.R = c.S = 3;
+  c.pads = {1, 1, 1, 1};
+  c.residual = true;
+  checkAllCandidates(c, true, 4, "cuda-i8.tmar");
+}
+
+// The register-epilogue TMA kernels need whole groups of 32 output channels (their weights'
+// rows are permuted within them) and run unsplit: other plans are refused before anything
+// reaches the device (builds with the TMA kernels).
+TEST(CudaInt8Conv, TmaRegisterEpilogueKernelsRefuseKNotOf32AndSplitK_n) {
+  if (!cuda::int8ConvBuildHasWgmma()) GTEST_SKIP() << "this build has no TMA kernels";
+  EXPECT_EQ(cuda::int8ConvTmaTile(cuda::Int8ConvKernel::kTmaR128x128k128).bk, 128);
+  EXPECT_TRUE(cuda::isInt8ConvTmaRegKernel(cuda::Int8ConvKernel::kTmaR128x64));
+  EXPECT_FALSE(cuda::isInt8ConvTmaKernel(cuda::Int8ConvKernel::kTmaR128x64))
+      << "not among the kernels that split K";
+  cuda::Int8ConvPlan p;
+  p.kernel = cuda::Int8ConvKernel::kTmaR128x128;
+  p.N = 1;
+  p.C = 64;
+  p.K = 80;  // two groups of 32 and a half
+  p.H = p.W = p.P = p.Q = 7;
+  p.R = p.S = 3;
+  p.padTop = p.padLeft = 1;
+  p.gemmK = p.gemmKPad = 9 * 64;
+  cuda::Int8ConvArgs a;  // never dereferenced: the plan is refused first
+  a.x = a.w = a.z = a.y = reinterpret_cast<void*>(uintptr_t{1} << 20);
+  a.alpha = a.bias = reinterpret_cast<const float*>(uintptr_t{1} << 20);
+  Status s = cuda::launchInt8Conv(p, a, nullptr);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << s.toString();
+  EXPECT_NE(s.message().find("K % 32"), std::string::npos) << s.toString();
+  p.K = 96;
+  p.splitK = 2;
+  s = cuda::launchInt8Conv(p, a, nullptr);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << s.toString();
+  EXPECT_NE(s.message().find("split K"), std::string::npos) << s.toString();
+  EXPECT_TRUE(cuda::int8ConvSplits(p, 132).empty()) << "no split-K factors offered";
+  // The weights' permutation: within each group of 32, a bijection (channels 8t .. 8t + 7 of
+  // the group at the accumulator columns 2t, 2t + 1 of its four 8-column tiles).
+  std::set<int> seen;
+  for (int r = 0; r < 64; ++r) {
+    const int k = cuda::int8ConvPermutedChannel(r);
+    EXPECT_EQ(k / 32, r / 32) << r;
+    seen.insert(k);
+  }
+  EXPECT_EQ(seen.size(), 64u);
+  for (int t = 0; t < 4; ++t)
+    for (int b = 0; b < 4; ++b)
+      for (int e = 0; e < 2; ++e)
+        EXPECT_EQ(cuda::int8ConvPermutedChannel(8 * b + 2 * t + e), 8 * t + 2 * b + e);
 }
 
 // The pointwise kernels (int8_conv_pointwise.cu) walk their tiles in persistent blocks: with

@@ -104,6 +104,12 @@ const char* kernelName(const Int8ConvPlan& p) {
       return "halo128x64";
     case Int8ConvKernel::kHaloWg128x64:
       return "halowg128x64";
+    case Int8ConvKernel::kTmaR128x128:
+      return "tmar128x128";
+    case Int8ConvKernel::kTmaR128x64:
+      return "tmar128x64";
+    case Int8ConvKernel::kTmaR128x128k128:
+      return "tmar128x128k128";
   }
   return "?";
 }
@@ -180,12 +186,16 @@ class Int8ConvTactic final : public builder::Tactic {
         for (int64_t rs = 0; rs < RS; ++rs)
           packed[static_cast<size_t>(rs * p.C + c)] = q[static_cast<size_t>(c * RS + rs)];
     } else {  // [K][C][R][S] -> [K][(r * S + s) * C + c], rows padded to gemmKPad
+      // (the register-epilogue TMA kernels: row j holds channel int8ConvPermutedChannel(j))
+      const bool permuted = isInt8ConvTmaRegKernel(p.kernel);
       packed.assign(static_cast<size_t>(int64_t{p.K} * p.gemmKPad), 0);
-      for (int64_t k = 0; k < p.K; ++k)
+      for (int64_t row = 0; row < p.K; ++row) {
+        const int64_t k = permuted ? int8ConvPermutedChannel(static_cast<int>(row)) : row;
         for (int64_t c = 0; c < p.C; ++c)
           for (int64_t rs = 0; rs < RS; ++rs)
-            packed[static_cast<size_t>(k * p.gemmKPad + rs * p.C + c)] =
+            packed[static_cast<size_t>(row * p.gemmKPad + rs * p.C + c)] =
                 q[static_cast<size_t>((k * p.C + c) * RS + rs)];
+      }
     }
     const float sx = layer.inputScale(0);
     std::vector<float> alpha(static_cast<size_t>(p.K)), bias(static_cast<size_t>(p.K), 0.f);
@@ -256,8 +266,8 @@ size_t int8ConvWorkspaceBytes(const Int8ConvPlan& p) {
 std::vector<int> int8ConvSplits(const Int8ConvPlan& p, int sms) {
   std::vector<int> out;
   const Int8ConvTile t = int8ConvTmaTile(p.kernel);
-  if (t.bm == 0 || t.bk == 0 || p.kernel == Int8ConvKernel::kTma128x256 || sms <= 0 ||
-      p.gemmKPad <= 0)
+  if (t.bm == 0 || t.bk == 0 || p.kernel == Int8ConvKernel::kTma128x256 ||
+      isInt8ConvTmaRegKernel(p.kernel) || sms <= 0 || p.gemmKPad <= 0)
     return out;
   const int64_t rows = int64_t{p.N} * p.P * p.Q;
   const int64_t tiles = (rows + t.bm - 1) / t.bm * ((int64_t{p.K} + t.bn - 1) / t.bn);
@@ -333,6 +343,12 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
                              16);
       kernels.emplace_back(tma64 ? Int8ConvKernel::kTma128x64 : Int8ConvKernel::kWgmma128x64, 16);
       kernels.emplace_back(tma64 ? Int8ConvKernel::kTma64x128 : Int8ConvKernel::kWgmma64x128, 16);
+      // The persistent register-epilogue forms (whole groups of 32 output channels).
+      if (tma64 && plan.K % 32 == 0) {
+        kernels.emplace_back(Int8ConvKernel::kTmaR128x128, 16);
+        kernels.emplace_back(Int8ConvKernel::kTmaR128x64, 16);
+      }
+      if (tma128 && plan.K % 32 == 0) kernels.emplace_back(Int8ConvKernel::kTmaR128x128k128, 16);
       if (tma128) {
         kernels.emplace_back(Int8ConvKernel::kTma128x128k128, 16);
       } else if (plan.gemmK > 64) {  // one step of 128 bytes would be half zeros

@@ -378,7 +378,7 @@ Status launchInt8Conv(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream
     return launchInt8ConvHaloWg(p, a, stream);
   } else if (!denseGridFits(p)) {
     return Status(ErrorCode::kUnsupported, "int8 conv: too large for one launch");
-  } else if (isInt8ConvTmaKernel(p.kernel)) {
+  } else if (isInt8ConvTmaKernel(p.kernel) || isInt8ConvTmaRegKernel(p.kernel)) {
     return launchInt8ConvTma(p, a, stream);
   } else if (p.kernel != Int8ConvKernel::kMma128x128 && p.kernel != Int8ConvKernel::kMma128x64 &&
              p.kernel != Int8ConvKernel::kMma64x128) {

@@ -55,6 +55,13 @@
 //           adds up the z-th S-th of the tile's rows of all S through distributed shared memory
 //           (integers: exact, the unsplit kernel's result bit for bit) and runs the epilogue on
 //           them. One launch, no workspace.
+//           "tmar128x128", "tmar128x64", "tmar128x128k128" (the TMA kernels' layers with K % 32
+//           == 0): the same producer, stages and wgmmas in persistent blocks (as many as fit at
+//           once, every gridDim.x-th tile each; the producer loads the next tile's stages during
+//           this tile's epilogue), the epilogue from the accumulator registers, 8 consecutive
+//           channels a thread (the weights' rows permuted within groups of 32 output channels,
+//           int8ConvPermutedChannel), an int8 residual fetched into registers before the tile's
+//           main loop. No split K.
 //           "pw128x128", "pw128x64", "pw64x256" (1x1 without padding, any stride, C % 32 == 0, C <=
 //           256, K % 32 == 0; sm_80 and newer): for layers bound by memory (ResNet's 1x1
 //           expansions), persistent blocks that keep their BN channels' weights in shared memory,
@@ -135,6 +142,9 @@ enum class Int8ConvKernel : int32_t {
   kPw64x256,          ///< 1x1, persistent, mma.sync, 64 x 256 (whole rows of 256 channels)
   kHalo128x64,        ///< 3x3 stride 1, persistent, mma.sync, halo tiles (int8_conv_halo.cu)
   kHaloWg128x64,      ///< the same with wgmma, A from registers (int8_conv_halo_sm90a.cu)
+  kTmaR128x128,       ///< wgmma + TMA, persistent, epilogue from registers, 128 x 128
+  kTmaR128x64,        ///< wgmma + TMA, persistent, epilogue from registers, 128 x 64
+  kTmaR128x128k128,   ///< wgmma + TMA, persistent, epilogue from registers, 128 x 128, BK 128
 };
 
 /// Whether `kernel` is one of the pointwise (1x1) persistent kernels.
@@ -143,9 +153,28 @@ inline bool isInt8ConvPointwiseKernel(Int8ConvKernel kernel) {
          kernel == Int8ConvKernel::kPw64x256;
 }
 
-/// Whether `kernel` is one of the TMA-fed wgmma kernels (the last of the enum, in one run).
+/// Whether `kernel` is one of the TMA-fed wgmma kernels of one tile a block (those K splits).
 inline bool isInt8ConvTmaKernel(Int8ConvKernel kernel) {
   return kernel >= Int8ConvKernel::kTma128x128 && kernel <= Int8ConvKernel::kTma128x128k128;
+}
+
+/// Whether `kernel` is one of the persistent TMA kernels with the epilogue from registers
+/// (int8_conv_tma_sm90a.cu): their weights' rows permuted (int8ConvPermutedChannel), K % 32 == 0,
+/// no split K.
+inline bool isInt8ConvTmaRegKernel(Int8ConvKernel kernel) {
+  return kernel == Int8ConvKernel::kTmaR128x128 || kernel == Int8ConvKernel::kTmaR128x64 ||
+         kernel == Int8ConvKernel::kTmaR128x128k128;
+}
+
+/// The output channel that row `r` of the weights holds for the kernels whose epilogue runs
+/// from the MMA accumulators, 8 consecutive channels a thread (the TMA register-epilogue
+/// kernels' packed weights; the pointwise and halo kernels permute their shared copy so): row
+/// 8b + c of each group of 32 holds channel 8 (c / 2) + 2b + c % 2, so that the m16n8 (or wgmma
+/// m64nN) accumulator columns 2t and 2t + 1 of the group's 4 tiles b are channels 8t .. 8t + 7.
+/// The device's copy: dev::permutedWeightChannel (mma_sync.cuh).
+inline int int8ConvPermutedChannel(int r) {
+  const int b = (r & 31) >> 3, c = r & 7;
+  return (r & ~31) + 8 * (c >> 1) + 2 * b + (c & 1);
 }
 
 /// A TMA, mma.sync or pointwise kernel's block tile: BM output pixels x BN output channels, K
@@ -171,7 +200,12 @@ inline Int8ConvTile int8ConvTmaTile(Int8ConvKernel kernel) {
     case Int8ConvKernel::kTma64x128:
       return {64, 128, 64};
     case Int8ConvKernel::kTma128x128k128:
+    case Int8ConvKernel::kTmaR128x128k128:
       return {128, 128, 128};
+    case Int8ConvKernel::kTmaR128x128:
+      return {128, 128, 64};
+    case Int8ConvKernel::kTmaR128x64:
+      return {128, 64, 64};
     case Int8ConvKernel::kPw128x128:
       return {128, 128, 0};
     case Int8ConvKernel::kPw128x64:
@@ -258,7 +292,8 @@ Status launchInt8Conv(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* 
 /// checked the pointers and the grid's size): in builds without sm_90a code, kUnsupported.
 Status launchInt8ConvWgmma(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
 
-/// The TMA-fed wgmma kernels' launch (int8_conv_tma_sm90a.cu; called as launchInt8ConvWgmma);
+/// The TMA-fed wgmma kernels' launch, the register-epilogue ones included
+/// (int8_conv_tma_sm90a.cu; called as launchInt8ConvWgmma);
 /// in builds without sm_90a code, kUnsupported.
 Status launchInt8ConvTma(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
 

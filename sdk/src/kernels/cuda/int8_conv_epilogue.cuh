@@ -266,6 +266,10 @@ __host__ __device__ inline bool i8LeanEpilogue(const Int8ConvPlan& p, bool small
 /// [`floor`, 127] (floor 0 with Relu, -128 without: the same results), and no branch on the
 /// plan's options. About 6 operations an element, 9 with a residual; the generic path took
 /// about twice as many, which bounded the write-heavy 1x1 layers (docs/performance.md).
+/// SMALL (the sums within 2^22, i8SmallSums8): the int32 -> float as an addition to 1.5 * 2^23's
+/// bits; !SMALL, sums of any size: an exact conversion (I2F, quarter rate), the general path's
+/// results for the lean plans.
+template <bool SMALL = true>
 __device__ __forceinline__ uint2 i8Lean8(const int32_t (&q)[8], const float (&a)[8],
                                          const float (&b)[8], bool hasZ, uint2 zRaw, float zMul,
                                          float floor) {
@@ -273,7 +277,9 @@ __device__ __forceinline__ uint2 i8Lean8(const int32_t (&q)[8], const float (&a)
   uint32_t o[8];
 #pragma unroll
   for (int e = 0; e < 8; ++e) {
-    float v = fmaf(__int_as_float(q[e] + kRoundMagicBits) - kRoundMagic, a[e], b[e]);
+    const float sum =
+        SMALL ? __int_as_float(q[e] + kRoundMagicBits) - kRoundMagic : static_cast<float>(q[e]);
+    float v = fmaf(sum, a[e], b[e]);
     if (hasZ) v = fmaf(__int_as_float(zq[e] + kRoundMagicBits) - kRoundMagic, zMul, v);
     o[e] = static_cast<uint32_t>(__float_as_int(fminf(fmaxf(v, floor), 127.f) + kRoundMagic));
   }

@@ -27,6 +27,7 @@
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeIm2col, PFN_cuTensorMapEncodeTiled
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -34,6 +35,7 @@
 #include <tuple>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_tactic_base.h"  // device attributes
 #include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/int8_conv.h"
 #include "kernels/cuda/int8_conv_epilogue.cuh"
@@ -225,6 +227,203 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
 #endif
 }
 
+/// The persistent form with the epilogue from registers: the `tmar<BM>x<BN>` kernels. The same
+/// producer and consumers, stages and wgmmas, but
+///   - a grid of as many blocks as fit at once, each taking every gridDim.x-th tile (output
+///     channels fastest: neighbouring blocks share the input rows in L2); the producer goes on
+///     to the next tile's stages while the consumers run this tile's epilogue (the stages are
+///     a ring across tiles, their mbarrier phases counted by a step number across tiles);
+///   - the weights' rows permuted within each group of 32 output channels (int8_conv.cpp packs
+///     them so, int8ConvPermutedRows), so that each consumer thread's accumulators of a row are
+///     8 consecutive channels a group: the epilogue runs from the registers (i8Lean8 where the
+///     sums allow, the general path otherwise), 8 outputs a piece, with no shared tile and no
+///     block barrier, while the other block of the multiprocessor multiplies;
+///   - an int8 residual requested for the tile before its main loop, into registers.
+/// K % 32 == 0 (whole groups of 32 channels), no split K.
+/// LEAN: the instance for the plan's lean epilogue (i8LeanEpilogue: the fast rounding to int8,
+/// no activation or Relu, an int8 residual or none), sums of any size (i8Lean8, or the same
+/// operations from an exact int32 -> float, i8Lean8<false>, where the 8 sums are not within
+/// 2^22); the other
+/// instance runs the general path (any rounding, activation and output) and takes more
+/// registers: one block a multiprocessor for the 128-channel tile, where the lean one keeps two.
+template <int BM, int BN, int BK, bool LEAN>
+constexpr int tmaRegMinBlocks() {
+  return LEAN || BN <= 64 ? 2 : 1;
+}
+
+template <int BM, int BN, int BK, bool LEAN>
+__global__ void __launch_bounds__(BM * 2 + 32, (tmaRegMinBlocks<BM, BN, BK, LEAN>()))
+    i8ConvTmaReg(const __grid_constant__ CUtensorMap mapX, const __grid_constant__ CUtensorMap mapW,
+                 const Int8ConvPlan p, const float* __restrict__ alpha,
+                 const float* __restrict__ bias, const void* __restrict__ z, void* __restrict__ y) {
+#ifdef EDGEINFER_WGMMA
+  constexpr int kStages = tmaStages(BM, BN, BK);
+  constexpr int kConsumers = BM * 2;  // BM / 64 warpgroups
+  constexpr int kStageA = BM * BK, kStageB = BN * BK;
+  constexpr int kGroups = BN / 32;  // groups of 32 output channels a tile
+  constexpr bool kPrefetchZ = BN == 64;
+  extern __shared__ __align__(128) int8_t smemRaw[];
+  int8_t* smem = smemRaw + ((1024 - (smemAddr(smemRaw) & 1023)) & 1023);
+  int8_t* As = smem;
+  int8_t* Bs = smem + kStages * kStageA;
+  uint64_t* full = reinterpret_cast<uint64_t*>(Bs + kStages * kStageB);
+  uint64_t* empty = full + kStages;
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int rows = p.N * p.P * p.Q;
+  const int nTiles = (p.K + BN - 1) / BN;
+  const int tiles = (rows + BM - 1) / BM * nTiles;
+  const int steps = p.gemmKPad / BK;  // C % BK == 0: gemmKPad == R * S * C
+  const int firstTile = static_cast<int>(blockIdx.x), tileStride = static_cast<int>(gridDim.x);
+
+  if (tid == kConsumers) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarInit(&full[s], 1);
+      mbarInit(&empty[s], kConsumers);
+    }
+    mbarInitFence();
+    tmaPrefetch(&mapX);
+    tmaPrefetch(&mapW);
+  }
+  __syncthreads();
+  dev::allowDependentGrids();
+  // The first tile's first weights (constants) before waiting for the layer before.
+  const int firstSteps = firstTile < tiles ? (steps < kStages ? steps : kStages) : 0;
+  if (tid == kConsumers)
+    for (int kt = 0; kt < firstSteps; ++kt) {
+      mbarArriveExpectTx(&full[kt], (BM + BN) * BK);
+      tmaLoadTile(Bs + kt * kStageB, &mapW, &full[kt], kt * BK, firstTile % nTiles * BN);
+    }
+  dev::waitForPriorGrids();
+
+  if (tid >= kConsumers) {
+    if (tid == kConsumers) {  // the producer: every tile's steps, one stage ring
+      int step = 0;
+      for (int tile = firstTile; tile < tiles; tile += tileStride) {
+        const int m0 = tile / nTiles * BM, n0 = tile % nTiles * BN;
+        const int ow = m0 % p.Q, t = m0 / p.Q;
+        const int n = t / p.P, h = (t % p.P) * p.strideH - p.padTop, w = ow * p.strideW - p.padLeft;
+        int c = 0, r = 0, s = 0;
+        for (int kt = 0; kt < steps; ++kt, ++step) {
+          const int st = step % kStages;
+          if (step >= firstSteps) {
+            if (step >= kStages) mbarWait(&empty[st], ((step / kStages) - 1) & 1);
+            mbarArriveExpectTx(&full[st], (BM + BN) * BK);
+            tmaLoadTile(Bs + st * kStageB, &mapW, &full[st], kt * BK, n0);
+          }
+          tmaLoadIm2col(As + st * kStageA, &mapX, &full[st], c, w, h, n,
+                        static_cast<uint16_t>(s * p.dilW), static_cast<uint16_t>(r * p.dilH));
+          c += BK;
+          if (c == p.C) {
+            c = 0;
+            if (++s == p.S) {
+              s = 0;
+              ++r;
+            }
+          }
+        }
+      }
+    }
+    return;  // (no block barrier follows)
+  }
+
+  // The consumers: warpgroup wg computes rows [64 wg, 64 wg + 64) of each tile; this thread's
+  // rows 16 v + g and + 8 of them, channels 32 group + 8 t4 + (0..7) (register 4 (4 group + b) +
+  // 2 h + e: column 8 (4 group + b) + 2 t4 + e, channel 32 group + 8 t4 + 2b + e).
+  const int wg = tid / 128, lane = tid & 31, v = (tid % 128) / 32;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int rowOf = wg * 64 + v * 16 + g;
+  const float inv = __frcp_rn(p.yScale);
+  const float floor = p.act == DeviceActivation::kRelu ? 0.f : -128.f;
+  const int zb = !p.hasZ ? 0 : p.zScale > 0.f ? 1 : 2;
+  const auto* z8 = static_cast<const int8_t*>(z);
+  int step = 0;
+  for (int tile = firstTile; tile < tiles; tile += tileStride) {
+    const int m0 = tile / nTiles * BM, n0 = tile % nTiles * BN;
+    // The int8 residual of this thread's outputs, requested before the main loop where the
+    // registers allow (the 64-channel tile; the 128-channel one would spill at two blocks a
+    // multiprocessor), else in the epilogue.
+    uint2 zRaw[kGroups][2];
+#pragma unroll
+    for (int grp = 0; grp < kGroups; ++grp)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = m0 + rowOf + 8 * h, c0 = n0 + 32 * grp + 8 * t4;
+        zRaw[grp][h] =
+            kPrefetchZ && zb == 1 && m < rows && c0 < p.K
+                ? __ldg(reinterpret_cast<const uint2*>(z8 + static_cast<int64_t>(m) * p.K + c0))
+                : make_uint2(0u, 0u);
+      }
+
+    int32_t acc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0;
+    fenceOperands(acc);
+    for (int kt = 0; kt < steps; ++kt, ++step) {
+      const int st = step % kStages;
+      mbarWait(&full[st], (step / kStages) & 1);
+      fenceOperands(acc);
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+      for (int ks = 0; ks < BK / 32; ++ks)
+        wgmma<BN>(acc, Swizzled<BK>::desc(As + st * kStageA + wg * 64 * BK + ks * 32),
+                  Swizzled<BK>::desc(Bs + st * kStageB + ks * 32));
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(1) : "memory");
+      fenceOperands(acc);
+      if (kt > 0) mbarArrive(&empty[(step - 1) % kStages]);
+    }
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(0) : "memory");
+    fenceOperands(acc);
+    mbarArrive(&empty[(step - 1) % kStages]);  // the tile's last stage
+
+#pragma unroll
+    for (int grp = 0; grp < kGroups; ++grp) {
+      const int c0 = n0 + 32 * grp + 8 * t4;
+      if (c0 >= p.K) continue;  // K % 32 == 0: a group is in or out whole
+      alignas(16) float av[8];
+      alignas(16) float bv[8];
+      *reinterpret_cast<float4*>(&av[0]) = __ldg(reinterpret_cast<const float4*>(alpha + c0));
+      *reinterpret_cast<float4*>(&av[4]) = __ldg(reinterpret_cast<const float4*>(alpha + c0 + 4));
+      *reinterpret_cast<float4*>(&bv[0]) = __ldg(reinterpret_cast<const float4*>(bias + c0));
+      *reinterpret_cast<float4*>(&bv[4]) = __ldg(reinterpret_cast<const float4*>(bias + c0 + 4));
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = m0 + rowOf + 8 * h;
+        if (m >= rows) continue;
+        int32_t q[8];
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          q[2 * b] = acc[4 * (4 * grp + b) + 2 * h];
+          q[2 * b + 1] = acc[4 * (4 * grp + b) + 2 * h + 1];
+        }
+        const int64_t base = static_cast<int64_t>(m) * p.K + c0;
+        const uint2 zr =
+            kPrefetchZ || zb != 1 ? zRaw[grp][h] : __ldg(reinterpret_cast<const uint2*>(z8 + base));
+        if constexpr (LEAN) {  // (an int8 residual or none)
+          *reinterpret_cast<uint2*>(static_cast<int8_t*>(y) + base) =
+              dev::i8SmallSums8(q) ? dev::i8Lean8(q, av, bv, zb == 1, zr, p.zMul, floor)
+                                   : dev::i8Lean8<false>(q, av, bv, zb == 1, zr, p.zMul, floor);
+          continue;
+        }
+        float o[8];
+        dev::i8Affine8(p, q, av, bv, false, o);
+        if (zb == 1) {
+          dev::i8AddResidual8(p, make_uint4(zr.x, zr.y, 0u, 0u), o);
+        } else if (zb == 2) {
+          dev::i8AddResidual8(
+              p, __ldg(reinterpret_cast<const uint4*>(static_cast<const __half*>(z) + base)), o);
+        }
+        dev::activateAll(o, p.act, p.alpha, p.beta);
+        dev::i8Store8(p, o, inv, y, base, true, 8);
+      }
+    }
+  }
+#else
+  __trap();  // the provider offers these tactics on compute 9.0 devices only
+#endif
+}
+
 /// The driver's tensor-map encoders, looked up once through the runtime (no link to libcuda).
 struct TensorMapEncoders {
   PFN_cuTensorMapEncodeIm2col_v12000 im2col = nullptr;
@@ -301,8 +500,11 @@ cudaLaunchConfig_t tmaLaunch(dim3 grid, int split, cudaStream_t st, cudaLaunchAt
   return cfg;
 }
 
+/// The tensor maps of a launch with tiles of BM x BN and K steps of BK bytes: the input's im2col
+/// map (BM pixels x BK channels a load) and the weights' tiled map (BN rows x BK bytes).
 template <int BM, int BN, int BK>
-Status launchTma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
+Status encodeMaps(const Int8ConvPlan& p, const Int8ConvArgs& a, CUtensorMap* mapXOut,
+                  CUtensorMap* mapWOut) {
   const TensorMapEncoders& enc = encoders();
   if (!enc.im2col || !enc.tiled)
     return Status(ErrorCode::kUnsupported,
@@ -333,6 +535,15 @@ Status launchTma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) 
                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) return encodeError("cuTensorMapEncodeTiled (the weights)", r);
   }
+  *mapXOut = mapX;
+  *mapWOut = mapW;
+  return Status::Ok();
+}
+
+template <int BM, int BN, int BK>
+Status launchTma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
+  CUtensorMap mapX, mapW;
+  EI_RETURN_IF_ERROR((encodeMaps<BM, BN, BK>(p, a, &mapX, &mapW)));
   constexpr int kSmem = tmaSharedBytes<BM, BN, BK>();
   const int rows = p.N * p.P * p.Q;
   const dim3 grid(static_cast<unsigned>((rows + BM - 1) / BM),
@@ -363,6 +574,33 @@ Status launchTma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) 
     }
     return Status::Ok();
   }
+}
+
+/// The persistent register-epilogue kernel's launch: as many blocks as fit at once
+/// (tmaRegMinBlocks a multiprocessor where the shared memory allows), at most one a tile.
+template <int BM, int BN, int BK, bool LEAN>
+Status launchTmaRegMode(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
+  CUtensorMap mapX, mapW;
+  EI_RETURN_IF_ERROR((encodeMaps<BM, BN, BK>(p, a, &mapX, &mapW)));
+  constexpr int kSmem = tmaSharedBytes<BM, BN, BK>();
+  const auto kernel = &i8ConvTmaReg<BM, BN, BK, LEAN>;
+  EI_RETURN_IF_ERROR(allowSharedMemory(reinterpret_cast<const void*>(kernel), kSmem));
+  const int64_t tiles = int64_t{(p.N * p.P * p.Q + BM - 1) / BM} * ((p.K + BN - 1) / BN);
+  const int64_t resident =
+      int64_t{residentBlocks(reinterpret_cast<const void*>(kernel), BM * 2 + 32, kSmem)} *
+      std::max(detail::deviceSmCount(), 1);
+  cudaLaunchAttribute attrs[2];
+  const cudaLaunchConfig_t cfg = tmaLaunch<BM, BN, BK>(
+      dim3(static_cast<unsigned>(std::max<int64_t>(1, std::min(tiles, resident)))), 1, st, attrs);
+  EI_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, mapX, mapW, p, a.alpha, a.bias, a.z, a.y));
+  return Status::Ok();
+}
+
+/// The instance for the plan's epilogue (i8LeanEpilogue with sums of any size, or the general).
+template <int BM, int BN, int BK>
+Status launchTmaReg(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
+  return dev::i8LeanEpilogue(p, true) ? launchTmaRegMode<BM, BN, BK, true>(p, a, st)
+                                      : launchTmaRegMode<BM, BN, BK, false>(p, a, st);
 }
 
 /// Whether a cluster of `split` blocks of the split-K kernel of this tile can be resident on
@@ -448,12 +686,18 @@ bool int8ConvTmaFits(const Int8ConvPlan& p, int bk) {
 
 Status launchInt8ConvTma(const Int8ConvPlan& p, const Int8ConvArgs& a, void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
-  const int bk = p.kernel == Int8ConvKernel::kTma128x128k128 ? 128 : 64;
+  const int bk = int8ConvTmaTile(p.kernel).bk;
+  const bool reg = isInt8ConvTmaRegKernel(p.kernel);
+  if (reg && (p.K % 32 != 0 || p.splitK != 1))
+    return Status(ErrorCode::kInvalidArgument,
+                  "int8 TMA conv: the register-epilogue kernels need K % 32 == 0 and no split K");
   if (p.vec != 16 || !int8ConvTmaFits(p, bk))
     return Status(ErrorCode::kInvalidArgument,
                   "int8 TMA conv: the layer does not fit the kernel (C % " + std::to_string(bk) +
                       ", strides, padding)");
-  if (!aligned16(a.x) || !aligned16(a.w))
+  if (!aligned16(a.x) || !aligned16(a.w) ||
+      (reg && (!aligned16(a.y) || !aligned16(a.alpha) || !aligned16(a.bias) ||
+               (p.hasZ && !aligned16(a.z)))))
     return Status(ErrorCode::kInvalidArgument, "int8 TMA conv: tensors not 16-byte aligned");
   if (p.splitK < 1 || p.splitK > kInt8ConvMaxSplitK ||
       p.splitK > p.gemmKPad / int8ConvTmaTile(p.kernel).bk)
@@ -471,6 +715,12 @@ Status launchInt8ConvTma(const Int8ConvPlan& p, const Int8ConvArgs& a, void* str
       return launchTma<64, 128, 64>(p, a, st);
     case Int8ConvKernel::kTma128x128k128:
       return launchTma<128, 128, 128>(p, a, st);
+    case Int8ConvKernel::kTmaR128x128:
+      return launchTmaReg<128, 128, 64>(p, a, st);
+    case Int8ConvKernel::kTmaR128x64:
+      return launchTmaReg<128, 64, 64>(p, a, st);
+    case Int8ConvKernel::kTmaR128x128k128:
+      return launchTmaReg<128, 128, 128>(p, a, st);
     default:
       return Status(ErrorCode::kInvalidArgument, "int8 TMA conv: not a TMA kernel");
   }
