@@ -97,7 +97,8 @@ Offered offered(const I8Case& c) {
     const bool tma128 = tma && cuda::int8ConvTmaFits(p, 128);
     const bool k128 = !tma128 && c.R * c.S * c.C > 64;
     o.kernels = 3 + 3 + (c.K > 128 ? 1 : 0) + (tma128 ? 1 : k128 ? 2 : 0);
-    if (c.K % 32 == 0) o.kernels += (tma64 ? 2 : 0) + (tma128 ? 1 : 0);  // the tmar forms
+    if (c.K % 32 == 0)  // the tmar forms, and the tmard ones
+      o.kernels += (tma64 ? 2 : 0) + (tma128 ? 2 + (c.K > 128 ? 1 : 0) : 0);
     o.tma = tma64 || tma128;
     o.cpAsyncWgmma = !tma64 || k128;
     if (tma64 || tma128) splitKernels.clear();  // mma.sync splits only where no TMA kernel runs
@@ -499,28 +500,40 @@ TEST(CudaInt8Conv, TmaKernelsAcrossStridesPaddingAndTiles) {
   }
 }
 
-// The persistent register-epilogue TMA kernels (tmar*): 2 images of 157x163 are 400 tiles of
-// 128 pixels (the last one partial) and, with 96 output channels (a partial tile of 128 and two
-// of 64, the second half empty), 400 to 800 tiles for at most two blocks a multiprocessor, so a
-// block takes several tiles and the stage ring wraps across them at every phase; a 3x3 window
-// of stride 1 and padding 1, a residual and Relu: the lean epilogue instance (fast rounding to
-// int8, an int8 residual) and the general one (the bit-exact rounding, fp16 outputs or
-// residuals), every output against the host reference.
+// The persistent register-epilogue TMA kernels (tmar*, tmard*): tiles of 128 pixels, the last
+// one partial, several a block, so the stage ring wraps across tiles at every phase:
+//   - a 3x3 window of stride 1 and padding 1 on 2 images of 157x163 (400 tiles of 128 pixels),
+//     C = 64, 96 output channels (a partial tile of 128, two of 64 with the second half empty):
+//     tmar128x128 and tmar128x64, 400 and 800 tiles for at most two blocks a multiprocessor;
+//   - a 1x1 layer on 2 images of 97x103 (157 tiles), C = 128, 160 output channels (tiles of 256
+//     with 5 of their 8 groups of 32 in): the K steps of 128 bytes, tmar128x128k128 and the
+//     one-block tmard128x128k128 and tmard128x256k128 (314 tiles for 132 blocks on an H100).
+// With a residual and Relu: the lean epilogue instance (fast rounding to int8, an int8
+// residual) and the general one (the bit-exact rounding, fp16 outputs or residuals), every
+// output against the host reference.
 TEST(CudaInt8Conv, TmaRegisterEpilogueKernelsWalkManyTiles) {
   EI_SKIP_WITHOUT_GPU();
   if (!cuda::int8ConvTmaAvailable()) GTEST_SKIP() << "no TMA kernels on this device or build";
-  I8Case c;
-  c.op = "FusedConv";
-  c.act = "Relu";
-  c.N = 2;
-  c.C = 64;
-  c.K = 96;
-  c.H = 157;
-  c.W = 163;
-  c.R = c.S = 3;
-  c.pads = {1, 1, 1, 1};
-  c.residual = true;
-  checkAllCandidates(c, true, 4, "cuda-i8.tmar");
+  struct Case {
+    int64_t C, K, H, W, RS;
+  };
+  for (const Case& k : {Case{64, 96, 157, 163, 3}, Case{128, 160, 97, 103, 1}}) {
+    SCOPED_TRACE("C " + std::to_string(k.C) + ", K " + std::to_string(k.K) + ", " +
+                 std::to_string(k.RS) + "x" + std::to_string(k.RS));
+    I8Case c;
+    c.op = "FusedConv";
+    c.act = "Relu";
+    c.N = 2;
+    c.C = k.C;
+    c.K = k.K;
+    c.H = k.H;
+    c.W = k.W;
+    c.R = c.S = k.RS;
+    const int64_t pad = k.RS / 2;
+    c.pads = {pad, pad, pad, pad};
+    c.residual = true;
+    checkAllCandidates(c, true, 4, "cuda-i8.tmar");
+  }
 }
 
 // The register-epilogue TMA kernels need whole groups of 32 output channels (their weights'

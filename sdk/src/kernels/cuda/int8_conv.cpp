@@ -110,6 +110,10 @@ const char* kernelName(const Int8ConvPlan& p) {
       return "tmar128x64";
     case Int8ConvKernel::kTmaR128x128k128:
       return "tmar128x128k128";
+    case Int8ConvKernel::kTmaRD128x128k128:
+      return "tmard128x128k128";
+    case Int8ConvKernel::kTmaRD128x256k128:
+      return "tmard128x256k128";
   }
   return "?";
 }
@@ -348,7 +352,11 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
         kernels.emplace_back(Int8ConvKernel::kTmaR128x128, 16);
         kernels.emplace_back(Int8ConvKernel::kTmaR128x64, 16);
       }
-      if (tma128 && plan.K % 32 == 0) kernels.emplace_back(Int8ConvKernel::kTmaR128x128k128, 16);
+      if (tma128 && plan.K % 32 == 0) {
+        kernels.emplace_back(Int8ConvKernel::kTmaR128x128k128, 16);
+        kernels.emplace_back(Int8ConvKernel::kTmaRD128x128k128, 16);
+        if (plan.K > 128) kernels.emplace_back(Int8ConvKernel::kTmaRD128x256k128, 16);
+      }
       if (tma128) {
         kernels.emplace_back(Int8ConvKernel::kTma128x128k128, 16);
       } else if (plan.gemmK > 64) {  // one step of 128 bytes would be half zeros

@@ -61,7 +61,9 @@
 //           this tile's epilogue), the epilogue from the accumulator registers, 8 consecutive
 //           channels a thread (the weights' rows permuted within groups of 32 output channels,
 //           int8ConvPermutedChannel), an int8 residual fetched into registers before the tile's
-//           main loop. No split K.
+//           main loop. No split K. "tmard128x128k128", "tmard128x256k128" (K > 128): the same
+//           with one block a multiprocessor and a deeper stage ring (6 and 4 steps of 128
+//           bytes ahead of the wgmmas).
 //           "pw128x128", "pw128x64", "pw64x256" (1x1 without padding, any stride, C % 32 == 0, C <=
 //           256, K % 32 == 0; sm_80 and newer): for layers bound by memory (ResNet's 1x1
 //           expansions), persistent blocks that keep their BN channels' weights in shared memory,
@@ -145,6 +147,8 @@ enum class Int8ConvKernel : int32_t {
   kTmaR128x128,       ///< wgmma + TMA, persistent, epilogue from registers, 128 x 128
   kTmaR128x64,        ///< wgmma + TMA, persistent, epilogue from registers, 128 x 64
   kTmaR128x128k128,   ///< wgmma + TMA, persistent, epilogue from registers, 128 x 128, BK 128
+  kTmaRD128x128k128,  ///< the same, one block an SM, 6 stages
+  kTmaRD128x256k128,  ///< the same, 128 x 256, one block an SM, 4 stages
 };
 
 /// Whether `kernel` is one of the pointwise (1x1) persistent kernels.
@@ -162,8 +166,7 @@ inline bool isInt8ConvTmaKernel(Int8ConvKernel kernel) {
 /// (int8_conv_tma_sm90a.cu): their weights' rows permuted (int8ConvPermutedChannel), K % 32 == 0,
 /// no split K.
 inline bool isInt8ConvTmaRegKernel(Int8ConvKernel kernel) {
-  return kernel == Int8ConvKernel::kTmaR128x128 || kernel == Int8ConvKernel::kTmaR128x64 ||
-         kernel == Int8ConvKernel::kTmaR128x128k128;
+  return kernel >= Int8ConvKernel::kTmaR128x128 && kernel <= Int8ConvKernel::kTmaRD128x256k128;
 }
 
 /// The output channel that row `r` of the weights holds for the kernels whose epilogue runs
@@ -201,7 +204,10 @@ inline Int8ConvTile int8ConvTmaTile(Int8ConvKernel kernel) {
       return {64, 128, 64};
     case Int8ConvKernel::kTma128x128k128:
     case Int8ConvKernel::kTmaR128x128k128:
+    case Int8ConvKernel::kTmaRD128x128k128:
       return {128, 128, 128};
+    case Int8ConvKernel::kTmaRD128x256k128:
+      return {128, 256, 128};
     case Int8ConvKernel::kTmaR128x128:
       return {128, 128, 64};
     case Int8ConvKernel::kTmaR128x64:

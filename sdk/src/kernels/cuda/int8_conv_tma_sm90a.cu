@@ -243,21 +243,35 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
 /// LEAN: the instance for the plan's lean epilogue (i8LeanEpilogue: the fast rounding to int8,
 /// no activation or Relu, an int8 residual or none), sums of any size (i8Lean8, or the same
 /// operations from an exact int32 -> float, i8Lean8<false>, where the 8 sums are not within
-/// 2^22); the other
-/// instance runs the general path (any rounding, activation and output) and takes more
-/// registers: one block a multiprocessor for the 128-channel tile, where the lean one keeps two.
-template <int BM, int BN, int BK, bool LEAN>
-constexpr int tmaRegMinBlocks() {
-  return LEAN || BN <= 64 ? 2 : 1;
+/// 2^22); the other instance runs the general path (any rounding, activation and output) and
+/// takes more registers: one block a multiprocessor for the 128-channel tile, where the lean
+/// one keeps two.
+/// STAGES: the stage ring's depth; 0, tmaStages' (two blocks a multiprocessor of the 128x128
+/// tiles); more (the `tmard` kernels), one block a multiprocessor whose copies run that many
+/// steps ahead of its wgmmas.
+template <int BM, int BN, int BK, int STAGES>
+__host__ __device__ constexpr int tmaRegStages() {
+  return STAGES > 0 ? STAGES : tmaStages(BM, BN, BK);
 }
 
-template <int BM, int BN, int BK, bool LEAN>
-__global__ void __launch_bounds__(BM * 2 + 32, (tmaRegMinBlocks<BM, BN, BK, LEAN>()))
+template <int BM, int BN, int BK, int STAGES>
+__host__ __device__ constexpr int tmaRegSharedBytes() {
+  constexpr int kStages = tmaRegStages<BM, BN, BK, STAGES>();
+  return kStages * (BM + BN) * BK + 1024 + 2 * 8 * kStages;
+}
+
+template <int BM, int BN, int BK, bool LEAN, int STAGES>
+constexpr int tmaRegMinBlocks() {
+  return tmaRegSharedBytes<BM, BN, BK, STAGES>() > 112 * 1024 ? 1 : LEAN || BN <= 64 ? 2 : 1;
+}
+
+template <int BM, int BN, int BK, bool LEAN, int STAGES>
+__global__ void __launch_bounds__(BM * 2 + 32, (tmaRegMinBlocks<BM, BN, BK, LEAN, STAGES>()))
     i8ConvTmaReg(const __grid_constant__ CUtensorMap mapX, const __grid_constant__ CUtensorMap mapW,
                  const Int8ConvPlan p, const float* __restrict__ alpha,
                  const float* __restrict__ bias, const void* __restrict__ z, void* __restrict__ y) {
 #ifdef EDGEINFER_WGMMA
-  constexpr int kStages = tmaStages(BM, BN, BK);
+  constexpr int kStages = tmaRegStages<BM, BN, BK, STAGES>();
   constexpr int kConsumers = BM * 2;  // BM / 64 warpgroups
   constexpr int kStageA = BM * BK, kStageB = BN * BK;
   constexpr int kGroups = BN / 32;  // groups of 32 output channels a tile
@@ -578,29 +592,30 @@ Status launchTma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) 
 
 /// The persistent register-epilogue kernel's launch: as many blocks as fit at once
 /// (tmaRegMinBlocks a multiprocessor where the shared memory allows), at most one a tile.
-template <int BM, int BN, int BK, bool LEAN>
+template <int BM, int BN, int BK, bool LEAN, int STAGES>
 Status launchTmaRegMode(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
   CUtensorMap mapX, mapW;
   EI_RETURN_IF_ERROR((encodeMaps<BM, BN, BK>(p, a, &mapX, &mapW)));
-  constexpr int kSmem = tmaSharedBytes<BM, BN, BK>();
-  const auto kernel = &i8ConvTmaReg<BM, BN, BK, LEAN>;
+  constexpr int kSmem = tmaRegSharedBytes<BM, BN, BK, STAGES>();
+  const auto kernel = &i8ConvTmaReg<BM, BN, BK, LEAN, STAGES>;
   EI_RETURN_IF_ERROR(allowSharedMemory(reinterpret_cast<const void*>(kernel), kSmem));
   const int64_t tiles = int64_t{(p.N * p.P * p.Q + BM - 1) / BM} * ((p.K + BN - 1) / BN);
   const int64_t resident =
       int64_t{residentBlocks(reinterpret_cast<const void*>(kernel), BM * 2 + 32, kSmem)} *
       std::max(detail::deviceSmCount(), 1);
   cudaLaunchAttribute attrs[2];
-  const cudaLaunchConfig_t cfg = tmaLaunch<BM, BN, BK>(
+  cudaLaunchConfig_t cfg = tmaLaunch<BM, BN, BK>(
       dim3(static_cast<unsigned>(std::max<int64_t>(1, std::min(tiles, resident)))), 1, st, attrs);
+  cfg.dynamicSmemBytes = kSmem;
   EI_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, mapX, mapW, p, a.alpha, a.bias, a.z, a.y));
   return Status::Ok();
 }
 
 /// The instance for the plan's epilogue (i8LeanEpilogue with sums of any size, or the general).
-template <int BM, int BN, int BK>
+template <int BM, int BN, int BK, int STAGES = 0>
 Status launchTmaReg(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
-  return dev::i8LeanEpilogue(p, true) ? launchTmaRegMode<BM, BN, BK, true>(p, a, st)
-                                      : launchTmaRegMode<BM, BN, BK, false>(p, a, st);
+  return dev::i8LeanEpilogue(p, true) ? launchTmaRegMode<BM, BN, BK, true, STAGES>(p, a, st)
+                                      : launchTmaRegMode<BM, BN, BK, false, STAGES>(p, a, st);
 }
 
 /// Whether a cluster of `split` blocks of the split-K kernel of this tile can be resident on
@@ -721,6 +736,10 @@ Status launchInt8ConvTma(const Int8ConvPlan& p, const Int8ConvArgs& a, void* str
       return launchTmaReg<128, 64, 64>(p, a, st);
     case Int8ConvKernel::kTmaR128x128k128:
       return launchTmaReg<128, 128, 128>(p, a, st);
+    case Int8ConvKernel::kTmaRD128x128k128:
+      return launchTmaReg<128, 128, 128, 6>(p, a, st);
+    case Int8ConvKernel::kTmaRD128x256k128:
+      return launchTmaReg<128, 256, 128, 4>(p, a, st);
     default:
       return Status(ErrorCode::kInvalidArgument, "int8 TMA conv: not a TMA kernel");
   }
