@@ -68,7 +68,9 @@ cuda::Int8ConvPlan planOf(const I8Case& c) {
 /// fits it with 64-byte K steps, by cp.async elsewhere; with 128-byte K steps the TMA 128x128k128
 /// where the layer fits it so, else the cp.async 128x128k128 and 128x64k128 for R*S*C > 64;
 /// for K % 32 == 0 the persistent register-epilogue forms of the TMA 128x128, 128x64 and
-/// 128x128k128 where their TMA kernel is offered;
+/// 128x128k128 where their TMA kernel is offered, and where the layer has many tiles
+/// (int8ConvManyTiles) the one-block ones: tmap128x64, tmard128x128k128, tmap128x128k128 and
+/// (K > 128) tmard128x256k128;
 /// and each TMA kernel again for every split-K factor int8ConvSplits gives it (and the driver
 /// says runs), or where no TMA kernel runs the layer, each mma.sync kernel; for 1x1 layers the
 /// pointwise kernels int8ConvPointwiseFits admits, 128x64, 128x128 (K > 64) and 64x256
@@ -97,8 +99,11 @@ Offered offered(const I8Case& c) {
     const bool tma128 = tma && cuda::int8ConvTmaFits(p, 128);
     const bool k128 = !tma128 && c.R * c.S * c.C > 64;
     o.kernels = 3 + 3 + (c.K > 128 ? 1 : 0) + (tma128 ? 1 : k128 ? 2 : 0);
-    if (c.K % 32 == 0)  // the tmar forms, and the tmard ones
-      o.kernels += (tma64 ? 2 : 0) + (tma128 ? 2 + (c.K > 128 ? 1 : 0) : 0);
+    if (c.K % 32 == 0) {  // the tmar forms, and the tmard and tmap ones on layers of many tiles
+      const auto many = [&](int bn) { return cuda::int8ConvManyTiles(p, bn, sms) ? 1 : 0; };
+      o.kernels += (tma64 ? 2 + many(64) : 0) +
+                   (tma128 ? 1 + 2 * many(128) + (c.K > 128 ? many(256) : 0) : 0);
+    }
     o.tma = tma64 || tma128;
     o.cpAsyncWgmma = !tma64 || k128;
     if (tma64 || tma128) splitKernels.clear();  // mma.sync splits only where no TMA kernel runs
@@ -566,6 +571,14 @@ TEST(CudaInt8Conv, TmaRegisterEpilogueKernelsRefuseKNotOf32AndSplitK_n) {
   EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << s.toString();
   EXPECT_NE(s.message().find("split K"), std::string::npos) << s.toString();
   EXPECT_TRUE(cuda::int8ConvSplits(p, 132).empty()) << "no split-K factors offered";
+  // One 7x7 image: one tile of 128 pixels a slice of channels, too few for the one-block
+  // kernels; 64 images, 25 x 1 tiles of 96 channels: more than half of 48 multiprocessors.
+  EXPECT_FALSE(cuda::int8ConvManyTiles(p, 128, 132));
+  p.N = 64;
+  EXPECT_FALSE(cuda::int8ConvManyTiles(p, 128, 132)) << "25 tiles";
+  EXPECT_TRUE(cuda::int8ConvManyTiles(p, 128, 48)) << "25 tiles";
+  EXPECT_TRUE(cuda::int8ConvManyTiles(p, 64, 100)) << "50 tiles";
+  EXPECT_FALSE(cuda::int8ConvManyTiles(p, 64, 0)) << "no device";
   // The weights' permutation: within each group of 32, a bijection (channels 8t .. 8t + 7 of
   // the group at the accumulator columns 2t, 2t + 1 of its four 8-column tiles).
   std::set<int> seen;

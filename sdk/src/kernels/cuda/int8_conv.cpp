@@ -114,6 +114,10 @@ const char* kernelName(const Int8ConvPlan& p) {
       return "tmard128x128k128";
     case Int8ConvKernel::kTmaRD128x256k128:
       return "tmard128x256k128";
+    case Int8ConvKernel::kTmaP128x128k128:
+      return "tmap128x128k128";
+    case Int8ConvKernel::kTmaP128x64:
+      return "tmap128x64";
   }
   return "?";
 }
@@ -267,6 +271,12 @@ size_t int8ConvWorkspaceBytes(const Int8ConvPlan& p) {
   return static_cast<size_t>(int64_t{p.splitK} * p.N * p.P * p.Q * cols) * sizeof(int32_t);
 }
 
+bool int8ConvManyTiles(const Int8ConvPlan& p, int bn, int sms) {
+  const int64_t rows = int64_t{p.N} * p.P * p.Q;
+  const int64_t tiles = (rows + 127) / 128 * ((int64_t{p.K} + bn - 1) / bn);
+  return sms > 0 && 2 * tiles >= sms;
+}
+
 std::vector<int> int8ConvSplits(const Int8ConvPlan& p, int sms) {
   std::vector<int> out;
   const Int8ConvTile t = int8ConvTmaTile(p.kernel);
@@ -348,14 +358,24 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
       kernels.emplace_back(tma64 ? Int8ConvKernel::kTma128x64 : Int8ConvKernel::kWgmma128x64, 16);
       kernels.emplace_back(tma64 ? Int8ConvKernel::kTma64x128 : Int8ConvKernel::kWgmma64x128, 16);
       // The persistent register-epilogue forms (whole groups of 32 output channels).
+      // The one-block-an-SM forms (tmard, tmap) where the layer has at least half as many
+      // tiles as the device has multiprocessors: with fewer, a block has one tile and nothing
+      // to fetch ahead, and its shared memory keeps the neighbouring layers' blocks (programmatic
+      // dependent launch) off the multiprocessor (batch 1: slower in the whole engine).
+      const bool manyTiles = int8ConvManyTiles(plan, 64, detail::deviceSmCount());
       if (tma64 && plan.K % 32 == 0) {
         kernels.emplace_back(Int8ConvKernel::kTmaR128x128, 16);
         kernels.emplace_back(Int8ConvKernel::kTmaR128x64, 16);
+        if (manyTiles) kernels.emplace_back(Int8ConvKernel::kTmaP128x64, 16);
       }
       if (tma128 && plan.K % 32 == 0) {
         kernels.emplace_back(Int8ConvKernel::kTmaR128x128k128, 16);
-        kernels.emplace_back(Int8ConvKernel::kTmaRD128x128k128, 16);
-        if (plan.K > 128) kernels.emplace_back(Int8ConvKernel::kTmaRD128x256k128, 16);
+        if (int8ConvManyTiles(plan, 128, detail::deviceSmCount())) {
+          kernels.emplace_back(Int8ConvKernel::kTmaRD128x128k128, 16);
+          kernels.emplace_back(Int8ConvKernel::kTmaP128x128k128, 16);
+        }
+        if (plan.K > 128 && int8ConvManyTiles(plan, 256, detail::deviceSmCount()))
+          kernels.emplace_back(Int8ConvKernel::kTmaRD128x256k128, 16);
       }
       if (tma128) {
         kernels.emplace_back(Int8ConvKernel::kTma128x128k128, 16);

@@ -63,7 +63,12 @@
 //           int8ConvPermutedChannel), an int8 residual fetched into registers before the tile's
 //           main loop. No split K. "tmard128x128k128", "tmard128x256k128" (K > 128): the same
 //           with one block a multiprocessor and a deeper stage ring (6 and 4 steps of 128
-//           bytes ahead of the wgmmas).
+//           bytes ahead of the wgmmas; offered where the layer has at least half as many tiles
+//           as the device has multiprocessors, int8ConvManyTiles). "tmap128x128k128",
+//           "tmap128x64" (the same layers): one block a
+//           multiprocessor, deep rings, and the two consumer warpgroups each on every other tile
+//           (all its rows), their main loops taking turns, so one's epilogue runs under the
+//           other's wgmmas (pingpong).
 //           "pw128x128", "pw128x64", "pw64x256" (1x1 without padding, any stride, C % 32 == 0, C <=
 //           256, K % 32 == 0; sm_80 and newer): for layers bound by memory (ResNet's 1x1
 //           expansions), persistent blocks that keep their BN channels' weights in shared memory,
@@ -149,6 +154,8 @@ enum class Int8ConvKernel : int32_t {
   kTmaR128x128k128,   ///< wgmma + TMA, persistent, epilogue from registers, 128 x 128, BK 128
   kTmaRD128x128k128,  ///< the same, one block an SM, 6 stages
   kTmaRD128x256k128,  ///< the same, 128 x 256, one block an SM, 4 stages
+  kTmaP128x128k128,   ///< register epilogue, pingpong warpgroups, 128 x 128, BK 128, 6 stages
+  kTmaP128x64,        ///< register epilogue, pingpong warpgroups, 128 x 64, 10 stages
 };
 
 /// Whether `kernel` is one of the pointwise (1x1) persistent kernels.
@@ -166,7 +173,7 @@ inline bool isInt8ConvTmaKernel(Int8ConvKernel kernel) {
 /// (int8_conv_tma_sm90a.cu): their weights' rows permuted (int8ConvPermutedChannel), K % 32 == 0,
 /// no split K.
 inline bool isInt8ConvTmaRegKernel(Int8ConvKernel kernel) {
-  return kernel >= Int8ConvKernel::kTmaR128x128 && kernel <= Int8ConvKernel::kTmaRD128x256k128;
+  return kernel >= Int8ConvKernel::kTmaR128x128 && kernel <= Int8ConvKernel::kTmaP128x64;
 }
 
 /// The output channel that row `r` of the weights holds for the kernels whose epilogue runs
@@ -205,7 +212,10 @@ inline Int8ConvTile int8ConvTmaTile(Int8ConvKernel kernel) {
     case Int8ConvKernel::kTma128x128k128:
     case Int8ConvKernel::kTmaR128x128k128:
     case Int8ConvKernel::kTmaRD128x128k128:
+    case Int8ConvKernel::kTmaP128x128k128:
       return {128, 128, 128};
+    case Int8ConvKernel::kTmaP128x64:
+      return {128, 64, 64};
     case Int8ConvKernel::kTmaRD128x256k128:
       return {128, 256, 128};
     case Int8ConvKernel::kTmaR128x128:
@@ -350,6 +360,11 @@ bool int8ConvTmaFits(const Int8ConvPlan& plan, int bk);
 /// true for split 1, false for the 128x256 tile and in builds without sm_90a code. The provider
 /// offers only the splits that run.
 bool int8ConvTmaSplitRuns(Int8ConvKernel kernel, int split);
+
+/// Whether the layer of `plan` has at least half as many tiles of 128 output pixels x `bn`
+/// channels as the device has multiprocessors (`sms`): where the provider offers the
+/// one-block-a-multiprocessor TMA kernels (tmard, tmap).
+bool int8ConvManyTiles(const Int8ConvPlan& plan, int bn, int sms);
 
 /// The split-K factors the provider offers for plan.kernel, a TMA kernel (not 128x256) or an
 /// mma.sync one, on a device of `sms` multiprocessors: for a layer of fewer tiles than

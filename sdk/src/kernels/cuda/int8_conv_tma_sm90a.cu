@@ -39,6 +39,7 @@
 #include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/int8_conv.h"
 #include "kernels/cuda/int8_conv_epilogue.cuh"
+#include "kernels/cuda/tma_maps_sm90a.cuh"
 #include "kernels/cuda/wgmma_sm90a.cuh"
 
 namespace edgeinfer::cuda {
@@ -234,10 +235,10 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
 ///     to the next tile's stages while the consumers run this tile's epilogue (the stages are
 ///     a ring across tiles, their mbarrier phases counted by a step number across tiles);
 ///   - the weights' rows permuted within each group of 32 output channels (int8_conv.cpp packs
-///     them so, int8ConvPermutedRows), so that each consumer thread's accumulators of a row are
-///     8 consecutive channels a group: the epilogue runs from the registers (i8Lean8 where the
-///     sums allow, the general path otherwise), 8 outputs a piece, with no shared tile and no
-///     block barrier, while the other block of the multiprocessor multiplies;
+///     them so, int8ConvPermutedChannel), so that each consumer thread's accumulators of a row
+///     are 8 consecutive channels a group: the epilogue runs from the registers (i8Lean8 where
+///     the sums allow, the general path otherwise), 8 outputs a piece, with no shared tile and
+///     no block barrier, while the other block of the multiprocessor multiplies;
 ///   - an int8 residual requested for the tile before its main loop, into registers.
 /// K % 32 == 0 (whole groups of 32 channels), no split K.
 /// LEAN: the instance for the plan's lean epilogue (i8LeanEpilogue: the fast rounding to int8,
@@ -247,8 +248,14 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
 /// takes more registers: one block a multiprocessor for the 128-channel tile, where the lean
 /// one keeps two.
 /// STAGES: the stage ring's depth; 0, tmaStages' (two blocks a multiprocessor of the 128x128
-/// tiles); more (the `tmard` kernels), one block a multiprocessor whose copies run that many
-/// steps ahead of its wgmmas.
+/// tiles); more (the `tmard` and `tmap` kernels), one block a multiprocessor whose copies run
+/// that many steps ahead of its wgmmas.
+/// PINGPONG (the `tmap` kernels): the two consumer warpgroups each own every other tile of the
+/// block, all BM rows of it (BM / 64 wgmmas a K step), instead of sharing each tile: their main
+/// loops take turns (named barriers 1 and 2: a warpgroup starts a tile's wgmmas once the other
+/// has issued all of the previous tile's), so one warpgroup's epilogue runs while the other's
+/// wgmmas keep the tensor cores busy. The turns also keep each warpgroup's waits on a stage's
+/// mbarrier at most one phase ahead of it (a parity wait cannot tell two phases apart).
 template <int BM, int BN, int BK, int STAGES>
 __host__ __device__ constexpr int tmaRegStages() {
   return STAGES > 0 ? STAGES : tmaStages(BM, BN, BK);
@@ -260,22 +267,52 @@ __host__ __device__ constexpr int tmaRegSharedBytes() {
   return kStages * (BM + BN) * BK + 1024 + 2 * 8 * kStages;
 }
 
-template <int BM, int BN, int BK, bool LEAN, int STAGES>
-constexpr int tmaRegMinBlocks() {
-  return tmaRegSharedBytes<BM, BN, BK, STAGES>() > 112 * 1024 ? 1 : LEAN || BN <= 64 ? 2 : 1;
+/// Consumer threads: BM / 64 warpgroups sharing a tile, or two of tiles of their own.
+__host__ __device__ constexpr int tmaRegConsumers(int bm, bool pingpong) {
+  return pingpong ? 256 : bm * 2;
 }
 
-template <int BM, int BN, int BK, bool LEAN, int STAGES>
-__global__ void __launch_bounds__(BM * 2 + 32, (tmaRegMinBlocks<BM, BN, BK, LEAN, STAGES>()))
+template <int BM, int BN, int BK, bool LEAN, int STAGES, bool PINGPONG>
+__host__ __device__ constexpr int tmaRegMinBlocks() {
+  return PINGPONG || tmaRegSharedBytes<BM, BN, BK, STAGES>() > 112 * 1024 ? 1
+         : LEAN || BN <= 64                                               ? 2
+                                                                          : 1;
+}
+
+/// Threads of a block: the consumers and a producer warp, or, where one block runs on a
+/// multiprocessor, a producer warpgroup that gives its registers to the consumers (setmaxnreg:
+/// registers are allocated a warpgroup at a time to wgmma kernels, so a lone producer warp
+/// would take a warpgroup's share anyway).
+template <int BM, int BN, int BK, bool LEAN, int STAGES, bool PINGPONG>
+__host__ __device__ constexpr int tmaRegThreads() {
+  return tmaRegConsumers(BM, PINGPONG) +
+         (tmaRegMinBlocks<BM, BN, BK, LEAN, STAGES, PINGPONG>() == 1 ? 128 : 32);
+}
+
+/// A named barrier of `threads` threads: wait for the rest (sync) or only count this warp in.
+__device__ __forceinline__ void namedBarrierSync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void namedBarrierArrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+template <int BM, int BN, int BK, bool LEAN, int STAGES, bool PINGPONG>
+__global__ void __launch_bounds__((tmaRegThreads<BM, BN, BK, LEAN, STAGES, PINGPONG>()),
+                                  (tmaRegMinBlocks<BM, BN, BK, LEAN, STAGES, PINGPONG>()))
     i8ConvTmaReg(const __grid_constant__ CUtensorMap mapX, const __grid_constant__ CUtensorMap mapW,
                  const Int8ConvPlan p, const float* __restrict__ alpha,
                  const float* __restrict__ bias, const void* __restrict__ z, void* __restrict__ y) {
 #ifdef EDGEINFER_WGMMA
   constexpr int kStages = tmaRegStages<BM, BN, BK, STAGES>();
-  constexpr int kConsumers = BM * 2;  // BM / 64 warpgroups
+  constexpr int kConsumers = tmaRegConsumers(BM, PINGPONG);
   constexpr int kStageA = BM * BK, kStageB = BN * BK;
-  constexpr int kGroups = BN / 32;  // groups of 32 output channels a tile
-  constexpr bool kPrefetchZ = BN == 64;
+  constexpr int kGroups = BN / 32;             // groups of 32 output channels a tile
+  constexpr int kMw = PINGPONG ? BM / 64 : 1;  // m64 row blocks a warpgroup computes of a tile
+  // The residual in registers before the main loop where they allow (the 64-channel tile of
+  // two blocks a multiprocessor; the pingpong tiles of up to 4 pieces a thread), else read in
+  // the epilogue.
+  constexpr bool kPrefetchZ = PINGPONG ? kMw * kGroups <= 4 : BN == 64;
   extern __shared__ __align__(128) int8_t smemRaw[];
   int8_t* smem = smemRaw + ((1024 - (smemAddr(smemRaw) & 1023)) & 1023);
   int8_t* As = smem;
@@ -293,7 +330,7 @@ __global__ void __launch_bounds__(BM * 2 + 32, (tmaRegMinBlocks<BM, BN, BK, LEAN
   if (tid == kConsumers) {
     for (int s = 0; s < kStages; ++s) {
       mbarInit(&full[s], 1);
-      mbarInit(&empty[s], kConsumers);
+      mbarInit(&empty[s], PINGPONG ? 128 : kConsumers);  // the warpgroups reading a stage
     }
     mbarInitFence();
     tmaPrefetch(&mapX);
@@ -310,7 +347,14 @@ __global__ void __launch_bounds__(BM * 2 + 32, (tmaRegMinBlocks<BM, BN, BK, LEAN
     }
   dev::waitForPriorGrids();
 
+  // A producer warpgroup keeps 40 registers a thread, the two consumer warpgroups get 232
+  // (128 x 40 + 256 x 232 <= 65,536).
+  constexpr bool kProducerGroup =
+      tmaRegThreads<BM, BN, BK, LEAN, STAGES, PINGPONG>() == kConsumers + 128;
+  static_assert(!kProducerGroup || kConsumers == 256, "setmaxnreg's budget: two consumer groups");
   if (tid >= kConsumers) {
+    if constexpr (kProducerGroup)
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
     if (tid == kConsumers) {  // the producer: every tile's steps, one stage ring
       int step = 0;
       for (int tile = firstTile; tile < tiles; tile += tileStride) {
@@ -340,55 +384,71 @@ __global__ void __launch_bounds__(BM * 2 + 32, (tmaRegMinBlocks<BM, BN, BK, LEAN
     }
     return;  // (no block barrier follows)
   }
+  if constexpr (kProducerGroup) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
 
-  // The consumers: warpgroup wg computes rows [64 wg, 64 wg + 64) of each tile; this thread's
-  // rows 16 v + g and + 8 of them, channels 32 group + 8 t4 + (0..7) (register 4 (4 group + b) +
-  // 2 h + e: column 8 (4 group + b) + 2 t4 + e, channel 32 group + 8 t4 + 2b + e).
+  // The consumers. Cooperative: warpgroup wg computes rows [64 wg, 64 wg + 64) of each tile;
+  // pingpong: all rows of every other tile, m64 block mw its rows [64 mw, 64 mw + 64). This
+  // thread's rows of a block: 16 v + g and + 8; channels 32 group + 8 t4 + (0..7) (register
+  // 4 (4 group + b) + 2 h + e: column 8 (4 group + b) + 2 t4 + e, channel 32 group + 8 t4 + 2b +
+  // e).
   const int wg = tid / 128, lane = tid & 31, v = (tid % 128) / 32;
   const int g = lane >> 2, t4 = lane & 3;
-  const int rowOf = wg * 64 + v * 16 + g;
+  const int rowOf = (PINGPONG ? 0 : wg * 64) + v * 16 + g;
+  const int aOff = PINGPONG ? 0 : wg * 64 * BK;  // this warpgroup's rows of a stage's A tile
   const float inv = __frcp_rn(p.yScale);
   const float floor = p.act == DeviceActivation::kRelu ? 0.f : -128.f;
   const int zb = !p.hasZ ? 0 : p.zScale > 0.f ? 1 : 2;
   const auto* z8 = static_cast<const int8_t*>(z);
-  int step = 0;
-  for (int tile = firstTile; tile < tiles; tile += tileStride) {
+  constexpr int kTileStep = PINGPONG ? 2 : 1;  // the block's tiles this warpgroup takes
+  for (int i = PINGPONG ? wg : 0; firstTile + i * tileStride < tiles; i += kTileStep) {
+    const int tile = firstTile + i * tileStride;
     const int m0 = tile / nTiles * BM, n0 = tile % nTiles * BN;
-    // The int8 residual of this thread's outputs, requested before the main loop where the
-    // registers allow (the 64-channel tile; the 128-channel one would spill at two blocks a
-    // multiprocessor), else in the epilogue.
-    uint2 zRaw[kGroups][2];
+    int step = i * steps;  // the ring's step of this tile's first K step
+    uint2 zRaw[kMw][kGroups][2];
 #pragma unroll
-    for (int grp = 0; grp < kGroups; ++grp)
+    for (int mw = 0; mw < kMw; ++mw)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int m = m0 + rowOf + 8 * h, c0 = n0 + 32 * grp + 8 * t4;
-        zRaw[grp][h] =
-            kPrefetchZ && zb == 1 && m < rows && c0 < p.K
-                ? __ldg(reinterpret_cast<const uint2*>(z8 + static_cast<int64_t>(m) * p.K + c0))
-                : make_uint2(0u, 0u);
-      }
+      for (int grp = 0; grp < kGroups; ++grp)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int m = m0 + mw * 64 + rowOf + 8 * h, c0 = n0 + 32 * grp + 8 * t4;
+          zRaw[mw][grp][h] =
+              kPrefetchZ && zb == 1 && m < rows && c0 < p.K
+                  ? __ldg(reinterpret_cast<const uint2*>(z8 + static_cast<int64_t>(m) * p.K + c0))
+                  : make_uint2(0u, 0u);
+        }
 
-    int32_t acc[BN / 2];
+    int32_t acc[kMw][BN / 2];
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) acc[i] = 0;
-    fenceOperands(acc);
+    for (int mw = 0; mw < kMw; ++mw) {
+#pragma unroll
+      for (int j = 0; j < BN / 2; ++j) acc[mw][j] = 0;
+      fenceOperands(acc[mw]);
+    }
+    if (PINGPONG && i > 0) namedBarrierSync(1 + wg, 256);  // the other's previous tile issued
     for (int kt = 0; kt < steps; ++kt, ++step) {
       const int st = step % kStages;
       mbarWait(&full[st], (step / kStages) & 1);
-      fenceOperands(acc);
+#pragma unroll
+      for (int mw = 0; mw < kMw; ++mw) fenceOperands(acc[mw]);
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
       for (int ks = 0; ks < BK / 32; ++ks)
-        wgmma<BN>(acc, Swizzled<BK>::desc(As + st * kStageA + wg * 64 * BK + ks * 32),
-                  Swizzled<BK>::desc(Bs + st * kStageB + ks * 32));
+#pragma unroll
+        for (int mw = 0; mw < kMw; ++mw)
+          wgmma<BN>(acc[mw], Swizzled<BK>::desc(As + st * kStageA + aOff + mw * 64 * BK + ks * 32),
+                    Swizzled<BK>::desc(Bs + st * kStageB + ks * 32));
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(1) : "memory");
-      fenceOperands(acc);
+#pragma unroll
+      for (int mw = 0; mw < kMw; ++mw) fenceOperands(acc[mw]);
       if (kt > 0) mbarArrive(&empty[(step - 1) % kStages]);
     }
+    // The other warpgroup's next tile may start its wgmmas (where it has one).
+    if (PINGPONG && firstTile + (i + 1) * tileStride < tiles) namedBarrierArrive(2 - wg, 256);
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(0) : "memory");
-    fenceOperands(acc);
+#pragma unroll
+    for (int mw = 0; mw < kMw; ++mw) fenceOperands(acc[mw]);
     mbarArrive(&empty[(step - 1) % kStages]);  // the tile's last stage
 
 #pragma unroll
@@ -402,93 +462,42 @@ __global__ void __launch_bounds__(BM * 2 + 32, (tmaRegMinBlocks<BM, BN, BK, LEAN
       *reinterpret_cast<float4*>(&bv[0]) = __ldg(reinterpret_cast<const float4*>(bias + c0));
       *reinterpret_cast<float4*>(&bv[4]) = __ldg(reinterpret_cast<const float4*>(bias + c0 + 4));
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int m = m0 + rowOf + 8 * h;
-        if (m >= rows) continue;
-        int32_t q[8];
+      for (int mw = 0; mw < kMw; ++mw)
 #pragma unroll
-        for (int b = 0; b < 4; ++b) {
-          q[2 * b] = acc[4 * (4 * grp + b) + 2 * h];
-          q[2 * b + 1] = acc[4 * (4 * grp + b) + 2 * h + 1];
+        for (int h = 0; h < 2; ++h) {
+          const int m = m0 + mw * 64 + rowOf + 8 * h;
+          if (m >= rows) continue;
+          int32_t q[8];
+#pragma unroll
+          for (int b = 0; b < 4; ++b) {
+            q[2 * b] = acc[mw][4 * (4 * grp + b) + 2 * h];
+            q[2 * b + 1] = acc[mw][4 * (4 * grp + b) + 2 * h + 1];
+          }
+          const int64_t base = static_cast<int64_t>(m) * p.K + c0;
+          const uint2 zr = kPrefetchZ || zb != 1 ? zRaw[mw][grp][h]
+                                                 : __ldg(reinterpret_cast<const uint2*>(z8 + base));
+          if constexpr (LEAN) {  // (an int8 residual or none)
+            *reinterpret_cast<uint2*>(static_cast<int8_t*>(y) + base) =
+                dev::i8SmallSums8(q) ? dev::i8Lean8(q, av, bv, zb == 1, zr, p.zMul, floor)
+                                     : dev::i8Lean8<false>(q, av, bv, zb == 1, zr, p.zMul, floor);
+            continue;
+          }
+          float o[8];
+          dev::i8Affine8(p, q, av, bv, false, o);
+          if (zb == 1) {
+            dev::i8AddResidual8(p, make_uint4(zr.x, zr.y, 0u, 0u), o);
+          } else if (zb == 2) {
+            dev::i8AddResidual8(
+                p, __ldg(reinterpret_cast<const uint4*>(static_cast<const __half*>(z) + base)), o);
+          }
+          dev::activateAll(o, p.act, p.alpha, p.beta);
+          dev::i8Store8(p, o, inv, y, base, true, 8);
         }
-        const int64_t base = static_cast<int64_t>(m) * p.K + c0;
-        const uint2 zr =
-            kPrefetchZ || zb != 1 ? zRaw[grp][h] : __ldg(reinterpret_cast<const uint2*>(z8 + base));
-        if constexpr (LEAN) {  // (an int8 residual or none)
-          *reinterpret_cast<uint2*>(static_cast<int8_t*>(y) + base) =
-              dev::i8SmallSums8(q) ? dev::i8Lean8(q, av, bv, zb == 1, zr, p.zMul, floor)
-                                   : dev::i8Lean8<false>(q, av, bv, zb == 1, zr, p.zMul, floor);
-          continue;
-        }
-        float o[8];
-        dev::i8Affine8(p, q, av, bv, false, o);
-        if (zb == 1) {
-          dev::i8AddResidual8(p, make_uint4(zr.x, zr.y, 0u, 0u), o);
-        } else if (zb == 2) {
-          dev::i8AddResidual8(
-              p, __ldg(reinterpret_cast<const uint4*>(static_cast<const __half*>(z) + base)), o);
-        }
-        dev::activateAll(o, p.act, p.alpha, p.beta);
-        dev::i8Store8(p, o, inv, y, base, true, 8);
-      }
     }
   }
 #else
   __trap();  // the provider offers these tactics on compute 9.0 devices only
 #endif
-}
-
-/// The driver's tensor-map encoders, looked up once through the runtime (no link to libcuda).
-struct TensorMapEncoders {
-  PFN_cuTensorMapEncodeIm2col_v12000 im2col = nullptr;
-  PFN_cuTensorMapEncodeTiled_v12000 tiled = nullptr;
-};
-
-const TensorMapEncoders& encoders() {
-  static const TensorMapEncoders e = [] {
-    TensorMapEncoders r;
-    const auto lookup = [](const char* name) -> void* {
-      void* fn = nullptr;
-      cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-      const cudaError_t err =
-          cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q);
-#else
-      const cudaError_t err = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &q);
-#endif
-      if (err != cudaSuccess || q != cudaDriverEntryPointSuccess) {
-        cudaGetLastError();
-        return nullptr;
-      }
-      return fn;
-    };
-    r.im2col =
-        reinterpret_cast<PFN_cuTensorMapEncodeIm2col_v12000>(lookup("cuTensorMapEncodeIm2col"));
-    r.tiled = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(lookup("cuTensorMapEncodeTiled"));
-    return r;
-  }();
-  return e;
-}
-
-/// The im2col bounding box of the input's H and W, as offsets from the tensor's corners: the
-/// first input pixel of the window of output pixel (0, 0) and of (P - 1, Q - 1). The TMA walks
-/// it with the convolution's strides, Q pixels a row, P rows an image.
-struct Im2colBox {
-  int lowerW, lowerH, upperW, upperH;
-};
-
-Im2colBox im2colBox(const Int8ConvPlan& p) {
-  return {-p.padLeft, -p.padTop, (p.Q - 1) * p.strideW - p.padLeft - (p.W - 1),
-          (p.P - 1) * p.strideH - p.padTop - (p.H - 1)};
-}
-
-bool aligned16(const void* p) {
-  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
-}
-
-Status encodeError(const char* what, CUresult r) {
-  return Status(ErrorCode::kCudaError,
-                std::string("int8 conv: ") + what + " failed (CUresult " + std::to_string(r) + ")");
 }
 
 /// The launch configuration: a programmatic dependent launch where the device has it
@@ -517,41 +526,10 @@ cudaLaunchConfig_t tmaLaunch(dim3 grid, int split, cudaStream_t st, cudaLaunchAt
 /// The tensor maps of a launch with tiles of BM x BN and K steps of BK bytes: the input's im2col
 /// map (BM pixels x BK channels a load) and the weights' tiled map (BN rows x BK bytes).
 template <int BM, int BN, int BK>
-Status encodeMaps(const Int8ConvPlan& p, const Int8ConvArgs& a, CUtensorMap* mapXOut,
-                  CUtensorMap* mapWOut) {
-  const TensorMapEncoders& enc = encoders();
-  if (!enc.im2col || !enc.tiled)
-    return Status(ErrorCode::kUnsupported,
-                  "int8 conv: the CUDA driver has no tensor-map encoders (TMA)");
-  const CUtensorMapSwizzle swizzle =
-      BK == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B;
-  CUtensorMap mapX, mapW;
-  {
-    const cuuint64_t dim[4] = {cuuint64_t(p.C), cuuint64_t(p.W), cuuint64_t(p.H), cuuint64_t(p.N)};
-    const cuuint64_t stride[3] = {cuuint64_t(p.C), cuuint64_t(p.W) * p.C,
-                                  cuuint64_t(p.H) * p.W * p.C};
-    const Im2colBox b = im2colBox(p);
-    const int lower[2] = {b.lowerW, b.lowerH}, upper[2] = {b.upperW, b.upperH};
-    const cuuint32_t elementStrides[4] = {1, cuuint32_t(p.strideW), cuuint32_t(p.strideH), 1};
-    const CUresult r =
-        enc.im2col(&mapX, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, const_cast<void*>(a.x), dim, stride,
-                   lower, upper, BK, BM, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                   CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) return encodeError("cuTensorMapEncodeIm2col (the input)", r);
-  }
-  {
-    const cuuint64_t dim[2] = {cuuint64_t(p.gemmKPad), cuuint64_t(p.K)};
-    const cuuint64_t stride[1] = {cuuint64_t(p.gemmKPad)};
-    const cuuint32_t box[2] = {BK, BN}, elementStrides[2] = {1, 1};
-    const CUresult r =
-        enc.tiled(&mapW, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(a.w), dim, stride, box,
-                  elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) return encodeError("cuTensorMapEncodeTiled (the weights)", r);
-  }
-  *mapXOut = mapX;
-  *mapWOut = mapW;
-  return Status::Ok();
+Status encodeMaps(const Int8ConvPlan& p, const Int8ConvArgs& a, CUtensorMap* mapX,
+                  CUtensorMap* mapW) {
+  EI_RETURN_IF_ERROR(tma::encodeInputIm2col(p, a.x, BM, BK, mapX));
+  return tma::encodeTiled2d(a.w, p.gemmKPad, p.K, p.gemmKPad, BK, BN, mapW, "the weights");
 }
 
 template <int BM, int BN, int BK>
@@ -592,30 +570,33 @@ Status launchTma(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) 
 
 /// The persistent register-epilogue kernel's launch: as many blocks as fit at once
 /// (tmaRegMinBlocks a multiprocessor where the shared memory allows), at most one a tile.
-template <int BM, int BN, int BK, bool LEAN, int STAGES>
+template <int BM, int BN, int BK, bool LEAN, int STAGES, bool PINGPONG>
 Status launchTmaRegMode(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
   CUtensorMap mapX, mapW;
   EI_RETURN_IF_ERROR((encodeMaps<BM, BN, BK>(p, a, &mapX, &mapW)));
   constexpr int kSmem = tmaRegSharedBytes<BM, BN, BK, STAGES>();
-  const auto kernel = &i8ConvTmaReg<BM, BN, BK, LEAN, STAGES>;
+  constexpr int kThreads = tmaRegThreads<BM, BN, BK, LEAN, STAGES, PINGPONG>();
+  const auto kernel = &i8ConvTmaReg<BM, BN, BK, LEAN, STAGES, PINGPONG>;
   EI_RETURN_IF_ERROR(allowSharedMemory(reinterpret_cast<const void*>(kernel), kSmem));
   const int64_t tiles = int64_t{(p.N * p.P * p.Q + BM - 1) / BM} * ((p.K + BN - 1) / BN);
   const int64_t resident =
-      int64_t{residentBlocks(reinterpret_cast<const void*>(kernel), BM * 2 + 32, kSmem)} *
+      int64_t{residentBlocks(reinterpret_cast<const void*>(kernel), kThreads, kSmem)} *
       std::max(detail::deviceSmCount(), 1);
   cudaLaunchAttribute attrs[2];
   cudaLaunchConfig_t cfg = tmaLaunch<BM, BN, BK>(
       dim3(static_cast<unsigned>(std::max<int64_t>(1, std::min(tiles, resident)))), 1, st, attrs);
+  cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = kSmem;
   EI_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, mapX, mapW, p, a.alpha, a.bias, a.z, a.y));
   return Status::Ok();
 }
 
 /// The instance for the plan's epilogue (i8LeanEpilogue with sums of any size, or the general).
-template <int BM, int BN, int BK, int STAGES = 0>
+template <int BM, int BN, int BK, int STAGES = 0, bool PINGPONG = false>
 Status launchTmaReg(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
-  return dev::i8LeanEpilogue(p, true) ? launchTmaRegMode<BM, BN, BK, true, STAGES>(p, a, st)
-                                      : launchTmaRegMode<BM, BN, BK, false, STAGES>(p, a, st);
+  return dev::i8LeanEpilogue(p, true)
+             ? launchTmaRegMode<BM, BN, BK, true, STAGES, PINGPONG>(p, a, st)
+             : launchTmaRegMode<BM, BN, BK, false, STAGES, PINGPONG>(p, a, st);
 }
 
 /// Whether a cluster of `split` blocks of the split-K kernel of this tile can be resident on
@@ -649,7 +630,7 @@ bool clusterRuns(int split) {
 
 bool int8ConvTmaAvailable() {
   if (!int8ConvWgmmaAvailable()) return false;
-  const TensorMapEncoders& enc = encoders();
+  const tma::TensorMapEncoders& enc = tma::encoders();
   return enc.im2col && enc.tiled;
 }
 
@@ -691,7 +672,7 @@ bool int8ConvTmaSplitRuns(Int8ConvKernel kernel, int split) {
 bool int8ConvTmaFits(const Int8ConvPlan& p, int bk) {
   if (p.C <= 0 || p.C % bk != 0 || p.gemmKPad != p.R * p.S * p.C) return false;
   if (p.strideH < 1 || p.strideH > 8 || p.strideW < 1 || p.strideW > 8) return false;
-  const Im2colBox b = im2colBox(p);
+  const tma::Im2colBox b = tma::im2colBox(p);
   for (const int corner : {b.lowerW, b.lowerH, b.upperW, b.upperH})
     if (corner < -128 || corner > 127) return false;  // 4-D im2col maps: 8-bit corners
   // Window offsets are 16-bit; the input's strides below 2^40 bytes.
@@ -710,9 +691,9 @@ Status launchInt8ConvTma(const Int8ConvPlan& p, const Int8ConvArgs& a, void* str
     return Status(ErrorCode::kInvalidArgument,
                   "int8 TMA conv: the layer does not fit the kernel (C % " + std::to_string(bk) +
                       ", strides, padding)");
-  if (!aligned16(a.x) || !aligned16(a.w) ||
-      (reg && (!aligned16(a.y) || !aligned16(a.alpha) || !aligned16(a.bias) ||
-               (p.hasZ && !aligned16(a.z)))))
+  if (!tma::aligned16(a.x) || !tma::aligned16(a.w) ||
+      (reg && (!tma::aligned16(a.y) || !tma::aligned16(a.alpha) || !tma::aligned16(a.bias) ||
+               (p.hasZ && !tma::aligned16(a.z)))))
     return Status(ErrorCode::kInvalidArgument, "int8 TMA conv: tensors not 16-byte aligned");
   if (p.splitK < 1 || p.splitK > kInt8ConvMaxSplitK ||
       p.splitK > p.gemmKPad / int8ConvTmaTile(p.kernel).bk)
@@ -740,6 +721,10 @@ Status launchInt8ConvTma(const Int8ConvPlan& p, const Int8ConvArgs& a, void* str
       return launchTmaReg<128, 128, 128, 6>(p, a, st);
     case Int8ConvKernel::kTmaRD128x256k128:
       return launchTmaReg<128, 256, 128, 4>(p, a, st);
+    case Int8ConvKernel::kTmaP128x128k128:
+      return launchTmaReg<128, 128, 128, 6, true>(p, a, st);
+    case Int8ConvKernel::kTmaP128x64:
+      return launchTmaReg<128, 64, 64, 10, true>(p, a, st);
     default:
       return Status(ErrorCode::kInvalidArgument, "int8 TMA conv: not a TMA kernel");
   }
