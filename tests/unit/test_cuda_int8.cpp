@@ -62,6 +62,30 @@ cuda::Int8ConvPlan planOf(const I8Case& c) {
   return p;
 }
 
+/// A plan of `kernel` for N square images of `size` x `size` pixels, C -> K channels, an RS x RS
+/// window of stride 1 with "same" padding (RS / 2): the geometry the provider's checks read.
+cuda::Int8ConvPlan squarePlan(cuda::Int8ConvKernel kernel, int N, int C, int K, int size, int RS) {
+  cuda::Int8ConvPlan p;
+  p.kernel = kernel;
+  p.N = N;
+  p.C = C;
+  p.K = K;
+  p.H = p.W = p.P = p.Q = size;
+  p.R = p.S = RS;
+  p.padTop = p.padLeft = RS / 2;
+  p.gemmK = p.gemmKPad = RS * RS * C;
+  return p;
+}
+
+/// Launch arguments at a 16-byte aligned address nothing is allocated at: for plans refused
+/// before anything reaches the device.
+cuda::Int8ConvArgs refusedArgs() {
+  cuda::Int8ConvArgs a;
+  a.x = a.w = a.z = a.y = reinterpret_cast<void*>(uintptr_t{1} << 20);
+  a.alpha = a.bias = reinterpret_cast<const float*>(uintptr_t{1} << 20);
+  return a;
+}
+
 /// Which dense kernels the provider offers for `c` (built): the 3 mma.sync tile shapes, and on
 /// a compute 9.0 device of a build with sm_90a code (C % 16 == 0) the wgmma ones: 128x128,
 /// 128x64, 64x128, and 128x256 for more than 128 output channels, fed by TMA where the layer
@@ -550,18 +574,9 @@ TEST(CudaInt8Conv, TmaRegisterEpilogueKernelsRefuseKNotOf32AndSplitK_n) {
   EXPECT_TRUE(cuda::isInt8ConvTmaRegKernel(cuda::Int8ConvKernel::kTmaR128x64));
   EXPECT_FALSE(cuda::isInt8ConvTmaKernel(cuda::Int8ConvKernel::kTmaR128x64))
       << "not among the kernels that split K";
-  cuda::Int8ConvPlan p;
-  p.kernel = cuda::Int8ConvKernel::kTmaR128x128;
-  p.N = 1;
-  p.C = 64;
-  p.K = 80;  // two groups of 32 and a half
-  p.H = p.W = p.P = p.Q = 7;
-  p.R = p.S = 3;
-  p.padTop = p.padLeft = 1;
-  p.gemmK = p.gemmKPad = 9 * 64;
-  cuda::Int8ConvArgs a;  // never dereferenced: the plan is refused first
-  a.x = a.w = a.z = a.y = reinterpret_cast<void*>(uintptr_t{1} << 20);
-  a.alpha = a.bias = reinterpret_cast<const float*>(uintptr_t{1} << 20);
+  // K = 80: two groups of 32 and a half
+  cuda::Int8ConvPlan p = squarePlan(cuda::Int8ConvKernel::kTmaR128x128, 1, 64, 80, 7, 3);
+  const cuda::Int8ConvArgs a = refusedArgs();
   Status s = cuda::launchInt8Conv(p, a, nullptr);
   EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << s.toString();
   EXPECT_NE(s.message().find("K % 32"), std::string::npos) << s.toString();
@@ -692,14 +707,8 @@ TEST(CudaInt8Conv, HaloKernelAcrossRowsChannelsAndEpilogues) {
 // Which layers the halo kernel takes, and launches it refuses (no GPU needed: the checks come
 // before anything reaches the device).
 TEST(CudaInt8Conv, HaloKernelOnlyFor3x3Stride1Padding1Layers_n) {
-  cuda::Int8ConvPlan p;  // ResNet-50's layer1 3x3 at batch 64: 64 -> 64 at 56x56
-  p.N = 64;
-  p.C = p.K = 64;
-  p.H = p.W = p.P = p.Q = 56;
-  p.R = p.S = 3;
-  p.padTop = p.padLeft = 1;
-  p.gemmK = p.gemmKPad = 9 * 64;
-  p.kernel = cuda::Int8ConvKernel::kHalo128x64;
+  // ResNet-50's layer1 3x3 at batch 64: 64 -> 64 at 56x56
+  cuda::Int8ConvPlan p = squarePlan(cuda::Int8ConvKernel::kHalo128x64, 64, 64, 64, 56, 3);
   EXPECT_TRUE(cuda::int8ConvHaloFits(p));
   // weights 9 x 64 x (64 + 16), alpha and bias, two halos of 4 rows x 58 pixels x 80 bytes
   EXPECT_EQ(cuda::int8ConvHaloSharedBytes(p), 9 * 64 * 80 + 512 + 2 * 4 * 58 * 80);
@@ -735,14 +744,8 @@ TEST(CudaInt8Conv, HaloKernelOnlyFor3x3Stride1Padding1Layers_n) {
 // Which layers the pointwise kernels take, and launches they refuse (no GPU needed: the checks
 // come before anything reaches the device).
 TEST(CudaInt8Conv, PointwiseKernelsOnlyForUnpadded1x1Layers_n) {
-  cuda::Int8ConvPlan p;  // ResNet-50's layer1 expansion at batch 64: 64 -> 256 at 56x56
-  p.N = 64;
-  p.C = 64;
-  p.H = p.W = p.P = p.Q = 56;
-  p.K = 256;
-  p.R = p.S = 1;
-  p.gemmK = 64;
-  p.gemmKPad = 64;
+  // ResNet-50's layer1 expansion at batch 64: 64 -> 256 at 56x56
+  cuda::Int8ConvPlan p = squarePlan(cuda::Int8ConvKernel::kPw64x256, 64, 64, 256, 56, 1);
   EXPECT_TRUE(cuda::int8ConvPointwiseFits(p));
   cuda::Int8ConvPlan q = p;  // a strided downsample: 56 -> 28
   q.strideH = q.strideW = 2;
@@ -813,14 +816,8 @@ TEST(CudaInt8Conv, PointwiseKernelsOnlyForUnpadded1x1Layers_n) {
 // the two largest factors up to 16 (blocks of a cluster) that fill at most two blocks an SM,
 // each split at least one K step; not for the 128x256 tile.
 TEST(CudaInt8Conv, SplitKFactorsFollowTilesAndSteps) {
-  cuda::Int8ConvPlan p;  // ResNet-50's layer4 3x3 at batch 1: 49 pixels, 512 -> 512
-  p.N = 1;
-  p.C = p.K = 512;
-  p.H = p.W = p.P = p.Q = 7;
-  p.R = p.S = 3;
-  p.padTop = p.padLeft = 1;
-  p.gemmK = p.gemmKPad = 9 * 512;
-  p.kernel = cuda::Int8ConvKernel::kTma128x128k128;  // 4 tiles, 36 steps
+  // ResNet-50's layer4 3x3 at batch 1: 49 pixels, 512 -> 512; 4 tiles, 36 steps
+  cuda::Int8ConvPlan p = squarePlan(cuda::Int8ConvKernel::kTma128x128k128, 1, 512, 512, 7, 3);
   EXPECT_EQ(cuda::int8ConvSplits(p, 132), (std::vector<int>{16, 8}));
   p.kernel = cuda::Int8ConvKernel::kTma64x128;  // 4 tiles, 72 steps
   EXPECT_EQ(cuda::int8ConvSplits(p, 132), (std::vector<int>{16, 8}));
@@ -918,17 +915,9 @@ TEST(CudaInt8Conv, Batch1LayersGetSplitKCandidatesAndIdsRoundTrip) {
 // A split-K plan beyond a cluster's 16 blocks, or with fewer K steps than splits, is refused
 // before anything reaches the device (builds with the TMA kernels).
 TEST(CudaInt8Conv, SplitKBeyondItsLimitsIsAnError_n) {
-  cuda::Int8ConvPlan p;
-  p.kernel = cuda::Int8ConvKernel::kMma128x128;
-  p.N = 1;
-  p.C = p.K = 128;
-  p.H = p.W = p.P = p.Q = 7;
-  p.R = p.S = 3;
-  p.padTop = p.padLeft = 1;
-  p.gemmK = p.gemmKPad = 9 * 128;  // 18 steps of 64 bytes
-  cuda::Int8ConvArgs a;            // never dereferenced: the plan is refused first
-  a.x = a.w = a.z = a.y = reinterpret_cast<void*>(uintptr_t{1} << 20);
-  a.alpha = a.bias = reinterpret_cast<const float*>(uintptr_t{1} << 20);
+  // 18 K steps of 64 bytes
+  cuda::Int8ConvPlan p = squarePlan(cuda::Int8ConvKernel::kMma128x128, 1, 128, 128, 7, 3);
+  cuda::Int8ConvArgs a = refusedArgs();
   {  // mma.sync: its partial sums need a workspace
     p.splitK = 2;
     Status s = cuda::launchInt8Conv(p, a, nullptr);
@@ -1003,15 +992,7 @@ TEST(CudaInt8Conv, SplitKWithoutItsWorkspaceIsAnError_n) {
 
 // Geometry the TMA's im2col box cannot describe gets the other kernels, never a wrong result.
 TEST(CudaInt8Conv, TmaNotOfferedBeyondItsBoundingBox_n) {
-  cuda::Int8ConvPlan p;
-  p.N = 1;
-  p.C = 64;
-  p.H = p.W = 8;
-  p.K = 64;
-  p.R = p.S = 3;
-  p.P = p.Q = 8;
-  p.padTop = p.padLeft = 1;
-  p.gemmK = p.gemmKPad = 3 * 3 * 64;
+  cuda::Int8ConvPlan p = squarePlan(cuda::Int8ConvKernel::kMma128x128, 1, 64, 64, 8, 3);
   EXPECT_EQ(cuda::int8ConvTmaFits(p, 64), cuda::int8ConvBuildHasWgmma());
   EXPECT_FALSE(cuda::int8ConvTmaFits(p, 128)) << "C % 128 != 0";
   cuda::Int8ConvPlan q = p;
