@@ -397,6 +397,7 @@ __global__ void __launch_bounds__((tmaRegThreads<BM, BN, BK, LEAN, STAGES, PINGP
   const int aOff = PINGPONG ? 0 : wg * 64 * BK;  // this warpgroup's rows of a stage's A tile
   const float inv = __frcp_rn(p.yScale);
   const float floor = p.act == DeviceActivation::kRelu ? 0.f : -128.f;
+  const bool smallAcc = p.gemmK <= 256;  // every sum within 2^22 (i8SmallSums8), whatever the data
   const int zb = !p.hasZ ? 0 : p.zScale > 0.f ? 1 : 2;
   const auto* z8 = static_cast<const int8_t*>(z);
   constexpr int kTileStep = PINGPONG ? 2 : 1;  // the block's tiles this warpgroup takes
@@ -478,8 +479,9 @@ __global__ void __launch_bounds__((tmaRegThreads<BM, BN, BK, LEAN, STAGES, PINGP
                                                  : __ldg(reinterpret_cast<const uint2*>(z8 + base));
           if constexpr (LEAN) {  // (an int8 residual or none)
             *reinterpret_cast<uint2*>(static_cast<int8_t*>(y) + base) =
-                dev::i8SmallSums8(q) ? dev::i8Lean8(q, av, bv, zb == 1, zr, p.zMul, floor)
-                                     : dev::i8Lean8<false>(q, av, bv, zb == 1, zr, p.zMul, floor);
+                smallAcc || dev::i8SmallSums8(q)
+                    ? dev::i8Lean8(q, av, bv, zb == 1, zr, p.zMul, floor)
+                    : dev::i8Lean8<false>(q, av, bv, zb == 1, zr, p.zMul, floor);
             continue;
           }
           float o[8];

@@ -19,6 +19,14 @@ namespace edgeinfer::cuda::dev {
 constexpr float kRoundMagic = 12582912.f;
 constexpr int32_t kRoundMagicBits = 0x4B400000;
 
+/// Byte `i` (0..3, known at compile time) of `w` under the exponent of 2^23: the bits of the
+/// float 2^23 + byte, in one byte permute. Written with the constant as the permute's first
+/// operand, so that the selector is the instruction's immediate (with the constant second, the
+/// compiler kept the selector in a register, set again before each use).
+__device__ __forceinline__ uint32_t byteUnder2p23(uint32_t w, int i) {
+  return __byte_perm(0x4B000000u, w, 0x3104u + static_cast<uint32_t>(i));
+}
+
 /// float(x[e]) for N values, exact for every int32 (as the conversion): two full-rate
 /// operations each when all |x[e]| < 2^22 (accumulators almost always are), the conversion
 /// unit's I2F otherwise (one branch for the N).
