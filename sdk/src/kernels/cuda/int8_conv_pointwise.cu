@@ -194,26 +194,56 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
   const bool contiguous = p.strideH == 1 && p.strideW == 1;  // output pixel m reads input pixel m
   const auto loadTile = [&](int tile, int8_t* stage) {
     const int m0 = tile * BM;
-    for (int i = tid; i < BM * chunks; i += kPwThreads) {
-      const int r = dev::divSmall(i, chunkDiv), ch = i - r * chunks, m = m0 + r;
-      const bool valid = m < rows;
-      int64_t pixel = m;
-      if (!contiguous && valid) {
-        const int q = m % p.Q, t = m / p.Q;
-        pixel = (static_cast<int64_t>(t / p.P) * p.H + (t % p.P) * p.strideH) * p.W +
-                static_cast<int64_t>(q) * p.strideW;
+    if (kLean && contiguous) {
+      // The tile's input rows are BM x C contiguous bytes: piece i is at byte 16 i of them and
+      // at 16 (i + row) in the stage (rows of C + 16 bytes). (The general loop below computed
+      // each piece's pixel and row anew: about 25 instructions a piece, a fifth of the kernel's.)
+      const int8_t* src = x + static_cast<int64_t>(m0) * p.C;
+      const int limit = (rows - m0) * chunks;  // the pieces of existing rows
+      for (int i = tid; i < BM * chunks; i += kPwThreads) {
+        const bool valid = i < limit;
+        dev::cpAsync<16>(stage + 16 * (i + dev::divSmall(i, chunkDiv)), valid ? src + 16 * i : x,
+                         valid);
       }
-      dev::cpAsync<16>(stage + r * L.aPitch + ch * 16, valid ? x + pixel * p.C + ch * 16 : x,
-                       valid);
+    } else {
+      for (int i = tid; i < BM * chunks; i += kPwThreads) {
+        const int r = dev::divSmall(i, chunkDiv), ch = i - r * chunks, m = m0 + r;
+        const bool valid = m < rows;
+        int64_t pixel = m;
+        if (!contiguous && valid) {
+          const int q = m % p.Q, t = m / p.Q;
+          pixel = (static_cast<int64_t>(t / p.P) * p.H + (t % p.P) * p.strideH) * p.W +
+                  static_cast<int64_t>(q) * p.strideW;
+        }
+        dev::cpAsync<16>(stage + r * L.aPitch + ch * 16, valid ? x + pixel * p.C + ch * 16 : x,
+                         valid);
+      }
     }
-    if ((!kLean || kZ) && zb != 0) {  // (the lean instances know which at compile time)
+    if constexpr (kLean && kZ) {
+      // An int8 residual, BN / 16 pieces a row (a power of two): a thread keeps its column and
+      // steps kPwThreads / (BN / 16) rows at a time, its source and destination by constants.
+      constexpr int kZChunks = BN / 16, kRowStep = kPwThreads / kZChunks;
+      const int ch = tid % kZChunks, rowsLeft = rows - m0;
+      const bool colIn = n0 + ch * 16 < p.K;  // K % 32 == 0: a piece is in or out whole
+      int r = tid / kZChunks;
+      const auto* zp = static_cast<const int8_t*>(z);
+      const int8_t* zsrc = zp + (static_cast<int64_t>(m0 + r) * p.K + n0 + ch * 16);
+      int8_t* zdst = stage + L.aBytes + r * (BN + 32) + ch * 16;
+      const int64_t srcStep = static_cast<int64_t>(kRowStep) * p.K;
+#pragma unroll
+      for (int pass = 0; pass < BM / kRowStep; ++pass) {
+        const bool valid = colIn && r < rowsLeft;
+        dev::cpAsync<16>(zdst, valid ? zsrc : zp, valid);
+        r += kRowStep, zsrc += srcStep, zdst += kRowStep * (BN + 32);
+      }
+    } else if (!kLean && zb != 0) {  // (zb: 1 or 2)
       int8_t* zs = stage + L.aBytes;
       const auto* zp = static_cast<const int8_t*>(z);
       const int zChunks = BN * zb / 16;
       for (int i = tid; i < BM * zChunks; i += kPwThreads) {
         const int r = pieceRow<BN>(i, zb), ch = i - r * zChunks, m = m0 + r;
-        const int k = n0 + ch * 16 / (kLean ? 1 : zb);  // (a lean residual is int8: zb 1)
-        const bool valid = m < rows && k < p.K;         // K % 32 == 0: a piece is in or out whole
+        const int k = n0 + (zb == 1 ? ch * 16 : ch * 8);
+        const bool valid = m < rows && k < p.K;  // K % 32 == 0: a piece is in or out whole
         dev::cpAsync<16>(zs + r * L.zPitch + ch * 16,
                          valid ? zp + (static_cast<int64_t>(m) * p.K + k) * zb : zp, valid);
       }
