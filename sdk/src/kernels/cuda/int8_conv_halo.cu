@@ -179,11 +179,7 @@ __global__ void __launch_bounds__(kHaloThreads, 2)
           const int r = wm * 32 + a * 16 + g + 8 * h;
           if (r >= valid) continue;
           int32_t q[8];
-#pragma unroll
-          for (int b = 0; b < 4; ++b) {
-            q[2 * b] = acc[a][b][2 * h];
-            q[2 * b + 1] = acc[a][b][2 * h + 1];
-          }
+          dev::pixelSums8(acc[a], 0, h, q);
           const int64_t base = (m0 + r) * p.K + n0 + c0;
           dev::i8Output8(p, q, av, bv, lean, floor, zb,
                          static_cast<const int8_t*>(z) + (zb == 0 ? 0 : base * zb), inv, y, base);

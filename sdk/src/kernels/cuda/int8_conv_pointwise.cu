@@ -329,11 +329,7 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
           for (int h = 0; h < 2; ++h) {
             const int j = 2 * a + h;  // pixel r0 + 8j
             int32_t q[8];
-#pragma unroll
-            for (int b = 0; b < 4; ++b) {
-              q[2 * b] = acc[a][grp * 4 + b][2 * h];
-              q[2 * b + 1] = acc[a][grp * 4 + b][2 * h + 1];
-            }
+            dev::pixelSums8(acc[a], grp * 4, h, q);
             uint2 zRaw = make_uint2(0u, 0u);
             if constexpr (kZ)
               zRaw = *reinterpret_cast<const uint2*>(zt + 8 * j * (BN + 32) + grp * 32);
@@ -357,11 +353,7 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
             const int r = wm * 32 + a * 16 + g + 8 * h, m = m0 + r;
             if (m >= rows) continue;
             int32_t q[8];
-#pragma unroll
-            for (int b = 0; b < 4; ++b) {
-              q[2 * b] = acc[a][grp * 4 + b][2 * h];
-              q[2 * b + 1] = acc[a][grp * 4 + b][2 * h + 1];
-            }
+            dev::pixelSums8(acc[a], grp * 4, h, q);
             const int64_t base = static_cast<int64_t>(m) * p.K + n0 + c0;
             float v[8];
             dev::i8Affine8(p, q, av, bv, smallAcc, v);

@@ -143,4 +143,17 @@ __device__ __forceinline__ void load8(const float* p, float (&v)[8]) {
   *reinterpret_cast<float4*>(&v[4]) = *reinterpret_cast<const float4*>(p + 4);
 }
 
+/// The sums of one pixel's 8 consecutive output channels from a warp's m16n8 accumulator tiles
+/// `first` .. first + 3 (a group of 32 channels of the permuted weights: tile b, column 2t + e
+/// holds channel 8t + 2b + e), fragment row g (h = 0) or g + 8 (h = 1).
+template <int N>
+__device__ __forceinline__ void pixelSums8(const int32_t (&acc)[N][4], int first, int h,
+                                           int32_t (&q)[8]) {
+#pragma unroll
+  for (int b = 0; b < 4; ++b) {
+    q[2 * b] = acc[first + b][2 * h];
+    q[2 * b + 1] = acc[first + b][2 * h + 1];
+  }
+}
+
 }  // namespace edgeinfer::cuda::dev
