@@ -305,55 +305,39 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
     // kernel is bound by its instructions, docs/performance.md).
     const int m0 = mt * BM;
     const int8_t* zs = cur + L.aBytes;
-    if constexpr (kLean) {
-      // The lean instances address the thread's pixels from one pointer a tile (rows 8 apart:
-      // offsets kept in registers), and store under a predicate instead of branching around
-      // each pixel: the address arithmetic and the branches had cost as many instructions as
-      // the epilogue's arithmetic (SASS: 86 an 8-output piece, 54 of them pwLean8's).
-      const int r0 = wm * 32 + g;
-      const int left = rows - m0 - r0;  // this thread's pixels r0 + 8j exist for 8j < left
-      int8_t* yt =
-          static_cast<int8_t*>(y) + (static_cast<int64_t>(m0 + r0) * p.K + n0 + wn * kWN + 8 * t4);
-      const int8_t* zt = zs + r0 * (BN + 32) + wn * kWN + 8 * t4;  // int8 residual rows
+    // The lean instances address the thread's pixels from one pointer a tile (rows 8 apart:
+    // offsets kept in registers), and store under a predicate instead of branching around each
+    // pixel: the address arithmetic and the branches had cost as many instructions as the
+    // epilogue's arithmetic (SASS: 86 an 8-output piece, 54 of them pwLean8's).
+    const int r0 = wm * 32 + g;
+    const int left = rows - m0 - r0;  // this thread's pixels r0 + 8j exist for 8j < left
+    int8_t* yt =
+        static_cast<int8_t*>(y) + (static_cast<int64_t>(m0 + r0) * p.K + n0 + wn * kWN + 8 * t4);
+    const int8_t* zt = zs + r0 * (BN + 32) + wn * kWN + 8 * t4;  // int8 residual rows (lean)
 #pragma unroll
-      for (int grp = 0; grp < kGroups; ++grp) {
-        const int c0 = wn * kWN + grp * 32 + 8 * t4;
-        if (n0 + c0 >= p.K) continue;
-        alignas(16) float av[8];
-        alignas(16) float bv[8];
-        dev::load8(alphaS + c0, av);
-        dev::load8(biasS + c0, bv);
+    for (int grp = 0; grp < kGroups; ++grp) {
+      const int c0 = wn * kWN + grp * 32 + 8 * t4;  // within the block's channels
+      if (n0 + c0 >= p.K) continue;
+      alignas(16) float av[8];
+      alignas(16) float bv[8];
+      dev::load8(alphaS + c0, av);
+      dev::load8(biasS + c0, bv);
 #pragma unroll
-        for (int a = 0; a < 2; ++a)
+      for (int a = 0; a < 2; ++a)
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int j = 2 * a + h;  // pixel r0 + 8j
-            int32_t q[8];
-            dev::pixelSums8(acc[a], grp * 4, h, q);
+        for (int h = 0; h < 2; ++h) {
+          const int j = 2 * a + h;  // pixel r0 + 8j
+          int32_t q[8];
+          dev::pixelSums8(acc[a], grp * 4, h, q);
+          if constexpr (kLean) {
             uint2 zRaw = make_uint2(0u, 0u);
             if constexpr (kZ)
               zRaw = *reinterpret_cast<const uint2*>(zt + 8 * j * (BN + 32) + grp * 32);
             const uint2 o = pwLean8<kRelu, kZ>(q, av, bv, zRaw, zMul);
             if (8 * j < left) *reinterpret_cast<uint2*>(yt + rowStep[j] + grp * 32) = o;
-          }
-      }
-    } else {  // the general epilogue
-#pragma unroll
-      for (int grp = 0; grp < kGroups; ++grp) {
-        const int c0 = wn * kWN + grp * 32 + 8 * t4;  // within the block's channels
-        if (n0 + c0 >= p.K) continue;
-        alignas(16) float av[8];
-        alignas(16) float bv[8];
-        dev::load8(alphaS + c0, av);
-        dev::load8(biasS + c0, bv);
-#pragma unroll
-        for (int a = 0; a < 2; ++a)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = wm * 32 + a * 16 + g + 8 * h, m = m0 + r;
+          } else {  // the general epilogue
+            const int r = r0 + 8 * j, m = m0 + r;
             if (m >= rows) continue;
-            int32_t q[8];
-            dev::pixelSums8(acc[a], grp * 4, h, q);
             const int64_t base = static_cast<int64_t>(m) * p.K + n0 + c0;
             float v[8];
             dev::i8Affine8(p, q, av, bv, smallAcc, v);
@@ -367,7 +351,7 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
             dev::activateAll(v, p.act, p.alpha, p.beta);
             dev::i8Store8(p, v, inv, y, base, true, 8);
           }
-      }
+        }
     }
     __syncthreads();  // the next iteration's copies overwrite the stage before this one
   }
