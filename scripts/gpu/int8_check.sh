@@ -57,6 +57,7 @@
 #              its span and the GPU's idle gaps between kernels, the largest named
 #   tactics    every timing cache's tables to $OUT/timing_*.txt, and how many layers chose each
 #              tactic family (e.g. cuda-i8.wg128x128, cublaslt-i8, cudnn)
+# The card's clocks and power are sampled to $OUT/smi.csv while the steps run (SMI=0: not).
 # Fresh binaries come as .devcarry/fresh/<program>.xz and replace the bundle's (CARRY_DIR: another
 # folder than .devcarry). Logs to $OUT.
 set -uo pipefail
@@ -70,6 +71,20 @@ out=${OUT:-/tmp/out}
 mkdir -p "$out"
 steps=${STEPS:-unit blazeface resnet}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+# The card's clocks and power while the steps run, every 250 ms (SMI=0: not sampled): machine
+# sessions differ by up to 4 % on the same engine, and this tells throttling from other causes.
+smi_summary() {
+  kill "$smi_pid" 2>/dev/null
+  awk -F ', ' 'NR > 1 && $4 + 0 > 150 { n++; c += $2; w += $4; if ($4 + 0 > m) m = $4 + 0 }
+    END { if (n) printf "nvidia-smi while busy (over 150 W): %d samples, SM clock %.0f MHz and %.0f W on average, %.0f W at most\n", n, c / n, w / n, m }' \
+    "$out/smi.csv"
+}
+if [ "${SMI:-1}" != 0 ]; then
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv -lms 250 >"$out/smi.csv" 2>&1 &
+  smi_pid=$!
+  trap smi_summary EXIT
+fi
 
 bench() {  # label, then edgeinfer bench arguments (BENCH_BIN: another program than edgeinfer)
   local label=$1
