@@ -273,16 +273,14 @@ template <bool SMALL = true>
 __device__ __forceinline__ uint2 i8Lean8(const int32_t (&q)[8], const float (&a)[8],
                                          const float (&b)[8], bool hasZ, uint2 zRaw, float zMul,
                                          float floor) {
-  // The residual's bytes + 128 (unsigned) under the exponent of 2^23: z exactly after one
-  // subtraction, without a sign extension (byteUnder2p23).
-  const uint32_t zx[2] = {zRaw.x ^ 0x80808080u, zRaw.y ^ 0x80808080u};
+  const uint32_t zx[2] = {zRaw.x ^ 0x80808080u, zRaw.y ^ 0x80808080u};  // flippedByteToFloat
   uint32_t o[8];
 #pragma unroll
   for (int e = 0; e < 8; ++e) {
     const float sum =
         SMALL ? __int_as_float(q[e] + kRoundMagicBits) - kRoundMagic : static_cast<float>(q[e]);
     float v = fmaf(sum, a[e], b[e]);
-    if (hasZ) v = fmaf(__int_as_float(byteUnder2p23(zx[e >> 2], e & 3)) - 8388736.f, zMul, v);
+    if (hasZ) v = fmaf(flippedByteToFloat(zx[e >> 2], e & 3), zMul, v);
     o[e] = static_cast<uint32_t>(__float_as_int(fminf(fmaxf(v, floor), 127.f) + kRoundMagic));
   }
   return make_uint2(

@@ -109,7 +109,7 @@ __device__ __forceinline__ uint2 pwLean8(const int32_t (&q)[8], const float (&a)
   for (int e = 0; e < 8; ++e) {
     const float s = __int_as_float(q[e]) - dev::kRoundMagic;
     float zf = 0.f;
-    if constexpr (Z) zf = __int_as_float(dev::byteUnder2p23(zx[e >> 2], e & 3)) - 8388736.f;
+    if constexpr (Z) zf = dev::flippedByteToFloat(zx[e >> 2], e & 3);
     if constexpr (RELU) {
       const float t = Z ? fmaSat(zf, zMul, fmaf(s, a[e], b[e])) : fmaSat(s, a[e], b[e]);
       o[e] = __float_as_uint(fmaf(t, 127.f, dev::kRoundMagic));

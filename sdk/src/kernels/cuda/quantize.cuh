@@ -27,6 +27,13 @@ __device__ __forceinline__ uint32_t byteUnder2p23(uint32_t w, int i) {
   return __byte_perm(0x4B000000u, w, 0x3104u + static_cast<uint32_t>(i));
 }
 
+/// Signed byte `i` of a word as a float, exactly, given the word with its bytes' sign bits
+/// flipped (w ^ 0x80808080, once for its four bytes): (2^23 + byte + 128) - (2^23 + 128), no
+/// sign extension and no conversion.
+__device__ __forceinline__ float flippedByteToFloat(uint32_t flipped, int i) {
+  return __int_as_float(byteUnder2p23(flipped, i)) - 8388736.f;
+}
+
 /// float(x[e]) for N values, exact for every int32 (as the conversion): two full-rate
 /// operations each when all |x[e]| < 2^22 (accumulators almost always are), the conversion
 /// unit's I2F otherwise (one branch for the N).
