@@ -266,6 +266,104 @@ TEST(CudaPlan, DamagedPlansAreRefusedWithTheReason_n) {
   }
 }
 
+/// A plan with a folded layer (LayerContext::foldedZ): the 1x1 Conv "ds" whose output z is
+/// FusedConv "c3"'s residual, held as a view step (z aliases its input x) and read by c3's
+/// ".fold" tactic at input 3.
+struct FoldedPlanFixture {
+  graph::Graph g;
+  runtime::cuda::ExecutionPlan p;
+  FoldedPlanFixture() {
+    g.inputs = {"x", "y"};
+    g.outputs = {"out"};
+    for (const char* v : {"x", "y", "z", "out"}) {
+      g.value(v).dtype = DataType::kFloat32;
+      g.value(v).shape = Shape{1, 32, 4, 4};
+    }
+    graph::Node ds;
+    ds.name = "ds";
+    ds.opType = "Conv";
+    ds.inputs = {"x", "wd"};
+    ds.outputs = {"z"};
+    graph::Node c3;
+    c3.name = "c3";
+    c3.opType = "FusedConv";
+    c3.domain = graph::kEdgeInferDomain;
+    c3.inputs = {"y", "w3", "", "z"};
+    c3.outputs = {"out"};
+    g.nodes = {ds, c3};
+    const builder::TensorFormat q{DataType::kInt8, builder::Layout::kNHWC};
+    p.tensors = {{"x", q, false, -1, 0.1f},
+                 {"y", q, false, -1, 0.1f},
+                 {"z", q, false, 0, 0.2f},
+                 {"out", q, false, -1, 0.3f}};
+    runtime::cuda::PlanStep view;
+    view.kind = runtime::cuda::StepKind::kView;
+    view.node = 0;
+    view.inputs = {0, -1};
+    view.outputs = {2};
+    runtime::cuda::PlanStep reader;
+    reader.kind = runtime::cuda::StepKind::kTactic;
+    reader.node = 1;
+    reader.tactic = "cuda-i8.pw64x256.i8.fold.f";
+    reader.precision = Precision::kInt8;
+    reader.inputs = {1, -1, -1, 2};
+    reader.outputs = {3};
+    p.steps = {view, reader};
+    p.graphInputs = {{"x", 0}, {"y", 1}};
+    p.graphOutputs = {{"out", 3}};
+  }
+  Status parse() const {
+    return runtime::cuda::planFromJson(runtime::cuda::planToJson(p, g), g).status();
+  }
+};
+
+TEST(CudaPlan, FoldedLayerRoundTrips) {
+  FoldedPlanFixture f;
+  auto p = runtime::cuda::planFromJson(runtime::cuda::planToJson(f.p, f.g), f.g);
+  ASSERT_TRUE(p.ok()) << p.status().toString();
+  EXPECT_TRUE(runtime::cuda::isFoldedStep(p->steps[0], f.g));
+  EXPECT_EQ(runtime::cuda::foldedInto(*p, f.g, 1), 0);
+  EXPECT_EQ(runtime::cuda::foldedInto(*p, f.g, 0), -1);
+  EXPECT_NE(runtime::cuda::describePlan(*p, f.g).find("folded into its reader"), std::string::npos);
+}
+
+// A convolution held as a view step must be read only by the ".fold" tactic it is folded into,
+// at input 3, and alias its input: any other reader would take the folded layer's input for its
+// output (ResNet's downsample tensor is 4 times its input's size: reads past its end).
+TEST(CudaPlan, FoldedLayerOnlyForItsFoldedReader_n) {
+  const auto refused = [](const FoldedPlanFixture& f, const char* why) {
+    const Status st = f.parse();
+    EXPECT_EQ(st.code(), ErrorCode::kCorruptFile) << why << ": " << st.toString();
+    EXPECT_NE(st.message().find("'ds'"), std::string::npos) << st.toString();
+  };
+  {
+    FoldedPlanFixture f;
+    f.p.steps[1].tactic = "cuda-i8.pw64x256.i8.i8.f";
+    refused(f, "a reader that does not fold it");
+  }
+  {
+    FoldedPlanFixture f;
+    f.p.tensors[2].aliasOf = -1;
+    refused(f, "no alias");
+  }
+  {
+    FoldedPlanFixture f;
+    f.p.steps[1].inputs = {2, -1, -1, 2};
+    refused(f, "read at input 0 as well");
+  }
+  {
+    FoldedPlanFixture f;
+    f.g.outputs.push_back("z");
+    f.p.graphOutputs["z"] = 2;
+    refused(f, "a graph output");
+  }
+  {
+    FoldedPlanFixture f;
+    f.p.steps[1].inputs = {1, -1, -1, 1};
+    refused(f, "no reader");
+  }
+}
+
 TEST(CudaPlan, CanonicalFormats) {
   using builder::Layout;
   using runtime::cuda::canonicalFormat;

@@ -650,6 +650,163 @@ TEST(CudaInt8Conv, PointwiseKernelsStreamManyTilesWithResiduals) {
       }
 }
 
+// A residual folded into its reader (ResNet's downsample branch, int8ConvPointwiseFoldFits):
+// the ".fold" tactic computes the residual from the folded layer's input and must give, bit for
+// bit, what the folded layer's own pointwise tactic followed by the reader's gives. Strides 1
+// (contiguous input rows) and 2 (the general copy), partial tiles of pixels (13 x 13 and 9 x 11
+// images), a partial slice of channels (K = 160 on pw64x256), Relu and none, every pointwise
+// tile.
+TEST(CudaInt8Conv, FoldedResidualEqualsItsLayerThenTheReader) {
+  EI_SKIP_WITHOUT_GPU();
+  struct Geometry {
+    int64_t stride, Cd, C, K, P, Q;
+    const char* act;
+  };
+  for (const Geometry& ge :
+       {Geometry{1, 64, 64, 256, 13, 13, "Relu"}, Geometry{2, 96, 32, 96, 9, 11, ""},
+        Geometry{2, 32, 64, 160, 13, 13, "Relu"}}) {
+    SCOPED_TRACE("stride " + std::to_string(ge.stride) + ", " + std::to_string(ge.Cd) + " + " +
+                 std::to_string(ge.C) + " -> " + std::to_string(ge.K) + " channels");
+    I8Case d;  // the folded layer: 1x1, no activation, its output is the reader's residual
+    d.N = 2;
+    d.C = ge.Cd;
+    d.K = ge.K;
+    d.H = (ge.P - 1) * ge.stride + 1;
+    d.W = (ge.Q - 1) * ge.stride + 1;
+    d.R = d.S = 1;
+    d.pads = {0, 0, 0, 0};
+    d.strides = {ge.stride, ge.stride};
+    d.sx = 0.021f;
+    d.sy = 0.03f;
+    d.build();
+    I8Case c;  // the reader
+    c.op = "FusedConv";
+    c.act = ge.act;
+    c.N = 2;
+    c.C = ge.C;
+    c.K = ge.K;
+    c.H = ge.P;
+    c.W = ge.Q;
+    c.R = c.S = 1;
+    c.pads = {0, 0, 0, 0};
+    c.residual = true;
+    c.sz = d.sy;
+    c.build();
+    Int8ConvProvider prov;
+    const auto pick = [&](const builder::LayerContext& l, const std::string& id) {
+      std::unique_ptr<builder::Tactic> t;
+      for (auto& cand : prov.candidates(l, Precision::kInt8))
+        if (cand->id() == id) t = std::move(cand);
+      return t;
+    };
+    builder::LayerContext folded = c.layer;
+    folded.foldedZ = std::make_shared<builder::LayerContext>(d.layer);
+    // Input 3 of the folded tactic is d's input, which the harness quantizes with the layer's
+    // input-3 scale (Z's): values already on that grid give d's int8 bytes.
+    Tensor xd = d.x.clone();
+    for (int64_t i = 0; i < xd.numel(); ++i)
+      xd.data<float>()[i] =
+          static_cast<float>(test::quantizeHost(d.x.data<float>()[i], d.sx)) * c.sz;
+    size_t tried = 0;
+    for (const char* kernel : {"pw128x64", "pw128x128", "pw64x256"}) {
+      const std::string base = std::string("cuda-i8.") + kernel;
+      auto dt = pick(d.layer, base + ".i8.-.f");
+      auto ct = pick(c.layer, base + ".i8.i8.f");
+      auto ft = pick(folded, base + ".i8.fold.f");
+      if (!ct) continue;  // (pw64x256: K > 128 only)
+      SCOPED_TRACE(base);
+      ASSERT_TRUE(dt && ft) << "folded tactic not offered: " << prov.lastReason();
+      ++tried;
+      ASSERT_TRUE(dt->initialize(d.layer).ok());
+      auto z = test::runTactic(*dt, d.layer, d.inputs());
+      ASSERT_TRUE(z.ok()) << z.status().toString();
+      c.z = (*z)[0];  // its int8 output, dequantized: quantized again with sz, the same bytes
+      ASSERT_TRUE(ct->initialize(c.layer).ok());
+      auto want = test::runTactic(*ct, c.layer, c.inputs());
+      ASSERT_TRUE(want.ok()) << want.status().toString();
+      const Status init = ft->initialize(folded);
+      ASSERT_TRUE(init.ok()) << init.toString();
+      auto got = test::runTactic(*ft, folded, {&c.x, &c.w, &c.b, &xd});
+      ASSERT_TRUE(got.ok()) << got.status().toString();
+      int64_t differ = 0;
+      for (int64_t i = 0; i < (*want)[0].numel(); ++i)
+        differ += (*got)[0].data<float>()[i] != (*want)[0].data<float>()[i] ? 1 : 0;
+      EXPECT_EQ(differ, 0) << "of " << (*want)[0].numel();
+    }
+    EXPECT_GE(tried, 2u);
+  }
+}
+
+// Where a residual cannot be folded: no fold candidates, and the reason (anywhere: the checks
+// are the provider's, before any device work; without a GPU the reason is the device's).
+TEST(CudaInt8Conv, FoldNotOfferedWhereItCannotRun_n) {
+  I8Case d;
+  d.C = 32;
+  d.K = 64;
+  d.H = d.W = 8;
+  d.R = d.S = 1;
+  d.pads = {0, 0, 0, 0};
+  d.build();
+  I8Case c;
+  c.op = "FusedConv";
+  c.C = 32;
+  c.K = 64;
+  c.H = c.W = 8;
+  c.R = c.S = 1;
+  c.pads = {0, 0, 0, 0};
+  c.residual = true;
+  c.sz = d.sy;
+  c.build();
+  Int8ConvProvider prov;
+  const auto offered = [&](const builder::LayerContext& l) {
+    return prov.candidates(l, Precision::kInt8).size();
+  };
+  builder::LayerContext l = c.layer;
+  l.foldedZ = std::make_shared<builder::LayerContext>(d.layer);
+  std::string noGpu;
+  const bool gpu = gpuAvailable(&noGpu);
+  if (gpu) {
+    EXPECT_GT(offered(l), 0u) << prov.lastReason();
+  }
+  // The bit-exact rounding; a residual scale that is not the folded layer's output scale; a
+  // folded layer with an activation or 3x3 weights; a reader without int8 output.
+  builder::LayerContext exact = l;
+  exact.int8BitExact = true;
+  EXPECT_EQ(offered(exact), 0u);
+  EXPECT_NE(prov.lastReason().find("fast rounding"), std::string::npos) << prov.lastReason();
+  builder::LayerContext scale = l;
+  scale.inputScales[3] = d.sy * 2;
+  EXPECT_EQ(offered(scale), 0u);
+  I8Case d3 = d;
+  d3.R = d3.S = 3;
+  d3.pads = {1, 1, 1, 1};
+  d3.build();
+  builder::LayerContext window = l;
+  window.foldedZ = std::make_shared<builder::LayerContext>(d3.layer);
+  EXPECT_EQ(offered(window), 0u);
+  I8Case dr = d;
+  dr.op = "FusedConv";
+  dr.act = "Relu";
+  dr.build();
+  builder::LayerContext act = l;
+  act.foldedZ = std::make_shared<builder::LayerContext>(dr.layer);
+  EXPECT_EQ(offered(act), 0u);
+  builder::LayerContext f16 = l;
+  f16.outputScales = {0.f};
+  EXPECT_EQ(offered(f16), 0u);
+  // A folded tactic initialised for a layer without its folded layer, and the other way round.
+  if (gpu) {
+    auto cands = prov.candidates(l, Precision::kInt8);
+    ASSERT_FALSE(cands.empty());
+    const Status st = cands[0]->initialize(c.layer);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("no folded residual layer"), std::string::npos) << st.toString();
+    auto plain = prov.candidates(c.layer, Precision::kInt8);
+    ASSERT_FALSE(plain.empty());
+    EXPECT_FALSE(plain[0]->initialize(l).ok());
+  }
+}
+
 // The halo kernel (3x3, stride 1, padding 1): tiles of whole rows (Q = 56: 2 rows; 28: 4; 13:
 // 9, the last tile of an image short of rows; 9: 14 rows, more than the image; 128: one row),
 // input channels 32 to 128, output channels in one or two slices of 64 (96: the second half
@@ -2088,6 +2245,95 @@ TEST(CudaInt8Engine, GlobalPoolHandsInt8ToTheClassifier) {
   auto fp32 = f.cpuEngine(/*int8=*/false);
   ASSERT_TRUE(fp32.ok()) << fp32.status().toString();
   EXPECT_GT(cosine(runOnce(**e16, f.sample), runOnce(**fp32, f.sample)), 0.99);
+}
+
+/// Two bottleneck blocks of 1x1 layers with downsample branches, as ResNet's first blocks of a
+/// stage: 64 -> 32 -> 128 beside a 1x1 64 -> 128 (stride 1), then 128 -> 32 (stride 2) -> 128
+/// beside a 1x1 stride-2 128 -> 128; a 1x1 head reads the second block (its output then stays
+/// int8 between INT8 layers).
+test::TestModel downsampleBlocks() {
+  test::TestModel m(17);
+  m.input("x", {2, 64, 14, 14});
+  const auto conv = [&](const std::string& name, const std::string& in, int64_t k, int64_t c,
+                        int64_t stride, uint32_t seed) {
+    m.randomInitializer(name + "_w", {k, c, 1, 1}, seed, -0.15f, 0.15f);
+    m.randomInitializer(name + "_b", {k}, seed + 1, -0.2f, 0.2f);
+    auto& n = m.node("Conv", {in, name + "_w", name + "_b"}, {name}, name);
+    test::TestModel::attrInts(n, "strides", {stride, stride});
+  };
+  conv("c1", "x", 32, 64, 1, 1);
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  conv("c3", "r1", 128, 32, 1, 3);
+  conv("ds", "x", 128, 64, 1, 5);
+  m.node("Add", {"c3", "ds"}, {"a1"}, "add1");
+  m.node("Relu", {"a1"}, {"r2"}, "relu2");
+  conv("c4", "r2", 32, 128, 2, 7);
+  m.node("Relu", {"c4"}, {"r4"}, "relu4");
+  conv("c6", "r4", 128, 32, 1, 9);
+  conv("ds2", "r2", 128, 128, 2, 11);
+  m.node("Add", {"c6", "ds2"}, {"a2"}, "add2");
+  m.node("Relu", {"a2"}, {"r5"}, "relu5");
+  conv("head", "r5", 32, 128, 1, 13);
+  m.node("Relu", {"head"}, {"y"}, "relu6");
+  m.output("y");
+  return m;
+}
+
+// The downsample branches folded into their readers (the ".fold" tactics, forced here so that
+// the test does not depend on which the timing prefers): the plan holds each downsample as a
+// view step, the outputs equal bit for bit those of the engine that runs the same pointwise
+// kernel for the downsample and then for its reader, a saved and loaded engine gives them again,
+// and the engine stays close to the CPU's INT8 emulation.
+TEST(CudaInt8Engine, DownsampleFoldedIntoItsReaderEqualsTheTwoLayers) {
+  Int8Fixture f;
+  f.inputShape = Shape{2, 64, 14, 14};
+  const Status prepared = f.prepare(downsampleBlocks());
+  ASSERT_TRUE(prepared.ok()) << prepared.toString();
+  EI_SKIP_WITHOUT_GPU();
+  BuilderConfig folded = f.config(/*strict=*/true);
+  BuilderConfig apart = folded;
+  for (const auto& [reader, producer] :
+       {std::pair<std::string, std::string>{"c3", "ds"}, {"c6", "ds2"}}) {
+    folded.forcedTactics[reader] = "cuda-i8.pw128x64.i8.fold.f";
+    apart.forcedTactics[reader] = "cuda-i8.pw128x64.i8.i8.f";
+    apart.forcedTactics[producer] = "cuda-i8.pw128x64.i8.-.f";
+  }
+  auto a = Builder::buildFromFile(f.model, apart);
+  ASSERT_TRUE(a.ok()) << a.status().toString();
+  auto e = Builder::buildFromFile(f.model, folded);
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  auto bytes = (*e)->serialize();
+  ASSERT_TRUE(bytes.ok());
+  const std::string text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  EXPECT_EQ(tacticOf(text, "c3"), "cuda-i8.pw128x64.i8.fold.f");
+  EXPECT_EQ(tacticOf(text, "c6"), "cuda-i8.pw128x64.i8.fold.f");
+  for (const char* ds : {"ds", "ds2"}) {  // view steps: no tactic, and nothing else reads them
+    const size_t at = text.find(std::string("\"name\":\"") + ds + "\"");
+    ASSERT_NE(at, std::string::npos) << ds;
+    const size_t stepStart = text.rfind('{', at);
+    EXPECT_NE(text.find("\"kind\":\"view\"", stepStart), std::string::npos);
+    EXPECT_LT(text.find("\"kind\":\"view\"", stepStart), at) << ds << " is a view step";
+  }
+  const Tensor want = runOnce(**a, f.sample), got = runOnce(**e, f.sample);
+  ASSERT_EQ(got.numel(), want.numel());
+  EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.bytes()), 0)
+      << "the folded residual differs from the downsample layer's output";
+  auto loaded = Engine::deserialize(bytes->data(), bytes->size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  const Tensor again = runOnce(**loaded, f.sample);
+  EXPECT_EQ(std::memcmp(again.raw(), got.raw(), got.bytes()), 0) << "after a save and load";
+  auto cpuInt8 = f.cpuEngine(/*int8=*/true);
+  ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
+  const double cos = cosine(got, runOnce(**cpuInt8, f.sample));
+  std::printf("[          ] folded INT8 engine vs the CPU's INT8 emulation: cosine %.5f\n", cos);
+  EXPECT_GT(cos, 0.999);
+  // Folding a layer whose residual's producer has another reader is a build error naming it.
+  BuilderConfig bad = f.config(/*strict=*/true);
+  bad.forcedTactics["head"] = "cuda-i8.pw128x64.i8.fold.f";
+  auto b = Builder::buildFromFile(f.model, bad);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("cannot be folded"), std::string::npos)
+      << b.status().toString();
 }
 
 TEST(CudaInt8Engine, DamagedPlanScaleIsRefused_n) {

@@ -40,6 +40,8 @@ std::string LayerContext::signature(Precision precision) const {
   // INT8 layers in the fast epilogue rounding: their own timings (the bit-exact ones keep the
   // signature they had before the fast rounding existed, and the timings recorded under it).
   if (precision == Precision::kInt8 && !int8BitExact) os << "|int8-fast";
+  // A folded residual: its layer's signature too (its weights' shape, strides, input).
+  if (foldedZ) os << "|fold{" << foldedZ->signature(precision) << "}";
   return os.str();
 }
 

@@ -47,6 +47,12 @@ struct LayerContext {
   /// INT8 kernels round bit for bit as the CPU reference does (BuilderConfig::int8BitExact);
   /// false: their fast epilogue, within one quantization step of it.
   bool int8BitExact = false;
+  /// INT8: the layer that produces this layer's residual Z (a FusedConv's input 3), folded into
+  /// this layer (cuda-i8's ".fold" tactics): the plan holds it as a view step whose output
+  /// aliases its input, so the tactic reads that layer's input where Z would be and computes Z
+  /// itself (ResNet's downsample branch). Its context carries its own scales (input: the
+  /// folded layer's input, output: Z's). Null for every other layer.
+  std::shared_ptr<const LayerContext> foldedZ;
 
   bool hasInput(size_t i) const { return node->hasInput(i); }
   float inputScale(size_t i) const { return i < inputScales.size() ? inputScales[i] : 0.f; }

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <limits>
 #include <set>
@@ -604,7 +605,9 @@ class GpuBuilder {
       if (!n.hasInput(k) || t.consumesInput(k)) continue;
       const TensorFormat f = t.inputFormat(k);
       bufs.emplace_back();
-      const int64_t count = layer.inputShapes[k].numel();
+      // (A folded residual's tactic reads the folded layer's input at input 3.)
+      const int64_t count = k == 3 && layer.foldedZ ? layer.foldedZ->inputShapes[0].numel()
+                                                    : layer.inputShapes[k].numel();
       const Tensor* c = g_.constant(n.inputs[k]);
       if (c) {  // its real values, copied in stream order (pageable: staged before return)
         EI_RETURN_IF_ERROR(
@@ -848,8 +851,10 @@ class GpuBuilder {
         }
       }
     }
+    // A forced ".fold" tactic is no candidate of the layer alone: tryFold below offers it.
+    const bool forcedFold = forced && forced->find(".fold") != std::string::npos;
     if (forced) {
-      if (!byId.count(*forced)) {
+      if (!byId.count(*forced) && !forcedFold) {
         std::string all;
         for (const auto& c : list) all += (all.empty() ? "" : ", ") + c.id;
         return Status(ErrorCode::kInvalidArgument, "tactic '" + *forced + "' forced for layer '" +
@@ -985,14 +990,32 @@ class GpuBuilder {
                 " ms with input reformats)");
     }
 
+    // A residual whose producer folds into this layer (tryFold): that tactic, timed and
+    // initialised, replaces the choice, and the producer's step becomes a view.
+    std::unique_ptr<Tactic> chosen;
+    if ((!forced || forcedFold) && !preferred && !preferred_) {
+      EI_ASSIGN_OR_RETURN(Fold fold, tryFold(i, layer, bestCost, forcedFold ? forced : nullptr));
+      if (forcedFold && !fold.tactic)
+        return Status(ErrorCode::kInvalidArgument,
+                      "tactic '" + *forced + "' forced for layer '" + n.name +
+                          "': its residual's producer cannot be folded into it (a 1x1 INT8 "
+                          "convolution read by this layer alone, both on pointwise kernels)");
+      if (fold.tactic) {
+        best = fold.tactic->id();
+        bestTime = fold.ms;
+        layer = std::move(fold.layer);
+        chosen = std::move(fold.tactic);
+        initialized.insert(best);
+      }
+    }
+
     // Materialise: inputs in the chosen tactic's formats, then the step. A tactic whose
     // state the cache kept (a cuDNN plan's JSON) is restored from it: no kernel compilation,
     // and the engine is bit-identical to the one built when the state was recorded.
-    std::unique_ptr<Tactic> chosen;
     std::string cachedState;
     if (const auto st = entry.states.find(best); !forced && st != entry.states.end())
       cachedState = st->second;
-    if (!cachedState.empty() && !initialized.count(best)) {
+    if (!chosen && !cachedState.empty() && !initialized.count(best)) {
       auto restored = edgeinfer::cuda::findTactic(providers_, layer, precision, best, cachedState);
       if (restored.ok()) chosen = std::move(*restored);
     }
@@ -1043,6 +1066,135 @@ class GpuBuilder {
     tactics_.resize(plan_.steps.size());
     tactics_.back() = std::move(chosen);
     return true;
+  }
+
+  /// A folded residual (LayerContext::foldedZ): the tactic, the layer as it sees it, its time.
+  struct Fold {
+    std::unique_ptr<Tactic> tactic;
+    builder::LayerContext layer;
+    double ms = 0.0;
+  };
+
+  /// ResNet's downsample branch: a FusedConv (node i) whose residual Z is the int8 output of a
+  /// 1x1 INT8 convolution that nothing else reads may compute Z itself, from that layer's
+  /// input (cuda-i8's ".fold" tactics): Z is then never written or read. The folded tactics are
+  /// timed like any candidate (the timing cache keys them by both layers) and one is taken when
+  /// it beats this layer's choice (`bestCost`) plus the producer's step; that step then becomes
+  /// a view whose output aliases its input, which the folded tactic reads at input 3.
+  /// EDGEINFER_DISABLE_FOLD=1 turns this off (to measure without). No tactic: nothing folded.
+  /// `forcedId`: that tactic, untimed (an override), or nothing.
+  Expected<Fold> tryFold(size_t i, const builder::LayerContext& layer, double bestCost,
+                         const std::string* forcedId) {
+    Fold none;
+    const char* off = std::getenv("EDGEINFER_DISABLE_FOLD");
+    if (!forcedId && off && *off && std::string(off) != "0") return none;
+    const graph::Node& n = g_.nodes[i];
+    if (n.domain != graph::kEdgeInferDomain || n.opType != "FusedConv" || !n.hasInput(3) ||
+        precisionOf(n) != Precision::kInt8)
+      return none;
+    const std::string& z = n.inputs[3];
+    const auto prod = producers_.find(z);
+    if (prod == producers_.end() || g_.isConstant(z) || g_.isGraphOutput(z) ||
+        readerCount(z) != 1 || versions_[z].size() != 1)
+      return none;
+    const graph::Node& dn = g_.nodes[prod->second];
+    if (overrides_.find(dn.name)) return none;  // a forced tactic stays
+    int sd = -1;
+    for (size_t k = plan_.steps.size(); k-- > 0;)
+      if (plan_.steps[k].node == static_cast<int>(prod->second)) {
+        sd = static_cast<int>(k);
+        break;
+      }
+    if (sd < 0) return none;
+    const PlanStep& ds = plan_.steps[static_cast<size_t>(sd)];
+    if (ds.kind != StepKind::kTactic || ds.outputs.size() != 1 || ds.inputs.empty() ||
+        ds.inputs[0] < 0)
+      return none;
+    const PlanTensor& zt = plan_.tensors[static_cast<size_t>(ds.outputs[0])];
+    const PlanTensor& xt = plan_.tensors[static_cast<size_t>(ds.inputs[0])];
+    const TensorFormat int8Nhwc{DataType::kInt8, Layout::kNHWC};
+    if (!cuda::isQuantized(zt) || zt.format != int8Nhwc || !cuda::isQuantized(xt) ||
+        xt.format != int8Nhwc)
+      return none;
+    builder::TacticProvider* i8 = nullptr;
+    for (auto& p : providers_)
+      if (p->name() == "cuda-i8") i8 = p.get();
+    if (!i8) return none;
+
+    Fold f;
+    f.layer = layer;
+    f.layer.foldedZ =
+        std::make_shared<builder::LayerContext>(layerContext(prod->second, Precision::kInt8));
+    auto cands = i8->candidates(f.layer, Precision::kInt8);
+    if (cands.empty()) return none;
+    std::map<std::string, Tactic*> byId;
+    std::vector<builder::TacticCandidate> list;
+    for (auto& c : cands) {
+      byId[c->id()] = c.get();
+      list.emplace_back(c->id(), static_cast<int64_t>(c->workspaceBytes()));
+    }
+    std::set<std::string> initialized;
+    if (forcedId) {
+      const auto it = byId.find(*forcedId);
+      if (it == byId.end()) return none;
+      for (auto& c : cands)
+        if (c && c->id() == *forcedId) f.tactic = std::move(c);
+      EI_RETURN_IF_ERROR(
+          f.tactic->initialize(f.layer).withContext("layer '" + n.name + "' tactic " + *forcedId));
+      foldStep(sd, n, dn, *forcedId);
+      return f;
+    }
+    const auto timer = [&](const std::string& id) -> Expected<double> {
+      initialized.insert(id);
+      return timeTactic(*byId.at(id), f.layer, kInfinity);
+    };
+    bool fromCache = false;
+    const std::string sig = f.layer.signature(Precision::kInt8);
+    auto e = cache_.lookupOrTime(sig, list, timer, &fromCache);
+    if (!e.ok()) {  // none ran: the layer's own choice stands
+      log(Severity::kVerbose,
+          "layer '" + n.name + "': folding '" + dn.name + "' into it: " + e.status().message());
+      return none;
+    }
+    (fromCache ? cached_ : timed_) += 1;
+    std::string best;
+    double bestMs = kInfinity;
+    for (const auto& t : e->table)
+      if (!t.failed && byId.count(t.tacticId) && t.medianMs < bestMs)
+        best = t.tacticId, bestMs = t.medianMs;
+    if (best.empty()) return none;
+    // Its input 0 may need a reformat the layer's own choice did not (the cost it was charged).
+    EI_ASSIGN_OR_RETURN(auto r, reformatCost(n.inputs[0], byId.at(best)->inputFormat(0)));
+    const double unfolded = bestCost + ds.timeMs;
+    log(Severity::kVerbose, "layer '" + n.name + "': " + best + " folding '" + dn.name + "' " +
+                                std::to_string(bestMs + r.first) + " ms against " +
+                                std::to_string(unfolded) + " ms unfolded" +
+                                (fromCache ? " (from cache)" : ""));
+    if (!(bestMs + r.first < unfolded)) return none;
+    for (auto& c : cands)
+      if (c && c->id() == best) f.tactic = std::move(c);
+    if (!initialized.count(best))
+      EI_RETURN_IF_ERROR(
+          f.tactic->initialize(f.layer).withContext("layer '" + n.name + "' tactic " + best));
+    f.ms = bestMs;
+    foldStep(sd, n, dn, best);
+    return f;
+  }
+
+  /// The producer's step `sd` becomes a view of its input: its output's storage is its input's,
+  /// which the folded tactic of node `n` reads at input 3.
+  void foldStep(int sd, const graph::Node& n, const graph::Node& dn, const std::string& id) {
+    PlanStep& view = plan_.steps[static_cast<size_t>(sd)];
+    view.kind = StepKind::kView;
+    view.tactic.clear();
+    view.state.clear();
+    view.timeMs = 0.0;
+    view.precision = Precision::kFp32;
+    for (size_t k = 1; k < view.inputs.size(); ++k) view.inputs[k] = -1;
+    plan_.tensors[static_cast<size_t>(view.outputs[0])].aliasOf = view.inputs[0];
+    tactics_.resize(plan_.steps.size());
+    tactics_[static_cast<size_t>(sd)].reset();
+    log(Severity::kVerbose, "layer '" + dn.name + "' folded into '" + n.name + "' (" + id + ")");
   }
 
   Status addCpuStep(size_t i) {

@@ -124,11 +124,15 @@ const char* kernelName(const Int8ConvPlan& p) {
 
 class Int8ConvTactic final : public builder::Tactic {
  public:
-  Int8ConvTactic(const Int8ConvPlan& plan, bool hasBias) : plan_(plan), hasBias_(hasBias) {
+  /// `folded`: the residual is computed by the layer LayerContext::foldedZ names (a pointwise
+  /// kernel's kPwFold; the id's residual field reads "fold"), from its input, read at input 3.
+  Int8ConvTactic(const Int8ConvPlan& plan, bool hasBias, bool folded = false)
+      : plan_(plan), hasBias_(hasBias), folded_(folded) {
     id_ = std::string("cuda-i8.") + kernelName(plan) +
           (plan.splitK > 1 ? "s" + std::to_string(plan.splitK) : std::string()) + "." +
           (plan.yScale > 0.f ? "i8" : "f16") + "." +
-          (!plan.hasZ          ? "-"
+          (folded              ? "fold"
+           : !plan.hasZ        ? "-"
            : plan.zScale > 0.f ? "i8"
                                : "f16") +
           (plan.exact ? "" : ".f");
@@ -150,6 +154,10 @@ class Int8ConvTactic final : public builder::Tactic {
   size_t workspaceBytes() const override { return int8ConvWorkspaceBytes(plan_); }
 
   Status initialize(const builder::LayerContext& layer) override {
+    if (folded_ != (layer.foldedZ != nullptr))
+      return Status(ErrorCode::kInvalidArgument,
+                    id_ + (folded_ ? ": the layer has no folded residual layer"
+                                   : ": the layer's residual is folded, which this tactic is not"));
     Int8ConvPlan p;
     bool depthwise = false, hasBias = false;
     std::string why;
@@ -224,11 +232,13 @@ class Int8ConvTactic final : public builder::Tactic {
     EI_RETURN_IF_ERROR(uploadWeights(bias.data(), bias.size() * sizeof(float), &dBias_));
     plan_ = p;
     hasBias_ = hasBias;
+    if (folded_) return initializeFolded(layer);
     return Status::Ok();
   }
 
   Status enqueue(const builder::LaunchArgs& args) override {
-    if (!dW_) return Status(ErrorCode::kInvalidArgument, id_ + ": enqueue before initialize");
+    if (!dW_ || (folded_ && !fold_))
+      return Status(ErrorCode::kInvalidArgument, id_ + ": enqueue before initialize");
     EI_RETURN_IF_ERROR(detail::checkConvLaunch(args, plan_.hasZ, id_));
     Int8ConvArgs a;
     a.x = args.inputs[0];
@@ -237,6 +247,15 @@ class Int8ConvTactic final : public builder::Tactic {
     a.bias = static_cast<const float*>(dBias_.get());
     a.z = plan_.hasZ ? args.inputs[3] : nullptr;
     a.y = args.outputs[0];
+    if (folded_) {  // input 3 holds the folded layer's input, not Z
+      Int8ConvArgs d;
+      d.x = args.inputs[3];
+      d.w = fold_->dW_.get();
+      d.alpha = static_cast<const float*>(fold_->dAlpha_.get());
+      d.bias = static_cast<const float*>(fold_->dBias_.get());
+      a.z = nullptr;
+      return launchInt8ConvPointwiseFold(plan_, a, fold_->plan_, d, args.stream);
+    }
     if (const size_t ws = int8ConvWorkspaceBytes(plan_); ws > 0) {
       if (!args.workspace || args.workspaceBytes < ws)
         return Status(ErrorCode::kInvalidArgument,
@@ -254,11 +273,95 @@ class Int8ConvTactic final : public builder::Tactic {
     dBias_.reset();
   }
 
+  /// The folded layer's weights, alpha and bias as its own tactic of this kernel would make
+  /// them (its output quantized with Z's scale), and the check that both layers fit the kernel.
+  Status initializeFolded(const builder::LayerContext& layer) {
+    const builder::LayerContext& d = *layer.foldedZ;
+    if (d.outputScale(0) != plan_.zScale)
+      return Status(ErrorCode::kInvalidArgument,
+                    id_ + ": the folded layer's output scale is not the residual's");
+    Int8ConvPlan dp;
+    bool depthwise = false, hasBias = false;
+    std::string why;
+    if (!parseLayer(d, &dp, &depthwise, &hasBias, &why))
+      return Status(ErrorCode::kUnsupported, id_ + ": folded layer '" + d.node->name + "': " + why);
+    dp.kernel = plan_.kernel;
+    dp.vec = 16;
+    dp.yScale = plan_.zScale;
+    dp.exact = false;
+    auto t = std::make_unique<Int8ConvTactic>(dp, hasBias);
+    EI_RETURN_IF_ERROR(t->initialize(d).withContext(id_ + ": folded layer '" + d.node->name + "'"));
+    if (!int8ConvPointwiseFoldFits(plan_, t->plan_, &why))
+      return Status(ErrorCode::kUnsupported, id_ + ": " + why);
+    fold_ = std::move(t);
+    return Status::Ok();
+  }
+
   std::string id_;
   Int8ConvPlan plan_;
   bool hasBias_ = false;
+  bool folded_ = false;
+  std::unique_ptr<Int8ConvTactic> fold_;       // the folded layer's (folded_)
   std::shared_ptr<void> dW_, dAlpha_, dBias_;  // device_weights.h: shared with equal uploads
 };
+
+/// A plan's lean-epilogue flags as initialize() will set them (fast rounding): for the checks
+/// made before the weights are seen (int8ConvPointwiseFoldFits).
+Int8ConvPlan withFastEpilogue(Int8ConvPlan p, float yScale, float zScale) {
+  p.yScale = yScale;
+  p.zScale = zScale;
+  p.exact = false;
+  p.prescaled =
+      yScale > 0.f && (p.act == DeviceActivation::kNone || p.act == DeviceActivation::kRelu ||
+                       p.act == DeviceActivation::kLeakyRelu);
+  p.nanToZero = p.hasZ && !(zScale > 0.f);
+  return p;
+}
+
+/// The ".fold" candidates of a layer whose residual's producer is folded into it
+/// (LayerContext::foldedZ): the pointwise kernels that run both layers.
+std::vector<std::unique_ptr<builder::Tactic>> foldedCandidates(const builder::LayerContext& layer,
+                                                               std::string* why) {
+  std::vector<std::unique_ptr<builder::Tactic>> out;
+  Int8ConvPlan plan, dp;
+  bool depthwise = false, hasBias = false, dDepthwise = false, dHasBias = false;
+  if (!parseLayer(layer, &plan, &depthwise, &hasBias, why)) return out;
+  if (!parseLayer(*layer.foldedZ, &dp, &dDepthwise, &dHasBias, why)) {
+    *why = "folded layer: " + *why;
+    return out;
+  }
+  if (layer.int8BitExact) {
+    *why = "a folded residual is computed in the fast rounding only";
+    return out;
+  }
+  const float ys = layer.outputScale(0), zs = layer.inputScale(3);
+  if (depthwise || dDepthwise || !plan.hasZ || !positiveScale(ys) || !positiveScale(zs) ||
+      layer.foldedZ->outputScale(0) != zs) {
+    *why =
+        "a folded residual needs a dense layer with int8 output and residual, whose residual "
+        "is the folded layer's int8 output";
+    return out;
+  }
+  if (detail::deviceCapability() < 80) {
+    *why = "the pointwise kernels use mma.sync s8 (sm_80 and newer)";
+    return out;
+  }
+  dp = withFastEpilogue(dp, zs, 0.f);
+  for (Int8ConvKernel k :
+       {Int8ConvKernel::kPw128x64, Int8ConvKernel::kPw128x128, Int8ConvKernel::kPw64x256}) {
+    if ((k == Int8ConvKernel::kPw128x128 && plan.K <= 64) ||
+        (k == Int8ConvKernel::kPw64x256 && plan.K <= 128))
+      continue;
+    Int8ConvPlan p = withFastEpilogue(plan, ys, zs);
+    p.kernel = k;
+    p.vec = 16;
+    dp.kernel = k;
+    if (!int8ConvPointwiseFoldFits(p, dp, why)) continue;
+    out.push_back(std::make_unique<Int8ConvTactic>(p, hasBias, true));
+  }
+  if (!out.empty()) why->clear();
+  return out;
+}
 
 }  // namespace
 
@@ -311,6 +414,7 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
     lastReason_ = "the cuda-i8 provider offers INT8 tactics only";
     return out;
   }
+  if (layer.foldedZ) return foldedCandidates(layer, &lastReason_);
   Int8ConvPlan plan;
   bool depthwise = false, hasBias = false;
   if (!parseLayer(layer, &plan, &depthwise, &hasBias, &lastReason_)) return out;

@@ -345,6 +345,22 @@ int int8ConvPointwiseSharedBytes(const Int8ConvPlan& plan);
 /// The pointwise kernels' launch (int8_conv_pointwise.cu; called by launchInt8Conv).
 Status launchInt8ConvPointwise(const Int8ConvPlan& plan, const Int8ConvArgs& args, void* stream);
 
+/// A pointwise layer `p` whose residual Z is the output of another 1x1 INT8 layer `d` (ResNet's
+/// downsample branch), folded into it: each block computes its tile's residual from d's input,
+/// rounds it to int8 as d's own pointwise kernel would, and adds it from registers, so Z is
+/// never written or read. Fits where p's kernel is a pointwise one, both layers are 1x1 layers
+/// the pointwise kernels run (int8ConvPointwiseFits) with the same output pixels and channels,
+/// p has a residual and d none nor an activation, both in the lean epilogue (fast rounding,
+/// int8 output and residual, sums within 2^22), and both layers' weights with two stages of
+/// both inputs fit in a block's share of shared memory; `why` says what is missing.
+bool int8ConvPointwiseFoldFits(const Int8ConvPlan& p, const Int8ConvPlan& d, std::string* why);
+/// Dynamic shared memory of a folded launch at two stages.
+int int8ConvPointwiseFoldSharedBytes(const Int8ConvPlan& p, const Int8ConvPlan& d);
+/// The folded launch: `a` as for launchInt8ConvPointwise but without z; `da` holds d's input
+/// (x), weights, alpha and bias (prescaled by Z's scale, as d's own tactic makes them).
+Status launchInt8ConvPointwiseFold(const Int8ConvPlan& p, const Int8ConvArgs& a,
+                                   const Int8ConvPlan& d, const Int8ConvArgs& da, void* stream);
+
 /// Whether the TMA kernels run here: the wgmma kernels do (int8ConvWgmmaAvailable) and the
 /// CUDA driver has the tensor-map encoders (looked up once).
 bool int8ConvTmaAvailable();

@@ -54,19 +54,26 @@ constexpr int kPwMaxC = 256;
 /// padding a row so the 8 rows an ldmatrix phase reads fall on different banks), alpha and bias
 /// (BN floats each), then the stages, each BM input rows (the weights' pitch) and, with a
 /// residual, BM residual rows of BN elements with 32 elements of padding (the 8-byte int8 and
-/// 16-byte fp16 reads of a quarter warp fall on different banks).
+/// 16-byte fp16 reads of a quarter warp fall on different banks). With a folded residual (`cd`
+/// > 0, kPwFold): the folded convolution's weights (BN rows of cd bytes, padded the same way)
+/// after the layer's, its alpha and bias after the layer's, and BM rows of its input after each
+/// stage's input rows, instead of residual rows.
 struct PwLayout {
-  int aPitch = 0, zPitch = 0, wBytes = 0, abBytes = 0, aBytes = 0, stageBytes = 0, total = 0;
+  int aPitch = 0, dPitch = 0, zPitch = 0, wBytes = 0, abBytes = 0, aBytes = 0, dBytes = 0,
+      stageBytes = 0, total = 0;
 };
 
-__host__ __device__ inline PwLayout pwLayout(int BM, int BN, int C, int zBytes, int stages) {
+__host__ __device__ inline PwLayout pwLayout(int BM, int BN, int C, int zBytes, int stages,
+                                             int cd = 0) {
   PwLayout l;
   l.aPitch = C + 16;
+  l.dPitch = cd > 0 ? cd + 16 : 0;
   l.zPitch = (BN + 32) * zBytes;
-  l.wBytes = BN * l.aPitch;
-  l.abBytes = 2 * BN * static_cast<int>(sizeof(float));
+  l.wBytes = BN * (l.aPitch + l.dPitch);
+  l.abBytes = (cd > 0 ? 4 : 2) * BN * static_cast<int>(sizeof(float));
   l.aBytes = BM * l.aPitch;
-  l.stageBytes = l.aBytes + BM * l.zPitch;
+  l.dBytes = BM * l.dPitch;
+  l.stageBytes = l.aBytes + l.dBytes + BM * l.zPitch;
   l.total = l.wBytes + l.abBytes + stages * l.stageBytes;
   return l;
 }
@@ -78,7 +85,23 @@ __host__ __device__ inline PwLayout pwLayout(int BM, int BN, int C, int zBytes, 
 /// the plan, so no epilogue tests the plan's options per element and each instance's code is only
 /// its own path (Nsight Compute: the kernel was bound by instruction issue, 16 % of its stalls
 /// waiting on the instruction cache).
-constexpr int kPwLean = 1, kPwZ = 2, kPwRelu = 4;
+/// kPwFold (with kPwLean and kPwZ): the residual is computed in the block, by the 1x1
+/// convolution that produces it in the graph (PwFold), and never read from memory.
+constexpr int kPwLean = 1, kPwZ = 2, kPwRelu = 4, kPwFold = 8;
+
+/// The convolution whose output is the layer's residual, folded into the layer (kPwFold): a 1x1
+/// INT8 layer without padding or activation of the same output pixels and channels, in the lean
+/// epilogue (its alpha and bias prescaled by the residual's scale). Each block computes the
+/// residual of its own tile before the layer's sums, rounds it to int8 as that layer's own
+/// kernel would (pwLean8), and keeps it in registers: the residual tensor is never written or
+/// read (ResNet's downsample branches: at batch 64 the first block's 51 MB each way).
+struct PwFold {
+  const int8_t* x = nullptr;  ///< its input, int8 NHWC [N][H][W][C]
+  const int8_t* w = nullptr;  ///< its weights [K][wPitch] (the layer's rows, unpermuted)
+  const float* alpha = nullptr;
+  const float* bias = nullptr;
+  int C = 0, H = 0, W = 0, strideH = 1, strideW = 1, wPitch = 0;
+};
 
 /// fma(x, y, z) clamped to [0, 1] in the same instruction (FFMA.SAT).
 __device__ __forceinline__ float fmaSat(float x, float y, float z) {
@@ -144,23 +167,28 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
     i8ConvPointwise(const Int8ConvPlan p, const int8_t* __restrict__ x,
                     const int8_t* __restrict__ w, const float* __restrict__ alpha,
                     const float* __restrict__ bias, const void* __restrict__ z,
-                    void* __restrict__ y, int stages) {
+                    void* __restrict__ y, int stages, const PwFold f) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int kWarpsM = BM / 32, kWarpsN = 8 / kWarpsM;
   constexpr int kWN = BN / kWarpsN, kNT = kWN / 8, kGroups = kWN / 32;
   static_assert(kWN % 32 == 0, "a warp's channels come in groups of 32");
   constexpr bool kLean = (MODE & kPwLean) != 0, kZ = (MODE & kPwZ) != 0;
-  constexpr bool kRelu = (MODE & kPwRelu) != 0;
+  constexpr bool kRelu = (MODE & kPwRelu) != 0, kFold = (MODE & kPwFold) != 0;
   static_assert(kLean || MODE == 0, "residual and Relu variants are lean ones");
+  static_assert(!kFold || kZ, "a folded residual is a residual");
   static_assert(BN * kPwMaxC / 16 <= 4096 && BM * kPwMaxC / 16 <= 4096,
                 "divSmall's range: the 16-byte pieces of the weights and of an input tile");
   extern __shared__ __align__(128) int8_t smem[];
   dev::allowDependentGrids();
-  const int zb = kLean ? (kZ ? 1 : 0) : residualBytes(p);  // known to the lean instances
-  const PwLayout L = pwLayout(BM, BN, p.C, zb, stages);
+  // Residual rows in the stages: known to the lean instances (none where folded).
+  const int zb = kLean ? (kZ && !kFold ? 1 : 0) : residualBytes(p);
+  const PwLayout L = pwLayout(BM, BN, p.C, zb, stages, kFold ? f.C : 0);
   int8_t* Ws = smem;
+  int8_t* Wd = smem + BN * L.aPitch;  // the folded convolution's weights (kFold)
   float* alphaS = reinterpret_cast<float*>(smem + L.wBytes);
   float* biasS = alphaS + BN;
+  float* alphaD = biasS + BN;  // kFold
+  float* biasD = alphaD + BN;
   int8_t* stageMem = smem + L.wBytes + L.abBytes;
 
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
@@ -173,9 +201,21 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
   const int tileStride = static_cast<int>(gridDim.x) / slices;
   const int chunks = p.C / 16;  // 16-byte pieces of an input row: 2 to 16
   const int chunkDiv = (65536 + chunks - 1) / chunks;
+  const int dChunks = kFold ? f.C / 16 : 1;  // the folded convolution's
+  const int dChunkDiv = (65536 + dChunks - 1) / dChunks;
 
   // The weights (constants: read before waiting for the kernel before), their rows permuted
   // within each group of 32 channels: row 8b + c of a group holds channel 8 (c / 2) + 2b + c % 2.
+  const auto loadWeights = [&](const int8_t* src, int rowBytes, int n, int div, int pitch,
+                               int8_t* dst) {
+    for (int i = tid; i < BN * n; i += kPwThreads) {
+      const int r = dev::divSmall(i, div), ch = i - r * n;
+      const int k = n0 + dev::permutedWeightChannel(r);
+      const bool valid = k < p.K;
+      dev::cpAsync<16>(dst + r * pitch + ch * 16,
+                       valid ? src + static_cast<int64_t>(k) * rowBytes + ch * 16 : src, valid);
+    }
+  };
   for (int i = tid; i < BN * chunks; i += kPwThreads) {
     const int r = dev::divSmall(i, chunkDiv), ch = i - r * chunks;
     const int k = n0 + dev::permutedWeightChannel(r);
@@ -183,21 +223,56 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
     dev::cpAsync<16>(Ws + r * L.aPitch + ch * 16,
                      valid ? w + static_cast<int64_t>(k) * p.gemmKPad + ch * 16 : w, valid);
   }
+  if constexpr (kFold) loadWeights(f.w, f.wPitch, dChunks, dChunkDiv, L.dPitch, Wd);
   for (int i = tid; i < BN; i += kPwThreads) {  // divided by 127 for pwLean8's Relu
     const bool valid = n0 + i < p.K;
     alphaS[i] = !valid ? 0.f : kRelu ? __fdiv_rn(alpha[n0 + i], 127.f) : alpha[n0 + i];
     biasS[i] = !valid ? 0.f : kRelu ? __fdiv_rn(bias[n0 + i], 127.f) : bias[n0 + i];
+    if constexpr (kFold) {  // (no activation: as they are)
+      alphaD[i] = valid ? f.alpha[n0 + i] : 0.f;
+      biasD[i] = valid ? f.bias[n0 + i] : 0.f;
+    }
   }
   dev::cpAsyncCommit();
   dev::waitForPriorGrids();  // the input, the residual and the output from here on
 
-  const bool contiguous = p.strideH == 1 && p.strideW == 1;  // output pixel m reads input pixel m
-  const auto loadTile = [&](int tile, int8_t* stage) {
-    const int m0 = tile * BM;
-    if (kLean && contiguous) {
+  // BM input rows of C bytes (n pieces) from `src` (an image of H x W pixels read with the
+  // layer's strides) into `stage` (rows of C + 16 bytes) for the tile of output pixels from m0.
+  const auto copyRows = [&](const int8_t* src, int C, int n, int div, int H, int W, int sh, int sw,
+                            int m0, int8_t* stage) {
+    if (kLean && sh == 1 && sw == 1) {  // output pixel m reads input pixel m
       // The tile's input rows are BM x C contiguous bytes: piece i is at byte 16 i of them and
       // at 16 (i + row) in the stage (rows of C + 16 bytes). (The general loop below computed
       // each piece's pixel and row anew: about 25 instructions a piece, a fifth of the kernel's.)
+      const int8_t* from = src + static_cast<int64_t>(m0) * C;
+      const int limit = (rows - m0) * n;  // the pieces of existing rows
+      for (int i = tid; i < BM * n; i += kPwThreads) {
+        const bool valid = i < limit;
+        dev::cpAsync<16>(stage + 16 * (i + dev::divSmall(i, div)), valid ? from + 16 * i : src,
+                         valid);
+      }
+    } else {
+      const bool contiguous = sh == 1 && sw == 1;
+      for (int i = tid; i < BM * n; i += kPwThreads) {
+        const int r = dev::divSmall(i, div), ch = i - r * n, m = m0 + r;
+        const bool valid = m < rows;
+        int64_t pixel = m;
+        if (!contiguous && valid) {
+          const int q = m % p.Q, t = m / p.Q;
+          pixel = (static_cast<int64_t>(t / p.P) * H + (t % p.P) * sh) * W +
+                  static_cast<int64_t>(q) * sw;
+        }
+        dev::cpAsync<16>(stage + r * (C + 16) + ch * 16, valid ? src + pixel * C + ch * 16 : src,
+                         valid);
+      }
+    }
+  };
+  const bool contiguous = p.strideH == 1 && p.strideW == 1;  // output pixel m reads input pixel m
+  const auto loadTile = [&](int tile, int8_t* stage) {
+    const int m0 = tile * BM;
+    // The layer's input rows as copyRows() copies them, written out: through copyRows() the
+    // 64x256 residual instances spilled 16 bytes (ptxas, 128 registers a thread).
+    if (kLean && contiguous) {
       const int8_t* src = x + static_cast<int64_t>(m0) * p.C;
       const int limit = (rows - m0) * chunks;  // the pieces of existing rows
       for (int i = tid; i < BM * chunks; i += kPwThreads) {
@@ -219,7 +294,9 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
                          valid);
       }
     }
-    if constexpr (kLean && kZ) {
+    if constexpr (kFold)
+      copyRows(f.x, f.C, dChunks, dChunkDiv, f.H, f.W, f.strideH, f.strideW, m0, stage + L.aBytes);
+    if constexpr (kLean && kZ && !kFold) {
       // An int8 residual, BN / 16 pieces a row (a power of two): a thread keeps its column and
       // steps kPwThreads / (BN / 16) rows at a time, its source and destination by constants.
       constexpr int kZChunks = BN / 16, kRowStep = kPwThreads / kZChunks;
@@ -273,18 +350,23 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
                         1);  // the weights and this tile have landed (this thread's copies)
     __syncthreads();         // (everyone's)
 
-    // The first K step sets the sums (mmaS8From: no zeroing), the others add to them.
+    // The sums over a K step of 32 input channels: of the layer's input rows and weights, or
+    // (`folded`) of the folded convolution's. The first step sets them (mmaS8From: no zeroing),
+    // the others add to them.
     int32_t acc[2][kNT][4];
-    const auto kStep = [&](int k0, auto first) {
+    const auto kStep = [&](int k0, auto first, auto folded) {
+      constexpr bool kD = decltype(folded)::value;
+      const int8_t* rowsA = kD ? cur + L.aBytes : cur;
+      const int8_t* wts = kD ? Wd : Ws;
+      const int pitch = kD ? L.dPitch : L.aPitch;
       uint32_t af[2][4], bf[kNT][2];
 #pragma unroll
       for (int a = 0; a < 2; ++a)
         dev::ldmatrixX4(af[a],
-                        cur + (wm * 32 + a * 16 + (lane & 15)) * L.aPitch + k0 + (lane >> 4) * 16);
+                        rowsA + (wm * 32 + a * 16 + (lane & 15)) * pitch + k0 + (lane >> 4) * 16);
 #pragma unroll
       for (int b = 0; b < kNT; b += 2)
-
-        dev::ldmatrixB2(bf[b], bf[b + 1], Ws + (wn * kWN + b * 8) * L.aPitch, L.aPitch, k0, lane);
+        dev::ldmatrixB2(bf[b], bf[b + 1], wts + (wn * kWN + b * 8) * pitch, pitch, k0, lane);
 #pragma unroll
       for (int a = 0; a < 2; ++a)
 #pragma unroll
@@ -295,9 +377,35 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
             dev::mmaS8(acc[a][b], af[a], bf[b]);
         }
     };
-    kStep(0, std::true_type{});
+
+    // A folded residual: the folded convolution's sums first, rounded to int8 in the residual's
+    // scale as its own kernel would (pwLean8 without residual or activation), each thread
+    // keeping the 8 channels x 4 pixels of each of its groups that its epilogue below adds.
+    uint2 zFolded[kGroups][4];
+    if constexpr (kFold) {
+      kStep(0, std::true_type{}, std::true_type{});
 #pragma unroll 2
-    for (int k0 = 32; k0 < p.C; k0 += 32) kStep(k0, std::false_type{});
+      for (int k0 = 32; k0 < f.C; k0 += 32) kStep(k0, std::false_type{}, std::true_type{});
+#pragma unroll
+      for (int grp = 0; grp < kGroups; ++grp) {
+        const int c0 = wn * kWN + grp * 32 + 8 * t4;
+        alignas(16) float av[8];
+        alignas(16) float bv[8];
+        dev::load8(alphaD + c0, av);
+        dev::load8(biasD + c0, bv);
+#pragma unroll
+        for (int a = 0; a < 2; ++a)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            int32_t q[8];
+            dev::pixelSums8(acc[a], grp * 4, h, q);
+            zFolded[grp][2 * a + h] = pwLean8<false, false>(q, av, bv, make_uint2(0u, 0u), 0.f);
+          }
+      }
+    }
+    kStep(0, std::true_type{}, std::false_type{});
+#pragma unroll 2
+    for (int k0 = 32; k0 < p.C; k0 += 32) kStep(k0, std::false_type{}, std::false_type{});
 
     // Epilogue: each thread's 8 consecutive channels of a group, for each of its 4 pixels,
     // stored as one piece (a quad of threads: 32 contiguous bytes of a pixel). Staging the tile
@@ -331,7 +439,9 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
           dev::pixelSums8(acc[a], grp * 4, h, q);
           if constexpr (kLean) {
             uint2 zRaw = make_uint2(0u, 0u);
-            if constexpr (kZ)
+            if constexpr (kFold)
+              zRaw = zFolded[grp][j];
+            else if constexpr (kZ)
               zRaw = *reinterpret_cast<const uint2*>(zt + 8 * j * (BN + 32) + grp * 32);
             const uint2 o = pwLean8<kRelu, kZ>(q, av, bv, zRaw, zMul);
             if (8 * j < left) *reinterpret_cast<uint2*>(yt + rowStep[j] + grp * 32) = o;
@@ -364,24 +474,27 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
 /// Stages of a launch: as many as fit (up to kPwMaxStages) in the shared memory a block may use
 /// while as many blocks stay resident as the registers allow (3 of the 64-channel kernel, 2 of
 /// the others, 1 KiB reserved a block), two at least. A tile of few input channels is a few KiB:
-/// the stages keep enough bytes in flight for the memory's latency.
+/// the stages keep enough bytes in flight for the memory's latency. `cd`: the folded
+/// convolution's input channels (0: none).
 template <int BM, int BN>
-int pointwiseStages(const Int8ConvPlan& p) {
+int pointwiseStages(const Int8ConvPlan& p, int cd) {
   const int blocks = BN == 64 ? 3 : 2;
   const int budget = std::min(detail::deviceSharedMemoryOptin(),
                               detail::deviceSharedMemoryPerSm() / blocks - 1024);
+  const int zb = cd > 0 ? 0 : residualBytes(p);
   int stages = 2;
-  while (stages < kPwMaxStages &&
-         pwLayout(BM, BN, p.C, residualBytes(p), stages + 1).total <= budget)
+  while (stages < kPwMaxStages && pwLayout(BM, BN, p.C, zb, stages + 1, cd).total <= budget)
     ++stages;
   return stages;
 }
 
 template <int BM, int BN, int MODE>
-Status launchPointwiseMode(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
+Status launchPointwiseMode(const Int8ConvPlan& p, const Int8ConvArgs& a, const PwFold& f,
+                           cudaStream_t st) {
   const auto kernel = &i8ConvPointwise<BM, BN, MODE>;
-  const int stages = pointwiseStages<BM, BN>(p);
-  const int smem = pwLayout(BM, BN, p.C, residualBytes(p), stages).total;
+  const int cd = (MODE & kPwFold) != 0 ? f.C : 0;
+  const int stages = pointwiseStages<BM, BN>(p, cd);
+  const int smem = pwLayout(BM, BN, p.C, cd > 0 ? 0 : residualBytes(p), stages, cd).total;
   const int optin = detail::deviceSharedMemoryOptin();
   if (smem > optin)
     return Status(ErrorCode::kUnsupported, "int8 pointwise conv: " + std::to_string(smem) +
@@ -404,20 +517,31 @@ Status launchPointwiseMode(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStr
   addDependentLaunch(&cfg, attrs);
   EI_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, static_cast<const int8_t*>(a.x),
                                    static_cast<const int8_t*>(a.w), a.alpha, a.bias, a.z, a.y,
-                                   stages));
+                                   stages, f));
   return Status::Ok();
 }
 
 /// The instance for the plan's epilogue (kPwLean and its variants where i8LeanEpilogue holds).
 template <int BM, int BN>
 Status launchPointwise(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_t st) {
-  if (!dev::i8LeanEpilogue(p, p.gemmK <= 256)) return launchPointwiseMode<BM, BN, 0>(p, a, st);
+  const PwFold none;
+  if (!dev::i8LeanEpilogue(p, p.gemmK <= 256))
+    return launchPointwiseMode<BM, BN, 0>(p, a, none, st);
   const bool relu = p.act == DeviceActivation::kRelu;
   if (p.hasZ)
-    return relu ? launchPointwiseMode<BM, BN, kPwLean | kPwZ | kPwRelu>(p, a, st)
-                : launchPointwiseMode<BM, BN, kPwLean | kPwZ>(p, a, st);
-  return relu ? launchPointwiseMode<BM, BN, kPwLean | kPwRelu>(p, a, st)
-              : launchPointwiseMode<BM, BN, kPwLean>(p, a, st);
+    return relu ? launchPointwiseMode<BM, BN, kPwLean | kPwZ | kPwRelu>(p, a, none, st)
+                : launchPointwiseMode<BM, BN, kPwLean | kPwZ>(p, a, none, st);
+  return relu ? launchPointwiseMode<BM, BN, kPwLean | kPwRelu>(p, a, none, st)
+              : launchPointwiseMode<BM, BN, kPwLean>(p, a, none, st);
+}
+
+/// The folded instances (int8ConvPointwiseFoldFits: both epilogues lean).
+template <int BM, int BN>
+Status launchPointwiseFold(const Int8ConvPlan& p, const Int8ConvArgs& a, const PwFold& f,
+                           cudaStream_t st) {
+  return p.act == DeviceActivation::kRelu
+             ? launchPointwiseMode<BM, BN, kPwLean | kPwZ | kPwRelu | kPwFold>(p, a, f, st)
+             : launchPointwiseMode<BM, BN, kPwLean | kPwZ | kPwFold>(p, a, f, st);
 }
 
 }  // namespace
@@ -425,6 +549,69 @@ Status launchPointwise(const Int8ConvPlan& p, const Int8ConvArgs& a, cudaStream_
 int int8ConvPointwiseSharedBytes(const Int8ConvPlan& p) {
   const Int8ConvTile t = int8ConvTmaTile(p.kernel);
   return pwLayout(t.bm, t.bn, p.C, residualBytes(p), 2).total;
+}
+
+int int8ConvPointwiseFoldSharedBytes(const Int8ConvPlan& p, const Int8ConvPlan& d) {
+  const Int8ConvTile t = int8ConvTmaTile(p.kernel);
+  return pwLayout(t.bm, t.bn, p.C, 0, 2, d.C).total;
+}
+
+bool int8ConvPointwiseFoldFits(const Int8ConvPlan& p, const Int8ConvPlan& d, std::string* why) {
+  const auto no = [&](const char* reason) {
+    if (why) *why = reason;
+    return false;
+  };
+  if (!isInt8ConvPointwiseKernel(p.kernel)) return no("not a pointwise kernel");
+  if (!int8ConvPointwiseFits(p) || !int8ConvPointwiseFits(d))
+    return no("both layers must be 1x1 layers the pointwise kernels run");
+  if (d.N != p.N || d.P != p.P || d.Q != p.Q || d.K != p.K)
+    return no("the folded layer's output is not the residual's shape");
+  if (!p.hasZ || d.hasZ) return no("the layer needs a residual, the folded layer none");
+  if (!dev::i8LeanEpilogue(p, p.gemmK <= 256) || !dev::i8LeanEpilogue(d, d.gemmK <= 256))
+    return no(
+        "both layers need the lean epilogue (fast rounding, int8 output and residual, "
+        "no activation or Relu, sums within 2^22)");
+  if (d.act != DeviceActivation::kNone) return no("the folded layer has an activation");
+  const Int8ConvTile t = int8ConvTmaTile(p.kernel);
+  const int blocks = t.bn == 64 ? 3 : 2;
+  const int budget = std::min(detail::deviceSharedMemoryOptin(),
+                              detail::deviceSharedMemoryPerSm() / blocks - 1024);
+  if (int8ConvPointwiseFoldSharedBytes(p, d) > budget)
+    return no("the two layers' weights and two stages of both inputs exceed the shared memory");
+  return true;
+}
+
+Status launchInt8ConvPointwiseFold(const Int8ConvPlan& p, const Int8ConvArgs& a,
+                                   const Int8ConvPlan& d, const Int8ConvArgs& da, void* stream) {
+  std::string why;
+  if (!int8ConvPointwiseFoldFits(p, d, &why))
+    return Status(ErrorCode::kInvalidArgument,
+                  "int8 pointwise conv with a folded residual: " + why);
+  const auto aligned16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  if (!aligned16(a.x) || !aligned16(a.w) || !aligned16(a.y) || !aligned16(a.alpha) ||
+      !aligned16(a.bias) || !aligned16(da.x) || !aligned16(da.w) || !aligned16(da.alpha) ||
+      !aligned16(da.bias))
+    return Status(ErrorCode::kInvalidArgument, "int8 pointwise conv: tensors not 16-byte aligned");
+  PwFold f;
+  f.x = static_cast<const int8_t*>(da.x);
+  f.w = static_cast<const int8_t*>(da.w);
+  f.alpha = da.alpha;
+  f.bias = da.bias;
+  f.C = d.C;
+  f.H = d.H;
+  f.W = d.W;
+  f.strideH = d.strideH;
+  f.strideW = d.strideW;
+  f.wPitch = d.gemmKPad;
+  auto st = static_cast<cudaStream_t>(stream);
+  switch (p.kernel) {
+    case Int8ConvKernel::kPw128x128:
+      return launchPointwiseFold<128, 128>(p, a, f, st);
+    case Int8ConvKernel::kPw128x64:
+      return launchPointwiseFold<128, 64>(p, a, f, st);
+    default:  // kPw64x256 (int8ConvPointwiseFoldFits)
+      return launchPointwiseFold<64, 256>(p, a, f, st);
+  }
 }
 
 bool int8ConvPointwiseFits(const Int8ConvPlan& p) {

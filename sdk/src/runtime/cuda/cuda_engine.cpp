@@ -207,6 +207,17 @@ Status CudaEngine::materialize(std::vector<std::unique_ptr<builder::Tactic>> tac
       };
       for (int t : s.inputs) layers_[i].inputScales.push_back(scaleOf(t));
       for (int t : s.outputs) layers_[i].outputScales.push_back(scaleOf(t));
+      // A folded residual: the folded layer with its scales (its view step's input and output).
+      if (const int f = foldedInto(plan_, g, i); f >= 0) {
+        const PlanStep& v = plan_.steps[static_cast<size_t>(f)];
+        auto d = std::make_shared<builder::LayerContext>(
+            makeLayerContext(g, static_cast<size_t>(v.node)));
+        d->inputScales.assign(d->inputShapes.size(), 0.f);
+        d->inputScales[0] = scaleOf(v.inputs[0]);
+        d->outputScales.assign(d->outputShapes.size(), 0.f);
+        d->outputScales[0] = scaleOf(v.outputs[0]);
+        layers_[i].foldedZ = std::move(d);
+      }
     }
     if (s.kind == StepKind::kCpu) ++cpuSteps_;
     if (s.kind != StepKind::kTactic) continue;

@@ -41,6 +41,24 @@ std::string formatName(TensorFormat f) {
   return std::string(dataTypeName(f.dtype)) + "." + builder::layoutName(f.layout);
 }
 
+bool isFoldedStep(const PlanStep& s, const graph::Graph& g) {
+  if (s.kind != StepKind::kView || s.node < 0 || static_cast<size_t>(s.node) >= g.nodes.size())
+    return false;
+  const graph::Node& n = g.nodes[static_cast<size_t>(s.node)];
+  return (n.domain.empty() && n.opType == "Conv") ||
+         (n.domain == graph::kEdgeInferDomain && n.opType == "FusedConv");
+}
+
+int foldedInto(const ExecutionPlan& plan, const graph::Graph& g, size_t i) {
+  const PlanStep& s = plan.steps[i];
+  if (s.kind != StepKind::kTactic || s.inputs.size() < 4 || s.inputs[3] < 0) return -1;
+  for (size_t k = 0; k < i; ++k)
+    if (isFoldedStep(plan.steps[k], g) && !plan.steps[k].outputs.empty() &&
+        plan.steps[k].outputs[0] == s.inputs[3])
+      return static_cast<int>(k);
+  return -1;
+}
+
 bool isQuantized(const PlanTensor& t) {
   return t.format.dtype == DataType::kInt8 && t.scale > 0.f;
 }
@@ -232,6 +250,34 @@ Expected<ExecutionPlan> planFromJson(const std::string& text, const graph::Graph
     if (!plan.graphInputs.count(in)) return corrupt("graph input '" + in + "' has no tensor");
   for (const auto& out : g.outputs)
     if (!plan.graphOutputs.count(out)) return corrupt("graph output '" + out + "' has no tensor");
+  // A folded layer's view step: its output aliases its input, and its only reader is the
+  // ".fold" tactic of the layer it is folded into, at input 3 (that tactic reads the alias as
+  // the folded layer's input; any other reader would take it for the folded layer's output).
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlanStep& s = plan.steps[i];
+    if (!isFoldedStep(s, g)) continue;
+    const std::string name = g.nodes[static_cast<size_t>(s.node)].name;
+    if (s.inputs.empty() || s.inputs[0] < 0 || s.outputs.size() != 1 ||
+        plan.tensors[static_cast<size_t>(s.outputs[0])].aliasOf != s.inputs[0])
+      return corrupt("the view step of convolution '" + name +
+                     "' does not alias its output to its input");
+    int readers = 0;
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+      const PlanStep& r = plan.steps[k];
+      for (size_t m = 0; m < r.inputs.size(); ++m) {
+        if (r.inputs[m] != s.outputs[0]) continue;
+        ++readers;
+        if (k <= i || m != 3 || r.kind != StepKind::kTactic ||
+            r.tactic.find(".fold") == std::string::npos)
+          return corrupt("convolution '" + name +
+                         "' is a view step but is not folded into the layer reading it");
+      }
+    }
+    for (const auto& [out, t] : plan.graphOutputs) readers += t == s.outputs[0] ? 2 : 0;
+    if (readers != 1)
+      return corrupt("convolution '" + name + "' is a view step read by " +
+                     std::to_string(readers) + " steps, not by the one it is folded into");
+  }
   return plan;
 }
 
@@ -246,6 +292,7 @@ std::string describePlan(const ExecutionPlan& plan, const graph::Graph& g) {
       os << " '" << n.name << "' (" << n.opType << ")";
     }
     if (s.kind == StepKind::kTactic) os << " " << s.tactic;
+    if (isFoldedStep(s, g)) os << " (folded into its reader)";
     os << "  in:";
     for (int t : s.inputs)
       os << " "

@@ -64,6 +64,14 @@ builder::TensorFormat canonicalFormat(builder::TensorFormat f, const Shape& shap
 builder::TensorFormat logicalFormat(DataType dtype, const Shape& shape);
 /// "fp16.nhwc"-style text for logs.
 std::string formatName(builder::TensorFormat f);
+/// Whether step `s` is a folded layer's: a view step of a convolution (Conv or FusedConv, not a
+/// view op), whose output aliases its input and whose only reader is the cuda-i8 ".fold" tactic
+/// of the layer it is folded into, which computes that output itself from the input it reads
+/// at input 3 (LayerContext::foldedZ; the builder's tryFold).
+bool isFoldedStep(const PlanStep& s, const graph::Graph& g);
+/// The index of the folded step whose output is input 3 of step `i`, or -1.
+int foldedInto(const ExecutionPlan& plan, const graph::Graph& g, size_t i);
+
 /// True when plan tensor `t` stores a float value quantized to int8 (t.scale > 0).
 bool isQuantized(const PlanTensor& t);
 /// Steps whose tactic reads or writes a quantized tensor, or is recorded at INT8 (a tactic that
