@@ -22,6 +22,7 @@
 #include "cuda_layer_case.h"
 #include "edgeinfer/builder.h"
 #include "edgeinfer/engine.h"
+#include "kernels/cuda/fast_div.h"
 #include "kernels/cuda/stem_conv.h"
 #include "test_model.h"
 
@@ -277,6 +278,33 @@ TEST(CudaStemConv, KOrderKeepsEveryPairSideBySide) {
   checkKOrder(3, 3, 3, 2, 2, 1);  // dilated: units of one tap's 3 channels, padded to 4
   checkKOrder(8, 3, 3, 2, 2, 2);
   checkKOrder(5, 5, 2, 3, 1, 2);
+}
+
+// The persistent stem kernel splits tile indices with fast_div.h's multiply-and-shift division:
+// it must equal integer division for every divisor and numerator below 2^31 (the edges of each
+// power of two, and random ones), on the host as on the device (the same arithmetic).
+TEST(CudaStemConv, FastDivisionEqualsIntegerDivision) {
+  std::mt19937 rng(5);
+  std::vector<int32_t> divisors;
+  for (int32_t d = 1; d <= 300; ++d) divisors.push_back(d);
+  for (int b = 9; b < 31; ++b)
+    for (int32_t e : {-1, 0, 1}) divisors.push_back((int32_t{1} << b) + e);
+  divisors.push_back(0x7fffffff);
+  for (int i = 0; i < 200; ++i) divisors.push_back(static_cast<int32_t>(rng() % 0x7fffffffu) + 1);
+  int64_t wrong = 0;
+  for (int32_t d : divisors) {
+    const cuda::FastDiv f = cuda::fastDivisor(d);
+    std::vector<int32_t> ns = {0, 1, d - 1, d, d + 1, 2 * (d % 0x3fffffff), 0x7ffffffe, 0x7fffffff};
+    for (int i = 0; i < 64; ++i) ns.push_back(static_cast<int32_t>(rng() % 0x80000000u));
+    for (int32_t n : ns)
+      if (n >= 0 && cuda::divide(f, n) != n / d) {
+        if (++wrong < 5) ADD_FAILURE() << n << " / " << d << " gave " << cuda::divide(f, n);
+      }
+  }
+  EXPECT_EQ(wrong, 0);
+  // A divisor below 1 (never a launch's) is taken as 1, not a division by zero.
+  EXPECT_EQ(cuda::divide(cuda::fastDivisor(0), 12345), 12345);
+  EXPECT_EQ(cuda::divide(cuda::fastDivisor(-7), 99), 99);
 }
 
 TEST(CudaStemConv, ResNetKOrder) {

@@ -36,6 +36,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/fast_div.h"
 #include "kernels/cuda/fused_activation.cuh"
 #include "kernels/cuda/mma_sync.cuh"
 #include "kernels/cuda/quantize.cuh"
@@ -106,42 +107,44 @@ __device__ __forceinline__ void copyPatchRows(const StemConvPlan& p, const void*
   constexpr bool kNchw = XF != StemInput::kHalfNhwc;
   constexpr int E = valueBytes<XF>(), V = 16 / E;
   const int tid = static_cast<int>(threadIdx.x);
-  // Piece i is piece q of row j, row j input row h0 + ph of channel c (NCHW; ph = j for NHWC):
-  // found once, then stepped along.
-  const int dj = kThreads / pr.rowChunks, dq = kThreads - dj * pr.rowChunks;
-  int j = divSmall(tid, pr.rowChunks, __frcp_rn(static_cast<float>(pr.rowChunks)));
-  int q = tid - j * pr.rowChunks, c = 0, ph = j;
-  if constexpr (kNchw) {
-    c = divSmall(j, patchH, __frcp_rn(static_cast<float>(patchH)));
-    ph = j - c * patchH;
-  }
-  // Element offset of row j's start in x (rows above or below the image included: only
-  // dereferenced inside it), stepped along with the row.
-  // (64-bit: rows past the last image's, which a thread steps onto after its last piece, would
-  // overflow int32 near 2^31 elements.)
-  int64_t rowOff = kNchw ? ((int64_t{n} * p.C + c) * p.H + h0 + ph) * p.W
-                         : (int64_t{n} * p.H + h0 + ph) * pr.rowLen;
-  const int hStepNext = kNchw ? (p.H - patchH) * p.W : 0;  // to the next channel's first row
+  // Thread tid copies piece q0 (and q0 + lanes, ...) of rows slot, slot + rowsPerPass, ...:
+  // consecutive threads take consecutive pieces of a row, and a thread's piece stays fixed from
+  // row to row. (One piece index stepped through pieces, rows and channels took about 55
+  // instructions a piece, 13 % of ResNet-50's stem at batch 64, Nsight Compute.)
+  const int lanes = pr.rowChunks < kThreads ? pr.rowChunks : kThreads;  // threads a row
+  const int rowsPerPass = kThreads / lanes;
+  const int slot = divSmall(tid, lanes, __frcp_rn(static_cast<float>(lanes)));
+  const int q0 = tid - slot * lanes;
+  if (slot >= rowsPerPass) return;  // (kThreads % lanes threads idle)
+  const float invH = __frcp_rn(static_cast<float>(patchH));
   using T = std::conditional_t<E == 4, float, uint16_t>;
   const T* xt = static_cast<const T*>(x);
-  for (int i = tid; i < pr.rows * pr.rowChunks; i += kThreads) {
-    const int h = h0 + ph, e0 = pr.a0 + q * V;
+  for (int j = slot; j < pr.rows; j += rowsPerPass) {
+    // Row j: input row h0 + ph of channel c (NCHW; ph = j for NHWC). Its element offset in x
+    // (a row above or below the image included: only dereferenced inside it).
+    int c = 0, ph = j;
+    if constexpr (kNchw) {
+      c = divSmall(j, patchH, invH);
+      ph = j - c * patchH;
+    }
+    const int h = h0 + ph;
     const bool rowIn = h >= 0 && h < p.H;
-    unsigned char* dst = raw + i * 16;
-    if (async) {
-      const bool in = rowIn && e0 >= 0 && e0 < pr.rowLen;
-      dev::cpAsync<16>(dst, in ? xt + rowOff + e0 : xt, in);
-    } else {
+    const int64_t rowOff =
+        kNchw ? ((int64_t{n} * p.C + c) * p.H + h) * p.W : (int64_t{n} * p.H + h) * pr.rowLen;
+    for (int q = q0; q < pr.rowChunks; q += lanes) {
+      const int e0 = pr.a0 + q * V;
+      unsigned char* dst = raw + (j * pr.rowChunks + q) * 16;
+      if (async) {
+        const bool in = rowIn && e0 >= 0 && e0 < pr.rowLen;
+        dev::cpAsync<16>(dst, in ? xt + rowOff + e0 : xt, in);
+      } else {
 #pragma unroll
-      for (int e = 0; e < V; ++e) {
-        const bool in = rowIn && e0 + e >= 0 && e0 + e < pr.rowLen;
-        reinterpret_cast<T*>(dst)[e] = in ? xt[rowOff + e0 + e] : T{0};
+        for (int e = 0; e < V; ++e) {
+          const bool in = rowIn && e0 + e >= 0 && e0 + e < pr.rowLen;
+          reinterpret_cast<T*>(dst)[e] = in ? xt[rowOff + e0 + e] : T{0};
+        }
       }
     }
-    q += dq, ph += dj, rowOff += dj * pr.rowLen;
-    if (q >= pr.rowChunks) q -= pr.rowChunks, ++ph, rowOff += pr.rowLen;
-    if constexpr (kNchw)
-      while (ph >= patchH) ph -= patchH, ++c, rowOff += hStepNext;
   }
 }
 
@@ -371,8 +374,8 @@ template <int WARPS, int RPW, int BN, StemInput XF, bool I8>
 __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
     stemConvKernel(const StemConvPlan p, const void* __restrict__ x, const __half* __restrict__ w,
                    const int* __restrict__ pairOffsets, const float* __restrict__ bias,
-                   const __half* __restrict__ z, void* __restrict__ y, int tilesQ, int tilesP,
-                   int numTiles, bool asyncRows) {
+                   const __half* __restrict__ z, void* __restrict__ y, const FastDiv tilesQ,
+                   const FastDiv tilesP, int numTiles, bool asyncRows) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int kThreads = WARPS * 32, BM = WARPS * 16 * RPW, TILE_H = WARPS * RPW, NT = BN / 8;
   constexpr int ldo = stageRowBytes<BN, I8>();  // output stage row (bytes)
@@ -421,8 +424,8 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
   dev::dependentKernelStart();
   // The tile's origin: image n, first output row p0 and column q0.
   const auto origin = [&](int tile, int* n, int* p0, int* q0) {
-    const int tq = tile % tilesQ, rest = tile / tilesQ;
-    *n = rest / tilesP, *p0 = (rest % tilesP) * TILE_H, *q0 = tq * kTileW;
+    const int rest = divide(tilesQ, tile), img = divide(tilesP, rest);
+    *n = img, *p0 = (rest - img * tilesP.d) * TILE_H, *q0 = (tile - rest * tilesQ.d) * kTileW;
   };
   if (blockIdx.x < numTiles) {
     int n, p0, q0;
@@ -517,14 +520,24 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
       epilogueFor<false, RPW, BN, I8>(act, p, acc, Bs, z, Os, inv, n, p0, q0, n0);
     }
     __syncthreads();
+    // The tile's outputs, 16-byte pieces from the stage: thread tid stores piece kq of pixels
+    // m0t, m0t + kPixStep, ... (compile-time steps), addressed from the tile's first pixel. (A
+    // piece index divided into pixel, row and column per piece took about 43 instructions a
+    // piece, 9 % of ResNet-50's stem at batch 64, Nsight Compute. Not unrolled: unrolled, the
+    // passes' addresses spilled 20 bytes of the int8 instance's 128 registers.)
     using Out = std::conditional_t<I8, int8_t, __half>;
-    for (int i = tid; i < BM * (BN / kPiece); i += kThreads) {
-      const int m = i / (BN / kPiece), k = n0 + (i % (BN / kPiece)) * kPiece;
-      const int prow = p0 + m / kTileW, pcol = q0 + m % kTileW;
-      if (prow >= p.P || pcol >= p.Q || k >= p.K) continue;
-      Out* dst =
-          static_cast<Out*>(y) + ((static_cast<int64_t>(n) * p.P + prow) * p.Q + pcol) * p.K + k;
-      const Out* src = reinterpret_cast<const Out*>(Os + m * ldo) + (k - n0);
+    constexpr int kPP = BN / kPiece;          // pieces of a pixel
+    constexpr int kPixStep = kThreads / kPP;  // pixels a pass
+    static_assert(kThreads % kPP == 0 && (BM * kPP) % kThreads == 0, "whole passes");
+    const int kq = tid % kPP, m0t = tid / kPP;
+    const int k = n0 + kq * kPiece;
+    Out* yTile = static_cast<Out*>(y) + ((static_cast<int64_t>(n) * p.P + p0) * p.Q + q0) * p.K + k;
+#pragma unroll 1
+    for (int pass = 0; pass < BM * kPP / kThreads; ++pass) {
+      const int m = m0t + pass * kPixStep, r = m / kTileW, col = m % kTileW;
+      if (p0 + r >= p.P || q0 + col >= p.Q || k >= p.K) continue;
+      Out* dst = yTile + (static_cast<int64_t>(r) * p.Q + col) * p.K;
+      const Out* src = reinterpret_cast<const Out*>(Os + m * ldo) + kq * kPiece;
       if (vecStore) {
         *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
       } else {
@@ -538,7 +551,7 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
 }
 
 using StemKernel = void (*)(StemConvPlan, const void*, const __half*, const int*, const float*,
-                            const __half*, void*, int, int, int, bool);
+                            const __half*, void*, FastDiv, FastDiv, int, bool);
 
 template <int WARPS, int RPW, int BN, bool I8>
 StemKernel kernelFor(StemInput in) {
@@ -682,7 +695,8 @@ Status launchStemConv(const StemConvPlan& p, const StemConvArgs& a, int maxBlock
   EI_CUDA_CHECK(launchAsDependent(
       kernelFor(p), grid, dim3(p.warps * 32), static_cast<size_t>(stemSharedBytes(p)),
       static_cast<cudaStream_t>(stream), p, a.x, static_cast<const __half*>(a.w), a.offsets, a.bias,
-      static_cast<const __half*>(a.z), a.y, tilesQ, tilesP, static_cast<int>(numTiles), asyncRows));
+      static_cast<const __half*>(a.z), a.y, fastDivisor(tilesQ), fastDivisor(tilesP),
+      static_cast<int>(numTiles), asyncRows));
   return Status::Ok();
 }
 
