@@ -107,41 +107,46 @@ __device__ __forceinline__ void copyPatchRows(const StemConvPlan& p, const void*
   constexpr bool kNchw = XF != StemInput::kHalfNhwc;
   constexpr int E = valueBytes<XF>(), V = 16 / E;
   const int tid = static_cast<int>(threadIdx.x);
-  // Thread tid copies piece q0 (and q0 + lanes, ...) of rows slot, slot + rowsPerPass, ...:
-  // consecutive threads take consecutive pieces of a row, and a thread's piece stays fixed from
-  // row to row. (One piece index stepped through pieces, rows and channels took about 55
+  // A unit is one piece position q of one channel c's rows (NCHW; NHWC rows hold every channel:
+  // one "channel"): G units, and the rows of a unit are one row length apart in x and rowChunks
+  // pieces apart in `raw`. The block's threads take the units `phases` times over, thread tid
+  // unit tid % G in rows tid / G, + phases, ...: a piece then costs an address step, two bounds
+  // and the copy. (One piece index stepped through pieces, rows and channels took about 55
   // instructions a piece, 13 % of ResNet-50's stem at batch 64, Nsight Compute.)
-  const int lanes = pr.rowChunks < kThreads ? pr.rowChunks : kThreads;  // threads a row
-  const int rowsPerPass = kThreads / lanes;
-  const int slot = divSmall(tid, lanes, __frcp_rn(static_cast<float>(lanes)));
-  const int q0 = tid - slot * lanes;
-  if (slot >= rowsPerPass) return;  // (kThreads % lanes threads idle)
-  const float invH = __frcp_rn(static_cast<float>(patchH));
+  const int G = (kNchw ? p.C : 1) * pr.rowChunks;
+  const int phases = G < kThreads ? kThreads / G : 1;
+  const int phase = G < kThreads ? divSmall(tid, G, __frcp_rn(static_cast<float>(G))) : 0;
+  if (phase >= phases) return;  // (kThreads % G threads idle)
+  const float invChunks = __frcp_rn(static_cast<float>(pr.rowChunks));
   using T = std::conditional_t<E == 4, float, uint16_t>;
   const T* xt = static_cast<const T*>(x);
-  for (int j = slot; j < pr.rows; j += rowsPerPass) {
-    // Row j: input row h0 + ph of channel c (NCHW; ph = j for NHWC). Its element offset in x
-    // (a row above or below the image included: only dereferenced inside it).
-    int c = 0, ph = j;
-    if constexpr (kNchw) {
-      c = divSmall(j, patchH, invH);
-      ph = j - c * patchH;
-    }
-    const int h = h0 + ph;
-    const bool rowIn = h >= 0 && h < p.H;
-    const int64_t rowOff =
-        kNchw ? ((int64_t{n} * p.C + c) * p.H + h) * p.W : (int64_t{n} * p.H + h) * pr.rowLen;
-    for (int q = q0; q < pr.rowChunks; q += lanes) {
-      const int e0 = pr.a0 + q * V;
-      unsigned char* dst = raw + (j * pr.rowChunks + q) * 16;
-      if (async) {
-        const bool in = rowIn && e0 >= 0 && e0 < pr.rowLen;
-        dev::cpAsync<16>(dst, in ? xt + rowOff + e0 : xt, in);
-      } else {
+  for (int unit = tid - phase * G; unit < G; unit += kThreads) {
+    const int c = kNchw ? divSmall(unit, pr.rowChunks, invChunks) : 0;
+    const int q = unit - c * pr.rowChunks, e0 = pr.a0 + q * V;
+    const bool colIn = e0 >= 0 && e0 < pr.rowLen;  // (the async pieces: in or out whole)
+    // Row ph of the unit: input row h0 + ph of channel c, stepped along by pointers (rows above
+    // or below the image only dereferenced inside it).
+    const T* rowSrc = xt +
+                      (kNchw ? (int64_t{n} * p.C + c) * p.H * p.W : int64_t{n} * p.H * pr.rowLen) +
+                      e0 + static_cast<int64_t>(h0 + phase) * pr.rowLen;
+    const int64_t srcStep = static_cast<int64_t>(phases) * pr.rowLen;
+    unsigned char* d = raw + ((c * patchH + phase) * pr.rowChunks + q) * 16;
+    const int dstStep = phases * pr.rowChunks * 16;
+    int h = h0 + phase;
+    if (async) {
+      for (int ph = phase; ph < patchH;
+           ph += phases, h += phases, rowSrc += srcStep, d += dstStep) {
+        const bool in = colIn && h >= 0 && h < p.H;
+        dev::cpAsync<16>(d, in ? rowSrc : xt, in);
+      }
+    } else {
+      for (int ph = phase; ph < patchH;
+           ph += phases, h += phases, rowSrc += srcStep, d += dstStep) {
+        const bool rowIn = h >= 0 && h < p.H;
 #pragma unroll
         for (int e = 0; e < V; ++e) {
           const bool in = rowIn && e0 + e >= 0 && e0 + e < pr.rowLen;
-          reinterpret_cast<T*>(dst)[e] = in ? xt[rowOff + e0 + e] : T{0};
+          reinterpret_cast<T*>(d)[e] = in ? rowSrc[e] : T{0};
         }
       }
     }
@@ -214,6 +219,16 @@ __device__ __forceinline__ void mmaF16(float (&d)[4], const uint32_t (&a)[4], ui
       "{%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/// mmaF16 with the sums starting at zero (d is written, not read).
+__device__ __forceinline__ void mmaF16From0(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                            uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%10,%10,%10,%10};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.f));
 }
 
 /// Bias, residual and activation of one output pair, as the CPU reference orders them.
@@ -476,16 +491,11 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
       dev::cpAsyncCommit();
     }
 
+    // The first K step starts the sums from zero in the MMA itself (mmaF16From0): zeroing the
+    // 64 accumulators first took 32 instructions a tile.
     float acc[RPW][NT][4];
-#pragma unroll
-    for (int a = 0; a < RPW; ++a)
-#pragma unroll
-      for (int b = 0; b < NT; ++b)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[a][b][e] = 0.f;
-
     const int mi = lane >> 3;  // which 8x8 matrix this lane addresses in ldmatrix
-    for (int ks = 0; ks < p.gemmKPad; ks += 16) {
+    const auto kStep = [&](int ks, auto first) {
       const int o0 = offs[ks / 2 + t], o1 = offs[ks / 2 + 4 + t];  // K 2t and 8 + 2t
       uint32_t af[RPW][4];
 #pragma unroll
@@ -501,11 +511,18 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
         ldmatrixX4(r, Ws + ((b + (mi >> 1)) * 8 + (lane & 7)) * ldw + ks + (mi & 1) * 8);
 #pragma unroll
         for (int a = 0; a < RPW; ++a) {
-          mmaF16(acc[a][b], af[a], r[0], r[1]);
-          mmaF16(acc[a][b + 1], af[a], r[2], r[3]);
+          if constexpr (decltype(first)::value) {
+            mmaF16From0(acc[a][b], af[a], r[0], r[1]);
+            mmaF16From0(acc[a][b + 1], af[a], r[2], r[3]);
+          } else {
+            mmaF16(acc[a][b], af[a], r[0], r[1]);
+            mmaF16(acc[a][b + 1], af[a], r[2], r[3]);
+          }
         }
       }
-    }
+    };
+    kStep(0, std::true_type{});  // (gemmKPad >= 16)
+    for (int ks = 16; ks < p.gemmKPad; ks += 16) kStep(ks, std::false_type{});
 
     // Epilogue: act((acc + B) + Z) into the output stage, then whole 16-byte pieces of output
     // rows to memory.
