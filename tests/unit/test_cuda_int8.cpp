@@ -1937,9 +1937,10 @@ test::TestModel int8Pointwise() {
   return m;
 }
 
-// Close runner-ups of another tactic family are recorded by the build and, with
+// Close runner-ups of another tactic family, and of another kernel of the chosen one's family (at
+// most one of each a layer), are recorded by the build and, with
 // BuilderConfig::tryRunnerUpsInEngine, tried in the whole engine: the engine keeps, per layer, its
-// own choice or the runner-up, never anything else; a layer the user forced is left alone; whatever
+// own choice or a runner-up, never anything else; a layer the user forced is left alone; whatever
 // is kept computes what the CPU's INT8 emulation does.
 TEST(CudaInt8Engine, CloseRunnerUpsAreTriedInTheWholeEngine) {
   EI_SKIP_WITHOUT_GPU();
@@ -1947,21 +1948,29 @@ TEST(CudaInt8Engine, CloseRunnerUpsAreTriedInTheWholeEngine) {
   f.inputShape = Shape{1, 64, 14, 14};
   ASSERT_TRUE(f.prepare(int8Pointwise()).ok());
   const auto family = [](const std::string& id) { return id.substr(0, id.find('.')); };
+  const auto kernel = [](const std::string& id) {
+    const size_t dot = id.find('.');
+    return id.substr(0, dot == std::string::npos ? dot : id.find('.', dot + 1));
+  };
   auto e0 = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
   ASSERT_TRUE(e0.ok()) << e0.status().toString();
   const auto tactics0 = runtime::cudaEngineTactics(**e0);
   const auto alts = runtime::cudaEngineAlternatives(**e0);
   ASSERT_FALSE(alts.empty()) << "both 1x1 layers have cuda-i8 and cublaslt-i8 candidates";
-  std::map<std::string, std::string> altOf;
+  std::map<std::string, std::set<std::string>> altOf;
   std::set<std::pair<std::string, std::string>> close;
+  std::map<std::pair<std::string, bool>, int> kinds;  // (layer, another family): alternatives
   for (const auto& a : alts) {
     SCOPED_TRACE(a.layer);
     EXPECT_EQ(tactics0.at(a.layer), a.chosen);
-    EXPECT_NE(family(a.alternative), family(a.chosen));
+    EXPECT_NE(kernel(a.alternative), kernel(a.chosen));
+    const bool otherFamily = family(a.alternative) != family(a.chosen);
+    EXPECT_EQ(++kinds[std::make_pair(a.layer, otherFamily)], 1)
+        << "one runner-up of each kind a layer";
     EXPECT_GT(a.chosenMs, 0.0);
     EXPECT_GE(a.alternativeMs, a.chosenMs);
     EXPECT_FALSE(a.signature.empty());
-    altOf[a.layer] = a.alternative;
+    altOf[a.layer].insert(a.alternative);
     if (a.alternativeMs <= 1.15 * a.chosenMs) close.insert({a.signature, a.alternative});
     std::printf("[          ] %s: %s %.4f ms, runner-up %s %.4f ms\n", a.layer.c_str(),
                 a.chosen.c_str(), a.chosenMs, a.alternative.c_str(), a.alternativeMs);
@@ -1983,7 +1992,8 @@ TEST(CudaInt8Engine, CloseRunnerUpsAreTriedInTheWholeEngine) {
   }
   for (const auto& [layer, id] : runtime::cudaEngineTactics(*e1)) {
     SCOPED_TRACE(layer);
-    EXPECT_TRUE(id == tactics0.at(layer) || (altOf.count(layer) && id == altOf.at(layer))) << id;
+    EXPECT_TRUE(id == tactics0.at(layer) || (altOf.count(layer) && altOf.at(layer).count(id)))
+        << id;
   }
   auto cpuInt8 = f.cpuEngine(/*int8=*/true);
   ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();

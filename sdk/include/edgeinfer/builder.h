@@ -144,9 +144,10 @@ struct BuilderConfig {
   bool int8StageSearch = true;
   /// GPU builds of one shape: layers whose tactic won its timing by less than 15 % over one of
   /// another family (the tactic id up to its first '.': cuda-i8, cublaslt-i8, cudnn, cuda-dw...;
-  /// in a timed INT8 build an FP16 candidate can be the runner-up of an INT8 one) get that
+  /// in a timed INT8 build an FP16 candidate can be the runner-up of an INT8 one) or over another
+  /// kernel of its family (the id up to its second '.': cuda-i8.tmard128x256k128) get that
   /// runner-up in trial builds of the whole engine, every other layer keeping its tactic, at
-  /// most 6 groups of equal layers (one timing signature), each kept when the engine's GPU time
+  /// most 10 groups of equal layers (one timing signature), each kept when the engine's GPU time
   /// drops by at least 0.5 % (medians measured in turn). Candidates are timed alone, and in the
   /// engine a kernel can run slower or faster after the one before it. The trials read the
   /// timing cache (a reformat one needs may still be timed) but each is a build and a run:

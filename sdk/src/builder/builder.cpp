@@ -909,8 +909,9 @@ Expected<std::unique_ptr<Engine>> fasterInt8Engine(
 }
 
 /// BuilderConfig::tryRunnerUpsInEngine (GPU builds of one shape): layers whose chosen tactic had a
-/// close runner-up of another family (runtime::TacticAlternative: within kCloseCall of its
-/// timed cost) get that runner-up in a trial build of the whole engine, one group of equal
+/// close runner-up of another family or of another kernel of its family
+/// (runtime::TacticAlternative: within kCloseCall of its timed cost) get that runner-up in a
+/// trial build of the whole engine, one group of equal
 /// layers (one timing signature) at a time, the closest calls first, at most kMaxTrials. The
 /// candidates were timed alone; in the engine a kernel follows another one, chained by
 /// programmatic dependent launch or not, and a close call can go the other way there (ResNet-50
@@ -923,7 +924,7 @@ Expected<std::unique_ptr<Engine>> tryRunnerUpsInEngine(
     std::unique_ptr<Engine> engine, const std::string& bytes, const onnx_import::ImportOptions& io,
     const std::string& modelHash, BuilderConfig cfg, Backend backend, const ShapeProfile* profile) {
   constexpr double kCloseCall = 0.15, kGain = 0.005;
-  constexpr size_t kMaxTrials = 6;
+  constexpr size_t kMaxTrials = 10;
   struct Group {
     std::vector<std::string> layers;
     std::string alternative;

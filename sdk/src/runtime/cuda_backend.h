@@ -40,7 +40,9 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(
 std::map<std::string, std::string> cudaEngineTactics(const Engine& engine);
 
 /// A layer whose chosen tactic had a runner-up of another family (the id up to its first '.':
-/// cuda-i8, cublaslt-i8, cudnn, cuda-dw...) when it was built, with both timed costs (the layer's
+/// cuda-i8, cublaslt-i8, cudnn, cuda-dw...), or of another kernel of its family (the id up to its
+/// second '.': cuda-i8.tmard128x128k128, cuda-i8.tmard128x256k128), when it was built (a layer
+/// may have one of each), with both timed costs (the layer's
 /// time and the reformats it causes). The timing is of each candidate alone; in the engine a
 /// kernel runs after another one (chained by programmatic dependent launch, or not), which can
 /// reverse a close call: the builder tries such runner-ups in the whole engine (builder.cpp).

@@ -63,9 +63,10 @@ const char* kBuilderOptionsHelp = R"(builder options:
   --no-stage-search             a timed INT8 build compares the all-INT8 engine as it is, without
                                 trying its network stages (ResNet's layer1, layer2...) in FP16
                                 in the whole engine first
-  --try-runner-ups              GPU: try each close runner-up tactic of another family (within
-                                15 %) in the whole engine and keep it where the engine runs
-                                faster (slower builds: a build and a run per trial)
+  --try-runner-ups              GPU: try each close runner-up tactic of another family or
+                                kernel (within 15 %, up to 10 groups of equal layers) in the
+                                whole engine and keep it where the engine runs faster (slower
+                                builds: a build and a run per trial)
   --int8-bit-exact              INT8 kernels round bit for bit as the CPU's INT8 emulation does
                                 (default: fused multiply-adds, within one quantization step,
                                 faster on layers bound by their outputs)
