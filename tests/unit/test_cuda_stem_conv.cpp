@@ -294,12 +294,16 @@ TEST(CudaStemConv, FastDivisionEqualsIntegerDivision) {
   int64_t wrong = 0;
   for (int32_t d : divisors) {
     const cuda::FastDiv f = cuda::fastDivisor(d);
-    std::vector<int32_t> ns = {0, 1, d - 1, d, d + 1, 2 * (d % 0x3fffffff), 0x7ffffffe, 0x7fffffff};
-    for (int i = 0; i < 64; ++i) ns.push_back(static_cast<int32_t>(rng() % 0x80000000u));
-    for (int32_t n : ns)
-      if (n >= 0 && cuda::divide(f, n) != n / d) {
-        if (++wrong < 5) ADD_FAILURE() << n << " / " << d << " gave " << cuda::divide(f, n);
-      }
+    const int64_t d64 = d;  // (d + 1 overflows int32 at d = 2^31 - 1)
+    std::vector<int64_t> ns = {0,           1,       d64 - 1,    d64,       d64 + 1,
+                               2 * d64 - 1, 2 * d64, 0x7ffffffe, 0x7fffffff};
+    for (int i = 0; i < 64; ++i) ns.push_back(rng() % 0x80000000u);
+    for (int64_t n64 : ns) {
+      if (n64 < 0 || n64 > 0x7fffffff) continue;  // the numerators divide() takes
+      const auto n = static_cast<int32_t>(n64);
+      if (cuda::divide(f, n) != n / d && ++wrong < 5)
+        ADD_FAILURE() << n << " / " << d << " gave " << cuda::divide(f, n);
+    }
   }
   EXPECT_EQ(wrong, 0);
   // A divisor below 1 (never a launch's) is taken as 1, not a division by zero.
