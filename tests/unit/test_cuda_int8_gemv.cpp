@@ -1,11 +1,12 @@
 // The cuda-i8.gemv provider (kernels/cuda/int8_gemv.h): INT8 products of few rows. Every
 // candidate (input int8, fp16 or float32; output float32, fp16 or int8) against the host's
 // integer arithmetic and epilogue (int8_test_util.h's GemmI8Case: the expressions of
-// cublaslt-i8's "i32" mode): bit-exact, since the integer sums are exact and the epilogue is
-// evaluated one rounding at a time in the same order; a float input is quantized as the
-// quantize reformat does (its fp16 copy first, for an fp16 input). Then a strict INT8 engine
-// whose classifier (global pool -> Gemm, batch 1) is forced onto it, against the CPU's INT8
-// emulation, and reloaded. Which layers are offered and the launch's refusals (_n) need no GPU.
+// cublaslt-i8's "i32" mode), in the one-row form and the row-tile forms: bit-exact, since the
+// integer sums are exact and the epilogue is evaluated one rounding at a time in the same order; a
+// float input is quantized as the quantize reformat does (its fp16 copy first, for an fp16 input).
+// Then a strict INT8 engine whose classifier (global pool -> Gemm, batch 1) is forced onto it,
+// against the CPU's INT8 emulation, and reloaded. Which layers are offered and the launch's
+// refusals (_n) need no GPU.
 #include <gtest/gtest.h>
 
 #ifdef EDGEINFER_HAVE_CUDA
@@ -48,7 +49,10 @@ int checkAll(test::GemmI8Case& c) {
   c.build();
   Int8GemvProvider prov;
   auto cands = prov.candidates(c.layer, Precision::kInt8);
-  EXPECT_EQ(cands.size(), 9u) << prov.lastReason();  // 3 inputs x (f32, f16, i8) outputs
+  // 3 inputs x (f32, f16, i8) outputs, for each form: one row a block (up to 16 rows), row
+  // tiles with 1 and with 4 channels a warp.
+  const int64_t M = c.a.numel() / c.K();
+  EXPECT_EQ(cands.size(), M <= cuda::kInt8GemvMaxRows ? 27u : 18u) << prov.lastReason();
   int ran = 0;
   for (auto& t : cands) {
     SCOPED_TRACE(t->id());
@@ -76,7 +80,7 @@ int checkAll(test::GemmI8Case& c) {
 TEST(CudaInt8Gemv, ClassifierAtBatch1EqualsTheIntegerReference) {
   EI_SKIP_WITHOUT_GPU();
   test::GemmI8Case c = gemvCase();
-  EXPECT_EQ(checkAll(c), 9);
+  EXPECT_EQ(checkAll(c), 27);
 }
 
 TEST(CudaInt8Gemv, SixteenRowsOddChannelsGemmAlphaBetaNoActivation) {
@@ -88,7 +92,44 @@ TEST(CudaInt8Gemv, SixteenRowsOddChannelsGemmAlphaBetaNoActivation) {
   c.transB = false;
   c.alpha = 0.75f;
   c.beta = -1.5f;
-  EXPECT_EQ(checkAll(c), 9);
+  EXPECT_EQ(checkAll(c), 27);
+}
+
+TEST(CudaInt8Gemv, ClassifierAtBatch64OnRowTiles) {
+  EI_SKIP_WITHOUT_GPU();
+  // ResNet-50's classifier at batch 64: 4 tiles of 16 rows, 1000 channels (the last block of
+  // 32 channels a quarter full with 4 channels a warp).
+  test::GemmI8Case c = gemvCase();
+  c.a = Shape{64, 2048};
+  c.N = 1000;
+  EXPECT_EQ(checkAll(c), 18);
+}
+
+TEST(CudaInt8Gemv, RowTilesShortLastTileAndWideRows) {
+  EI_SKIP_WITHOUT_GPU();
+  {
+    // K 4096: 11 rows a block (44 KB), so 37 rows are tiles of 11, 11, 11 and 4; 37 channels:
+    // the last warp's group of 4 holds one.
+    test::GemmI8Case c = gemvCase();
+    c.op = "Gemm";
+    c.a = Shape{37, 4096};
+    c.N = 37;
+    c.alpha = 0.5f;
+    c.beta = 2.f;
+    EXPECT_EQ(cuda::int8GemvRowTile(37, 4096), 11);
+    EXPECT_EQ(checkAll(c), 18);
+  }
+  {
+    // The widest rows (16384): 2 rows a block; 5 rows (tiles of 2, 2, 1), 9 channels, MatMul
+    // without a bias.
+    test::GemmI8Case c = gemvCase();
+    c.op = "FusedMatMul";
+    c.a = Shape{5, cuda::kInt8GemvMaxK};
+    c.N = 9;
+    c.bias = false;
+    EXPECT_EQ(cuda::int8GemvRowTile(5, cuda::kInt8GemvMaxK), 2);
+    EXPECT_EQ(checkAll(c), 27);
+  }
 }
 
 TEST(CudaInt8Gemv, MatMulFoldsLeadingDimsWithoutBias) {
@@ -98,7 +139,7 @@ TEST(CudaInt8Gemv, MatMulFoldsLeadingDimsWithoutBias) {
   c.a = Shape{1, 3, 1024};
   c.N = 24;
   c.bias = false;  // (Relu: an exp-based activation may differ by an ulp from the host's)
-  EXPECT_EQ(checkAll(c), 9);
+  EXPECT_EQ(checkAll(c), 27);
 }
 
 TEST(CudaInt8Gemv, ReloadTakesTheFloatInputsScaleFromTheState) {
@@ -153,8 +194,8 @@ TEST(CudaInt8Gemv, NotOfferedOutsideItsShapes_n) {
     return prov.lastReason();
   };
   test::GemmI8Case rows = gemvCase();
-  rows.a = Shape{17, 64};
-  EXPECT_NE(reason(rows).find("more than 16 rows"), std::string::npos);
+  rows.a = Shape{cuda::kInt8GemvMaxTiledRows + 1, 64};
+  EXPECT_NE(reason(rows).find("more than 1024 rows"), std::string::npos);
   test::GemmI8Case odd = gemvCase();
   odd.a = Shape{1, 40};
   EXPECT_NE(reason(odd).find("multiple of 16"), std::string::npos);
@@ -185,6 +226,19 @@ TEST(CudaInt8Gemv, NotOfferedOutsideItsShapes_n) {
   EXPECT_NE(prov.lastReason().find("transA"), std::string::npos) << prov.lastReason();
 }
 
+TEST(CudaInt8Gemv, SeventeenRowsGetTheRowTileFormsOnly_n) {
+  EI_SKIP_WITHOUT_GPU();
+  // 17 rows: the row-tile forms only; the one-row form is not found for such a layer.
+  test::GemmI8Case c = gemvCase();
+  c.a = Shape{17, 64};
+  c.build();
+  Int8GemvProvider prov;
+  auto cands = prov.candidates(c.layer, Precision::kInt8);
+  EXPECT_EQ(cands.size(), 18u) << prov.lastReason();
+  for (auto& t : cands) EXPECT_EQ(t->id().rfind("cuda-i8.gemv.m16c", 0), 0u) << t->id();
+  EXPECT_FALSE(prov.find(c.layer, Precision::kInt8, "cuda-i8.gemv.i8.f32"));
+}
+
 alignas(16) int8_t gHostBytes[64];  // host bytes: every plan below is refused before a launch
 
 TEST(CudaInt8Gemv, LaunchRefusesBadPlans_n) {
@@ -206,6 +260,29 @@ TEST(CudaInt8Gemv, LaunchRefusesBadPlans_n) {
   EXPECT_EQ(code(p), ErrorCode::kInvalidArgument);
   p = ok;
   p.K = 40;
+  EXPECT_EQ(code(p), ErrorCode::kInvalidArgument);
+  // The row-tile form: its own row limit, tile and channels a warp.
+  cuda::Int8GemvPlan tiled = ok;
+  tiled.M = cuda::kInt8GemvMaxRows + 1;
+  tiled.rowTile = 16;
+  tiled.channelsPerWarp = 4;
+  p = tiled;
+  p.M = cuda::kInt8GemvMaxTiledRows + 1;
+  EXPECT_EQ(code(p), ErrorCode::kInvalidArgument);
+  p = tiled;
+  p.rowTile = cuda::kInt8GemvRowTile + 1;
+  EXPECT_EQ(code(p), ErrorCode::kInvalidArgument);
+  p = tiled;
+  p.rowTile = -1;
+  EXPECT_EQ(code(p), ErrorCode::kInvalidArgument);
+  p = tiled;
+  p.K = 4096;  // 16 rows of 4 KB pass the 44 KB for the rows
+  EXPECT_EQ(code(p), ErrorCode::kInvalidArgument);
+  p = tiled;
+  p.channelsPerWarp = 2;
+  EXPECT_EQ(code(p), ErrorCode::kInvalidArgument);
+  p = tiled;
+  p.rowTile = 0;  // the one-row form: at most 16 rows
   EXPECT_EQ(code(p), ErrorCode::kInvalidArgument);
   p = ok;
   p.N = 0;

@@ -36,8 +36,8 @@ bool parseGemvLayer(const builder::LayerContext& layer, Int8GemmLayer* g, std::s
   if (!parseInt8GemmLayer(layer, g, why)) return false;
   if (g->conv) return detail::fail(why, "convolutions are not offered (cuda-i8 and cublaslt-i8)");
   if (g->hasZ) return detail::fail(why, "a residual input is not offered");
-  if (g->M > kInt8GemvMaxRows)
-    return detail::fail(why, "more than " + std::to_string(kInt8GemvMaxRows) + " rows (" +
+  if (g->M > kInt8GemvMaxTiledRows)
+    return detail::fail(why, "more than " + std::to_string(kInt8GemvMaxTiledRows) + " rows (" +
                                  std::to_string(g->M) + "): a GEMM's work, not a GEMV's");
   if (g->K % 16 != 0 || g->K > kInt8GemvMaxK)
     return detail::fail(why, "K must be a multiple of 16 up to " + std::to_string(kInt8GemvMaxK) +
@@ -80,10 +80,14 @@ builder::LayerContext withScales(const builder::LayerContext& layer, float sx, f
 
 class Int8GemvTactic final : public builder::Tactic {
  public:
-  /// sx, sy: the layer's input and output scales when it was offered (sy 0: none).
-  Int8GemvTactic(const Int8GemmLayer& g, GemvType x, GemvType y, float sx, float sy)
-      : g_(g), x_(x), y_(y), sx_(sx), sy_(sy) {
-    id_ = std::string("cuda-i8.gemv.") + typeName(x) + "." + typeName(y);
+  /// sx, sy: the layer's input and output scales when it was offered (sy 0: none). channels:
+  /// 0 for the one-row form, else the row-tile form's channels a warp (1 or 4).
+  Int8GemvTactic(const Int8GemmLayer& g, GemvType x, GemvType y, float sx, float sy, int channels)
+      : g_(g), x_(x), y_(y), sx_(sx), sy_(sy), channels_(channels) {
+    id_ = std::string("cuda-i8.gemv.") +
+          (channels ? "m" + std::to_string(kInt8GemvRowTile) + "c" + std::to_string(channels) + "."
+                    : std::string()) +
+          typeName(x) + "." + typeName(y);
   }
 
   std::string id() const override { return id_; }
@@ -103,6 +107,9 @@ class Int8GemvTactic final : public builder::Tactic {
     Int8GemmLayer g;
     std::string why;
     if (!parseGemvLayer(layer, &g, &why)) return Status(ErrorCode::kUnsupported, id_ + ": " + why);
+    if (channels_ == 0 && g.M > kInt8GemvMaxRows)
+      return Status(ErrorCode::kUnsupported,
+                    id_ + ": more than " + std::to_string(kInt8GemvMaxRows) + " rows a block");
     if (g.M != g_.M || g.K != g_.K || g.N != g_.N ||
         (g.biasSource != nullptr) != (g_.biasSource != nullptr) || g.act != g_.act)
       return Status(ErrorCode::kUnsupported, id_ + ": the layer changed");
@@ -131,6 +138,8 @@ class Int8GemvTactic final : public builder::Tactic {
     plan_.act = g.act;
     plan_.actAlpha = g.actAlpha;
     plan_.actBeta = g.actBeta;
+    plan_.rowTile = channels_ ? int8GemvRowTile(g.M, g.K) : 0;
+    plan_.channelsPerWarp = channels_ ? channels_ : 1;
     return Status::Ok();
   }
 
@@ -149,6 +158,7 @@ class Int8GemvTactic final : public builder::Tactic {
   GemvType x_, y_;
   std::string id_;
   float sx_, sy_;
+  int channels_;
   Int8GemvPlan plan_;
   std::shared_ptr<void> dW_, dAlpha_, dBias_;  // device_weights.h: shared with equal uploads
 };
@@ -176,11 +186,14 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8GemvProvider::candidates(
   lastReason_.clear();
   std::vector<GemvType> ys{GemvType::kFloat32, GemvType::kFloat16};
   if (positiveInt8Scale(layer.outputScale(0))) ys.push_back(GemvType::kInt8);
-  for (GemvType x : {GemvType::kInt8, GemvType::kFloat16, GemvType::kFloat32})
-    for (GemvType y : ys)
-      out.push_back(std::make_unique<Int8GemvTactic>(
-          g, x, y, layer.inputScale(0),
-          positiveInt8Scale(layer.outputScale(0)) ? layer.outputScale(0) : 0.f));
+  std::vector<int> forms{1, 4};  // the row-tile form's channels a warp
+  if (g.M <= kInt8GemvMaxRows) forms.insert(forms.begin(), 0);  // and the one-row form
+  for (int channels : forms)
+    for (GemvType x : {GemvType::kInt8, GemvType::kFloat16, GemvType::kFloat32})
+      for (GemvType y : ys)
+        out.push_back(std::make_unique<Int8GemvTactic>(
+            g, x, y, layer.inputScale(0),
+            positiveInt8Scale(layer.outputScale(0)) ? layer.outputScale(0) : 0.f, channels));
   return out;
 }
 
