@@ -22,6 +22,8 @@
 #include <tuple>
 #include <vector>
 
+#include "builder/stage_record.h"
+#include "builder/timing_cache.h"
 #include "core/npy.h"
 #include "edgeinfer/builder.h"
 #include "edgeinfer/calibration.h"
@@ -1941,7 +1943,9 @@ test::TestModel int8Pointwise() {
 // most one of each a layer), are recorded by the build and, with
 // BuilderConfig::tryRunnerUpsInEngine, tried in the whole engine: the engine keeps, per layer, its
 // own choice or a runner-up, never anything else; a layer the user forced is left alone; whatever
-// is kept computes what the CPU's INT8 emulation does.
+// is kept computes what the CPU's INT8 emulation does. The outcome goes into the timing cache and
+// a rebuild reads it; an engine under runnerUpTrialsMinEngineMs (this one, by default) is not
+// tried.
 TEST(CudaInt8Engine, CloseRunnerUpsAreTriedInTheWholeEngine) {
   EI_SKIP_WITHOUT_GPU();
   Int8Fixture f;
@@ -1952,7 +1956,9 @@ TEST(CudaInt8Engine, CloseRunnerUpsAreTriedInTheWholeEngine) {
     const size_t dot = id.find('.');
     return id.substr(0, dot == std::string::npos ? dot : id.find('.', dot + 1));
   };
-  auto e0 = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
+  BuilderConfig off = f.config(/*strict=*/true);
+  off.tryRunnerUpsInEngine = false;
+  auto e0 = Builder::buildFromFile(f.model, off);
   ASSERT_TRUE(e0.ok()) << e0.status().toString();
   const auto tactics0 = runtime::cudaEngineTactics(**e0);
   const auto alts = runtime::cudaEngineAlternatives(**e0);
@@ -1982,6 +1988,7 @@ TEST(CudaInt8Engine, CloseRunnerUpsAreTriedInTheWholeEngine) {
     test::LogCapture log;
     BuilderConfig trials = f.config(/*strict=*/true);
     trials.tryRunnerUpsInEngine = true;
+    trials.runnerUpTrialsMinEngineMs = 0.0;  // a small engine: tried all the same
     auto e = Builder::buildFromFile(f.model, trials);
     ASSERT_TRUE(e.ok()) << e.status().toString();
     e1 = std::move(e).value();
@@ -1999,12 +2006,52 @@ TEST(CudaInt8Engine, CloseRunnerUpsAreTriedInTheWholeEngine) {
   ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
   EXPECT_GT(cosine(runOnce(*e1, f.sample), runOnce(**cpuInt8, f.sample)), 0.99);
 
-  // Off (the default): no trial.
-  {
+  // The outcome is in the timing cache, under the first engine's signature: a rebuild reads it
+  // (the recorded choices built and measured once, or "none pays" while the engine runs as
+  // fast as it did) instead of trying again. A small engine's times move by more than the 3 %
+  // that "none pays" allows, so a rebuild may also try again; it never does both.
+  if (!close.empty()) {
+    const auto entries = [&] {
+      std::map<std::string, builder::TimingEntry> out;
+      builder::TimingCache c((*e0)->info().deviceKey);
+      EXPECT_TRUE(c.load(f.dir.file("timing.cache")).ok());
+      for (const auto& [sig, entry] : c.entries())
+        if (sig.rfind("runner-up-trials|", 0) == 0) out.emplace(sig, entry);
+      return out;
+    }();
+    ASSERT_EQ(entries.size(), 1u) << "one record of the trials";
+    const auto choices = builder::runnerUpChoices(entries.begin()->second);
+    ASSERT_TRUE(choices.has_value());
+    for (const auto& [layer, id] : *choices) {
+      SCOPED_TRACE(layer);
+      EXPECT_NE(id, tactics0.at(layer));
+      EXPECT_EQ(runtime::cudaEngineTactics(*e1).at(layer), id) << "the kept engine's tactic";
+    }
     test::LogCapture log;
-    auto e = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
+    BuilderConfig again = f.config(/*strict=*/true);
+    again.runnerUpTrialsMinEngineMs = 0.0;
+    auto e = Builder::buildFromFile(f.model, again);
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    const int fromRecord = log.count(Severity::kInfo, "the timing cache's record");
+    const int tried = log.count(Severity::kInfo, said);
+    EXPECT_EQ(fromRecord + tried, 1) << log.all();
+    if (!choices->empty() && fromRecord) {
+      for (const auto& [layer, id] : *choices)
+        EXPECT_EQ(runtime::cudaEngineTactics(**e).at(layer), id);
+    }
+    std::printf("[          ] rebuild: %s (%zu layer(s) recorded on runner-ups)\n",
+                fromRecord ? "from the record" : "tried again", choices->size());
+  }
+
+  // Off, and by default for an engine under 0.1 ms: no trial.
+  for (const bool byDefault : {false, true}) {
+    test::LogCapture log;
+    BuilderConfig c = f.config(/*strict=*/true);
+    if (!byDefault) c.tryRunnerUpsInEngine = false;
+    auto e = Builder::buildFromFile(f.model, c);
     ASSERT_TRUE(e.ok()) << e.status().toString();
     EXPECT_EQ(log.count(Severity::kInfo, said), 0) << log.all();
+    EXPECT_EQ(log.count(Severity::kInfo, "the timing cache's record"), 0) << log.all();
     EXPECT_EQ(runtime::cudaEngineTactics(**e), tactics0);
   }
 
@@ -2012,6 +2059,7 @@ TEST(CudaInt8Engine, CloseRunnerUpsAreTriedInTheWholeEngine) {
   const auto& forcedLayer = alts.front();
   BuilderConfig forced = f.config(/*strict=*/true);
   forced.tryRunnerUpsInEngine = true;
+  forced.runnerUpTrialsMinEngineMs = 0.0;
   forced.forcedTactics[forcedLayer.layer] = forcedLayer.chosen;
   auto e2 = Builder::buildFromFile(f.model, forced);
   ASSERT_TRUE(e2.ok()) << e2.status().toString();

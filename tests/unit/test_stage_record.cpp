@@ -1,6 +1,7 @@
-// builder/stage_record.h: the INT8 stage search's outcome as a timing-cache entry (what a rebuild
-// reads instead of searching again). Device-free; the search itself runs on a GPU
-// (CudaInt8Engine.TimedBuildTriesNetworkStagesInFp16).
+// builder/stage_record.h: the INT8 stage search's and the runner-up trials' outcomes as
+// timing-cache entries (what a rebuild reads instead of trying again). Device-free; the trials
+// themselves run on a GPU (CudaInt8Engine.TimedBuildTriesNetworkStagesInFp16,
+// CudaInt8Engine.CloseRunnerUpsAreTriedInTheWholeEngine).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -15,6 +16,9 @@
 namespace edgeinfer {
 namespace {
 
+using builder::runnerUpChoices;
+using builder::runnerUpEntry;
+using builder::runnerUpSignature;
 using builder::stageSearchEntry;
 using builder::stageSearchLayers;
 using builder::stageSearchSignature;
@@ -83,6 +87,72 @@ TEST(StageRecord, OtherEntriesAreNotRecords_n) {
   EXPECT_FALSE(stageSearchLayers(two).has_value());
   EXPECT_FALSE(stageSearchLayers(stageSearchEntry({"a", ""}, 0.1)).has_value());
   EXPECT_FALSE(stageSearchLayers(TimingEntry()).has_value());
+}
+
+TEST(RunnerUpRecord, ChoicesRoundTripThroughASavedCache) {
+  test::TempDir dir;
+  const std::string path = dir.file("timing.cache");
+  const std::map<std::string, std::string> tactics = {
+      {"/layer3/conv2", "cuda-i8.tmard128x256k128.i8.-.f"}, {"/fc", "cublaslt-i8.i32.a39"}};
+  const std::map<std::string, std::string> inputs = {{"x", "[64,3,224,224]"}};
+  const std::string sig = runnerUpSignature("abc123", inputs, tactics, {});
+  EXPECT_EQ(sig.rfind("runner-up-trials|abc123|", 0), 0u) << sig;
+  // Not the stage search's record of the same engine.
+  EXPECT_NE(sig, stageSearchSignature("abc123", inputs, tactics, {}));
+  const std::map<std::string, std::string> kept = {
+      {"/layer3/conv2", "cuda-i8.tmard128x128k128.i8.-.f"}, {"name with spaces = x", "cudnn.e4"}};
+  {
+    TimingCache c(kDevice);
+    const auto entry = runnerUpEntry(kept, 1.2305);
+    ASSERT_TRUE(entry.has_value());
+    c.insert(sig, *entry);
+    const auto none = runnerUpEntry({}, 1.27);
+    ASSERT_TRUE(none.has_value());
+    c.insert("none", *none);
+    ASSERT_TRUE(c.save(path).ok());
+  }
+  TimingCache c(kDevice);
+  ASSERT_TRUE(c.load(path).ok());
+  const auto e = c.find(sig);
+  ASSERT_TRUE(e.has_value());
+  const auto choices = runnerUpChoices(*e);
+  ASSERT_TRUE(choices.has_value());
+  EXPECT_EQ(*choices, kept);
+  EXPECT_DOUBLE_EQ(e->table[0].medianMs, 1.2305);
+  const auto none = c.find("none");
+  ASSERT_TRUE(none.has_value());
+  ASSERT_TRUE(runnerUpChoices(*none).has_value());
+  EXPECT_TRUE(runnerUpChoices(*none)->empty());  // recorded: no runner-up pays
+}
+
+TEST(RunnerUpRecord, NamesItCannotHoldAndOtherEntriesAreRefused_n) {
+  // A tab or a newline in a name, or an empty one: not recordable.
+  EXPECT_FALSE(runnerUpEntry({{"a\tb", "t"}}, 0.1).has_value());
+  EXPECT_FALSE(runnerUpEntry({{"a", "t\nu"}}, 0.1).has_value());
+  EXPECT_FALSE(runnerUpEntry({{"", "t"}}, 0.1).has_value());
+  EXPECT_FALSE(runnerUpEntry({{"a", ""}}, 0.1).has_value());
+  // The stage search's record, an ordinary layer entry, a failed row, two rows, a choice
+  // without its tactic or with two tabs, a layer twice: none reads as a record.
+  EXPECT_FALSE(runnerUpChoices(stageSearchEntry({"a"}, 0.1)).has_value());
+  TimingEntry layer;
+  layer.table.push_back({"cuda-i8.pw128x64", 0.004, 0, false, ""});
+  layer.chosen = "cuda-i8.pw128x64";
+  EXPECT_FALSE(runnerUpChoices(layer).has_value());
+  TimingEntry failed = *runnerUpEntry({{"a", "t"}}, 0.1);
+  failed.table[0].failed = true;
+  EXPECT_FALSE(runnerUpChoices(failed).has_value());
+  TimingEntry two = *runnerUpEntry({{"a", "t"}}, 0.1);
+  two.table.push_back(runnerUpEntry({{"b", "u"}}, 0.2)->table[0]);
+  EXPECT_FALSE(runnerUpChoices(two).has_value());
+  for (const char* id : {"runner-ups:a", "runner-ups:a\t", "runner-ups:\tt", "runner-ups:a\tt\tu",
+                         "runner-ups:a\tt\n", "runner-ups:a\tt\na\tu"}) {
+    SCOPED_TRACE(id);
+    TimingEntry bad = *runnerUpEntry({}, 0.1);
+    bad.table[0].tacticId = id;
+    bad.chosen = id;
+    EXPECT_FALSE(runnerUpChoices(bad).has_value());
+  }
+  EXPECT_FALSE(runnerUpChoices(TimingEntry()).has_value());
 }
 
 }  // namespace

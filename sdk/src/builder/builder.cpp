@@ -911,20 +911,30 @@ Expected<std::unique_ptr<Engine>> fasterInt8Engine(
 /// BuilderConfig::tryRunnerUpsInEngine (GPU builds of one shape): layers whose chosen tactic had a
 /// close runner-up of another family or of another kernel of its family
 /// (runtime::TacticAlternative: within kCloseCall of its timed cost) get that runner-up in a
-/// trial build of the whole engine, one group of equal
-/// layers (one timing signature) at a time, the closest calls first, at most kMaxTrials. The
-/// candidates were timed alone; in the engine a kernel follows another one, chained by
-/// programmatic dependent launch or not, and a close call can go the other way there (ResNet-50
-/// at batch 1 on an H200: its three 64 -> 256 residual layers timed 4.6 us on cuda-i8.pw128x64
-/// against 5.0 on cuBLASLt, yet the engine ran 7 us faster with cuBLASLt's). A trial is kept when
-/// the engine's GPU time (the better of two medians of 10 runs each, measured in turn with the
-/// current engine) is at least kGain lower; later trials build on it. The trial builds read the
-/// timing cache the first build wrote (no timing). Any failure keeps the engine as it is.
+/// trial build of the whole engine, one group of equal layers (one timing signature) at a time,
+/// the closest calls first, at most kMaxTrials. The candidates were timed alone; in the engine a
+/// kernel follows another one, chained by programmatic dependent launch or not, and a close call
+/// can go the other way there (ResNet-50 at batch 1 on an H200: its three 64 -> 256 residual
+/// layers timed 4.6 us on cuda-i8.pw128x64 against 5.0 on cuBLASLt, yet the engine ran 7 us
+/// faster with cuBLASLt's). A trial is kept when the engine's GPU time (the better of two
+/// medians of 10 runs each, measured in turn with the current engine) is at least kGain lower;
+/// later trials build on it. The trial builds read the timing cache the first build wrote (no
+/// timing). The outcome is recorded in the timing cache (builder/stage_record.h): a rebuild of
+/// the same first engine builds the recorded choices once and keeps them if they still gain,
+/// instead of trying again. Engines faster than cfg.runnerUpTrialsMinEngineMs are not tried.
+/// Any failure keeps the engine as it is.
 Expected<std::unique_ptr<Engine>> tryRunnerUpsInEngine(
     std::unique_ptr<Engine> engine, const std::string& bytes, const onnx_import::ImportOptions& io,
     const std::string& modelHash, BuilderConfig cfg, Backend backend, const ShapeProfile* profile) {
   constexpr double kCloseCall = 0.15, kGain = 0.005;
   constexpr size_t kMaxTrials = 10;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto seconds = [&t0] {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " (%.1f s)",
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return std::string(buf);
+  };
   struct Group {
     std::vector<std::string> layers;
     std::string alternative;
@@ -951,22 +961,93 @@ Expected<std::unique_ptr<Engine>> tryRunnerUpsInEngine(
     log(Severity::kInfo, "runner-up tactics not tried: " + baseMs.status().message());
     return engine;
   }
+  if (*baseMs < cfg.runnerUpTrialsMinEngineMs) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "runner-up tactics not tried: the engine runs in %.5f ms, under the %.3f ms "
+                  "below which a gain of %.1f %% is not measurable",
+                  *baseMs, cfg.runnerUpTrialsMinEngineMs, 100.0 * kGain);
+    log(Severity::kVerbose, buf);
+    return engine;
+  }
   double current = *baseMs;
+  const std::map<std::string, std::string> first = runtime::cudaEngineTactics(*engine);
   cfg.tryRunnerUpsInEngine = false;
   BuilderConfig trialCfg = withoutWholeEngineChoice(cfg);
+  // A trial: every other layer keeps the engine's tactic (its choice could otherwise move with
+  // the formats the new tactics read and write), `choices` (layer -> tactic) replace theirs.
+  const auto trialBuild =
+      [&](const std::map<std::string, std::string>& tactics,
+          const std::map<std::string, std::string>& choices) -> Expected<std::unique_ptr<Engine>> {
+    BuilderConfig c = trialCfg;
+    for (const auto& [layer, id] : tactics) c.forcedTactics.emplace(layer, id);
+    for (const auto& [layer, id] : choices) c.forcedTactics[layer] = id;
+    EI_ASSIGN_OR_RETURN(graph::Graph g,
+                        onnx_import::importFromBuffer(bytes.data(), bytes.size(), io));
+    return buildOne(std::move(g), modelHash, c, backend, profile, nullptr, nullptr,
+                    /*cpuTail=*/true);
+  };
+
+  // The outcome of earlier trials on this very engine, from the timing cache.
+  const std::string deviceKey = engine->info().deviceKey;
+  std::string cachePath = cfg.timingCachePath;
+  if (cachePath.empty()) {
+    auto p = builder::defaultCachePath(deviceKey);
+    if (p.ok()) cachePath = *p;
+  }
+  std::map<std::string, std::string> inputShapes;
+  for (const TensorDesc& d : engine->inputs()) inputShapes[d.name] = d.shape.toString();
+  std::set<std::string> fixed;
+  for (const auto& [layer, id] : cfg.forcedTactics) fixed.insert(layer);
+  for (const auto& [layer, p] : cfg.layerPrecision) fixed.insert(layer);
+  const std::string signature = builder::runnerUpSignature(modelHash, inputShapes, first, fixed);
+  builder::TimingCache record(deviceKey);
+  const bool recordable = cfg.useTimingCache && !cfg.timingCacheMissIsError && !cachePath.empty() &&
+                          record.loadOrIgnore(cachePath).ok();
+  if (recordable)
+    if (const auto entry = record.find(signature))
+      if (const auto choices = builder::runnerUpChoices(*entry)) {
+        bool valid = true;
+        for (const auto& [layer, id] : *choices)
+          valid = valid && first.count(layer) && first.at(layer) != id;
+        const double then = entry->table[0].medianMs;
+        if (valid && choices->empty() && std::fabs(current - then) <= 0.03 * then) {
+          log(Severity::kInfo,
+              "runner-up tactics: none pays in this engine (the timing cache's record of "
+              "earlier trials)");
+          return engine;
+        }
+        if (valid && !choices->empty()) {
+          auto trial = trialBuild(first, *choices);
+          Expected<double> t1 = trial.ok() ? measure(**trial) : Expected<double>(trial.status());
+          auto b2 = measure(*engine);
+          Expected<double> t2 = trial.ok() ? measure(**trial) : Expected<double>(trial.status());
+          if (b2.ok()) current = std::min(current, *b2);
+          char buf[160];
+          std::snprintf(buf, sizeof buf,
+                        "%zu layer(s) on the runner-ups earlier trials kept: ", choices->size());
+          if (t1.ok() && t2.ok() && std::min(*t1, *t2) < (1.0 - kGain) * current) {
+            char ms[96];
+            std::snprintf(ms, sizeof ms, "%.5f against %.5f ms", std::min(*t1, *t2), current);
+            log(Severity::kInfo, std::string("runner-up tactics: ") + buf + ms +
+                                     " (the timing cache's record; no trials)" + seconds());
+            return trial;
+          }
+          log(Severity::kInfo,
+              std::string("runner-up tactics: ") + buf +
+                  (t1.ok() && t2.ok() ? "no longer a gain" : "the recorded choice failed") +
+                  ": trying again");
+        }
+      }
+
   int kept = 0;
+  bool measured = true;
+  std::map<std::string, std::string> keptChoices;
   std::string report;
   for (const Group& grp : groups) {
-    // Every other layer keeps the engine's tactic (its choice could otherwise move with the
-    // formats the group's new tactic reads and writes): the trial changes the group alone.
-    BuilderConfig c = trialCfg;
-    for (const auto& [layer, id] : runtime::cudaEngineTactics(*engine))
-      c.forcedTactics.emplace(layer, id);
-    for (const std::string& l : grp.layers) c.forcedTactics[l] = grp.alternative;
-    auto g = onnx_import::importFromBuffer(bytes.data(), bytes.size(), io);
-    if (!g.ok()) break;
-    auto trial = buildOne(std::move(g).value(), modelHash, c, backend, profile, nullptr, nullptr,
-                          /*cpuTail=*/true);
+    std::map<std::string, std::string> choices = keptChoices;
+    for (const std::string& l : grp.layers) choices[l] = grp.alternative;
+    auto trial = trialBuild(first, choices);
     if (!trial.ok()) {
       report += (report.empty() ? "" : "; ") + std::to_string(grp.layers.size()) + " x " +
                 grp.alternative + ": the trial build failed (" + trial.status().message() + ")";
@@ -975,7 +1056,10 @@ Expected<std::unique_ptr<Engine>> tryRunnerUpsInEngine(
     auto t1 = measure(**trial);
     auto b2 = measure(*engine);
     auto t2 = measure(**trial);
-    if (!t1.ok() || !b2.ok() || !t2.ok()) continue;
+    if (!t1.ok() || !b2.ok() || !t2.ok()) {
+      measured = false;
+      continue;
+    }
     current = std::min(current, *b2);
     const double t = std::min(*t1, *t2);
     char buf[200];
@@ -986,12 +1070,22 @@ Expected<std::unique_ptr<Engine>> tryRunnerUpsInEngine(
     if (t < (1.0 - kGain) * current) {
       engine = std::move(trial).value();
       current = t;
-      trialCfg = c;
+      keptChoices = std::move(choices);
       ++kept;
     }
   }
+  // Trials that ran their course are recorded, alone in a cache of their own: saving merges
+  // it into the file (as the stage search's record).
+  if (recordable && measured) {
+    if (const auto entry = builder::runnerUpEntry(keptChoices, current)) {
+      builder::TimingCache out(deviceKey);
+      out.insert(signature, *entry);
+      if (const Status st = out.save(cachePath); !st.ok())
+        log(Severity::kWarning, "the runner-up trials' outcome was not saved: " + st.toString());
+    }
+  }
   log(Severity::kInfo, "runner-up tactics tried in the engine (GPU time): " + report + "; " +
-                           std::to_string(kept) + " group(s) kept");
+                           std::to_string(kept) + " group(s) kept" + seconds());
   return engine;
 }
 

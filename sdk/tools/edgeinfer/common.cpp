@@ -63,10 +63,13 @@ const char* kBuilderOptionsHelp = R"(builder options:
   --no-stage-search             a timed INT8 build compares the all-INT8 engine as it is, without
                                 trying its network stages (ResNet's layer1, layer2...) in FP16
                                 in the whole engine first
-  --try-runner-ups              GPU: try each close runner-up tactic of another family or
-                                kernel (within 15 %, up to 10 groups of equal layers) in the
-                                whole engine and keep it where the engine runs faster (slower
-                                builds: a build and a run per trial)
+  --no-runner-up-trials         GPU: keep each layer's fastest tactic as timed alone, without
+                                trying close runner-up tactics of another family or kernel
+                                (within 15 %, up to 10 groups of equal layers) in the whole
+                                engine, which a build does by default for engines of 0.1 ms
+                                and more (a build and a run per trial; the outcome is kept in
+                                the timing cache, so a rebuild repeats none)
+  --try-runner-ups              try them in engines of any speed
   --int8-bit-exact              INT8 kernels round bit for bit as the CPU's INT8 emulation does
                                 (default: fused multiply-adds, within one quantization step,
                                 faster on layers bound by their outputs)
@@ -225,7 +228,14 @@ Expected<BuilderConfig> builderConfigFrom(const Args& a) {
   if (a.has("strict-precision")) c.strictPrecision = true;
   if (a.has("int8-bit-exact")) c.int8BitExact = true;
   if (a.has("int8-per-layer-only")) c.int8WholeEngineChoice = false;
-  if (a.has("try-runner-ups")) c.tryRunnerUpsInEngine = true;
+  if (a.has("try-runner-ups") && a.has("no-runner-up-trials"))
+    return Status(ErrorCode::kInvalidArgument,
+                  "--try-runner-ups and --no-runner-up-trials contradict each other");
+  if (a.has("try-runner-ups")) {
+    c.tryRunnerUpsInEngine = true;
+    c.runnerUpTrialsMinEngineMs = 0.0;
+  }
+  if (a.has("no-runner-up-trials")) c.tryRunnerUpsInEngine = false;
   if (a.has("no-stage-search")) c.int8StageSearch = false;
   if (a.has("no-fusion")) {
     c.passes.fuseConvActivation = false;

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
                                           "int8-bit-exact",
                                           "int8-per-layer-only",
                                           "try-runner-ups",
+                                          "no-runner-up-trials",
                                           "no-stage-search",
                                           "device-inputs",
                                           "no-cuda-graphs",
