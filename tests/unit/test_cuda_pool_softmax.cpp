@@ -364,7 +364,8 @@ TEST(CudaPool, Int8MaxPoolOnlyWithBothScales_n) {
 // dequantized input, quantized with the output's scale, for equal scales (the max of the int8
 // values itself) and for a larger and a smaller output scale (saturating); channel counts that
 // take the 16-, 4- and 1-channel paths; every window case of the float tests; 3x3 windows in
-// the form that loads every tap first (small launches) and in the general walk (large ones).
+// the form that loads every tap first (small launches), in 2 x 2 output blocks (large launches
+// of stride 2) and in the general walk (other large ones).
 TEST(CudaPool, Int8MaxPoolIsTheDequantizedPoolQuantized) {
   EI_SKIP_WITHOUT_GPU();
   std::vector<WindowCase> cases = windowCases();
@@ -372,8 +373,16 @@ TEST(CudaPool, Int8MaxPoolIsTheDequantizedPoolQuantized) {
   cases.push_back({Shape{1, 48, 9, 10}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 1, ""});
   cases.push_back({Shape{1, 20, 9, 10}, {2, 2}, {1, 1}, {0, 0, 0, 0}, {}, 0, ""});
   cases.push_back({Shape{1, 32, 11, 12}, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 0, ""});  // dilated
-  // 67,600 threads: a 3x3 window past the latency-bound form's limit (the general walk).
+  // Past the latency-bound form's limit (65,536 threads): a 3x3 window of stride 2 takes the
+  // 2 x 2 output blocks (odd output sides: blocks cut at the edge; 16-, 4- and 1-channel
+  // vectors; asymmetric padding), any other the general walk.
   cases.push_back({Shape{4, 64, 130, 130}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, ""});
+  cases.push_back({Shape{8, 48, 113, 111}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, ""});
+  cases.push_back({Shape{4, 20, 121, 119}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, ""});
+  cases.push_back({Shape{1, 5, 260, 230}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, ""});
+  cases.push_back({Shape{5, 64, 128, 128}, {3, 3}, {2, 2}, {0, 0, 1, 1}, {}, 0, ""});
+  cases.push_back({Shape{4, 64, 129, 131}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 1, ""});  // ceil
+  cases.push_back({Shape{2, 32, 160, 160}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {}, 0, ""});
   uint32_t seed = 60;
   size_t runs = 0;
   for (const auto& c : cases) {

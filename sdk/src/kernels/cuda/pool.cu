@@ -440,6 +440,81 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// ResNet's MaxPool (3x3, stride 2, no dilation) at large launches: a thread takes a 2 x 2
+/// block of outputs, whose windows span 5 x 5 input pixels, and loads each of them once (25
+/// loads for 4 outputs instead of 36): a row's five pixels give the maxima of the left and the
+/// right window's columns, which go to the top outputs for rows 0-2 and the bottom ones for rows
+/// 2-4. Taps outside the input are skipped, as in the general walk.
+template <int VEC, typename I>
+__global__ void __launch_bounds__(kThreads)
+    maxPoolInt8Nhwc3x3s2Quads(const int8_t* __restrict__ x, int8_t* __restrict__ y,
+                              const WindowParams q, I total, float sIn, float sOut, float invOut,
+                              bool requantize) {
+  dev::dependentKernelStart();  // launched with launchAsDependent()
+  const int cv = q.C / VEC;     // channel vectors per pixel
+  WindowParams quads = q;       // the grid of 2 x 2 output blocks
+  quads.OH = (q.OH + 1) / 2;
+  quads.OW = (q.OW + 1) / 2;
+  const I step = static_cast<I>(gridDim.x) * kThreads;
+  for (I o = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x; o < total; o += step) {
+    const auto [n, qh, qw, c] = nhwcPosition<VEC>(o, cv, quads);
+    const int oh0 = 2 * qh, ow0 = 2 * qw;
+    const int hs = 2 * oh0 - q.padTop, ws = 2 * ow0 - q.padLeft;
+    const int8_t* xp = x + n * static_cast<I>(q.H) * q.W * q.C + c;
+    I8Lanes<VEC> acc[4];  // (top, bottom) x (left, right)
+    bool found[4] = {false, false, false, false};
+    const auto merge = [](I8Lanes<VEC>& into, bool& has, const I8Lanes<VEC>& v) {
+      if (has)
+        into.max(v);
+      else
+        into = v;
+      has = true;
+    };
+#pragma unroll
+    for (int i = 0; i < 5; ++i) {
+      const int ih = hs + i;
+      if (ih < 0 || ih >= q.H) continue;
+      I8Lanes<VEC> v[5];
+      bool in[5];
+#pragma unroll
+      for (int j = 0; j < 5; ++j) {
+        const int iw = ws + j;
+        in[j] = iw >= 0 && iw < q.W;
+        if (in[j]) v[j].load(xp + (static_cast<I>(ih) * q.W + iw) * q.C);
+      }
+      I8Lanes<VEC> side[2];
+      bool has[2] = {false, false};
+#pragma unroll
+      for (int j = 0; j < 5; ++j) {
+        if (!in[j]) continue;
+        if (j <= 2) merge(side[0], has[0], v[j]);
+        if (j >= 2) merge(side[1], has[1], v[j]);
+      }
+#pragma unroll
+      for (int b = 0; b < 2; ++b) {
+        if (!has[b]) continue;
+        if (i <= 2) merge(acc[b], found[b], side[b]);
+        if (i >= 2) merge(acc[2 + b], found[2 + b], side[b]);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int oh = oh0 + k / 2, ow = ow0 + k % 2;
+      if (oh >= q.OH || ow >= q.OW) continue;
+      if (!found[k]) {
+#pragma unroll
+        for (int w = 0; w < I8Lanes<VEC>::kWords; ++w) acc[k].w[w] = VEC == 1 ? 0x80u : 0x80808080u;
+      } else if (requantize) {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+          acc[k].setByte(e, dev::quantizeToInt8(__fmul_rn(static_cast<float>(acc[k].byte(e)), sIn),
+                                                sOut, invOut));
+      }
+      acc[k].store(y + ((n * q.OH + oh) * static_cast<I>(q.OW) + ow) * q.C + c);
+    }
+  }
+}
+
 WindowParams windowParams(const PoolPlan& p) {
   WindowParams q{};
   q.C = static_cast<int>(p.C);
@@ -591,9 +666,24 @@ cudaError_t launchMaxPoolInt8Vec(const PoolPlan& p, float sIn, float sOut, const
   const bool requantize = sIn != sOut;
   const float inv = 1.f / sOut;  // quantizeToInt8's __frcp_rn(scale): IEEE division, rounded
   // The 3x3 form where a launch is latency-bound (ResNet-50 at batch 1: 12,544 threads, 3.9 ->
-  // 2.6 us on an H200); at batch 64 (802,816 threads) its registers cost more than it saves.
+  // 2.6 us on an H200); at batch 64 (802,816 threads) its registers cost more than it saves,
+  // and a 3x3 window of stride 2 takes the 2 x 2 output blocks there instead.
   const bool three = p.kh == 3 && p.kw == 3 && total <= 65536;
-  if (p.N * p.C * p.H * p.W < INT_MAX && p.N * p.C * p.OH * p.OW < INT_MAX) {
+  const bool quads =
+      !three && p.kh == 3 && p.kw == 3 && p.sh == 2 && p.sw == 2 && p.dh == 1 && p.dw == 1;
+  const bool narrow = p.N * p.C * p.H * p.W < INT_MAX && p.N * p.C * p.OH * p.OW < INT_MAX;
+  if (quads) {
+    const int64_t blocks = p.N * ((p.OH + 1) / 2) * ((p.OW + 1) / 2) * (p.C / VEC);
+    const int g = dev::gridFor(blocks, kThreads, maxBlocks);
+    if (narrow)
+      return launchAsDependent(maxPoolInt8Nhwc3x3s2Quads<VEC, uint32_t>,
+                               dim3(static_cast<unsigned>(g)), dim3(kThreads), 0, stream, x, y, q,
+                               static_cast<uint32_t>(blocks), sIn, sOut, inv, requantize);
+    return launchAsDependent(maxPoolInt8Nhwc3x3s2Quads<VEC, int64_t>,
+                             dim3(static_cast<unsigned>(g)), dim3(kThreads), 0, stream, x, y, q,
+                             blocks, sIn, sOut, inv, requantize);
+  }
+  if (narrow) {
     const auto kernel =
         three ? maxPoolInt8NhwcKernel<VEC, uint32_t, 3> : maxPoolInt8NhwcKernel<VEC, uint32_t, 0>;
     return launchAsDependent(kernel, dim3(static_cast<unsigned>(grid)), dim3(kThreads), 0, stream,
