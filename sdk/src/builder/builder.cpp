@@ -613,6 +613,21 @@ Expected<double> medianGpuMs(const Engine& engine) {
   return ms[ms.size() / 2];
 }
 
+/// The timing cache file where a whole-engine search records its outcome (stage_record.h): the
+/// configured one, else the device's default; empty where there is none.
+std::string recordCachePath(const Engine& e, const BuilderConfig& cfg) {
+  if (!cfg.timingCachePath.empty()) return cfg.timingCachePath;
+  auto p = builder::defaultCachePath(e.info().deviceKey);
+  return p.ok() ? *p : std::string();
+}
+
+/// An engine's input shapes as text, by name (a record's signature).
+std::map<std::string, std::string> inputShapesOf(const Engine& e) {
+  std::map<std::string, std::string> shapes;
+  for (const TensorDesc& d : e.inputs()) shapes[d.name] = d.shape.toString();
+  return shapes;
+}
+
 /// BuilderConfig::int8StageSearch, after the all-INT8 engine `strict` (built with `strictCfg`,
 /// measured at `*strictMs`): runs of consecutive network stages that have INT8 layers
 /// (runtime::cudaEngineInt8Stages: ResNet's stem, pool, layer1, layer2...) get those layers in
@@ -681,15 +696,9 @@ size_t searchInt8Stages(std::unique_ptr<Engine>& strict, double* strictMs, Build
   // The outcome of an earlier search of this very all-INT8 engine, from the timing cache: its
   // run is built and measured once instead of searching again (if it still gains).
   const std::string deviceKey = strict->info().deviceKey;
-  std::string cachePath = strictCfg.timingCachePath;
-  if (cachePath.empty()) {
-    auto p = builder::defaultCachePath(deviceKey);
-    if (p.ok()) cachePath = *p;
-  }
-  std::map<std::string, std::string> inputShapes;
-  for (const TensorDesc& d : strict->inputs()) inputShapes[d.name] = d.shape.toString();
+  const std::string cachePath = recordCachePath(*strict, strictCfg);
   const std::string signature = builder::stageSearchSignature(
-      modelHash, inputShapes, runtime::cudaEngineTactics(*strict), fixed);
+      modelHash, inputShapesOf(*strict), runtime::cudaEngineTactics(*strict), fixed);
   builder::TimingCache record(deviceKey);
   const bool recordable = !cachePath.empty() && record.loadOrIgnore(cachePath).ok();
   if (recordable)
@@ -990,17 +999,12 @@ Expected<std::unique_ptr<Engine>> tryRunnerUpsInEngine(
 
   // The outcome of earlier trials on this very engine, from the timing cache.
   const std::string deviceKey = engine->info().deviceKey;
-  std::string cachePath = cfg.timingCachePath;
-  if (cachePath.empty()) {
-    auto p = builder::defaultCachePath(deviceKey);
-    if (p.ok()) cachePath = *p;
-  }
-  std::map<std::string, std::string> inputShapes;
-  for (const TensorDesc& d : engine->inputs()) inputShapes[d.name] = d.shape.toString();
+  const std::string cachePath = recordCachePath(*engine, cfg);
   std::set<std::string> fixed;
   for (const auto& [layer, id] : cfg.forcedTactics) fixed.insert(layer);
   for (const auto& [layer, p] : cfg.layerPrecision) fixed.insert(layer);
-  const std::string signature = builder::runnerUpSignature(modelHash, inputShapes, first, fixed);
+  const std::string signature =
+      builder::runnerUpSignature(modelHash, inputShapesOf(*engine), first, fixed);
   builder::TimingCache record(deviceKey);
   const bool recordable = cfg.useTimingCache && !cfg.timingCacheMissIsError && !cachePath.empty() &&
                           record.loadOrIgnore(cachePath).ok();
