@@ -94,6 +94,8 @@ head -c 100 "$work/m.engine" >"$work/trunc.engine"
 check "truncated engine_n" expect_exit 1 "engine" "$cli" run "$work/trunc.engine"
 check "unknown input name_n" expect_exit 3 "not an input" "$cli" run "$work/m.engine" --input "nope=$work/x.npy"
 check "build without -o_n" expect_exit 2 "" "$cli" build "$work/m.onnx"
+check "contradicting runner-up options_n" expect_exit 2 "contradict each other" "$cli" build "$work/m.onnx" -o "$work/r.engine" --try-runner-ups --no-runner-up-trials
+check "build without runner-up trials" "$cli" build "$work/m.onnx" -o "$work/r.engine" --no-runner-up-trials
 check "bad backend_n" expect_exit 2 "--backend" "$cli" run "$work/m.onnx" --backend tpu
 check "unknown command_n" expect_exit 2 "unknown command" "$cli" frobnicate
 check "build report" bash -c "'$cli' build '$work/m.onnx' -o '$work/r.engine' --build-report '$work/r.json' >/dev/null && grep -q build_seconds '$work/r.json'"
