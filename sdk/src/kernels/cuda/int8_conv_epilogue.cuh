@@ -288,6 +288,62 @@ __device__ __forceinline__ uint2 i8Lean8(const int32_t (&q)[8], const float (&a)
       __byte_perm(__byte_perm(o[4], o[5], 0x0040), __byte_perm(o[6], o[7], 0x0040), 0x5410));
 }
 
+/// fma(x, y, z) clamped to [0, 1] in the same instruction (FFMA.SAT).
+__device__ __forceinline__ float fmaSat(float x, float y, float z) {
+  float r;
+  asm("fma.rn.sat.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(x), "f"(y), "f"(z));
+  return r;
+}
+
+/// The lean epilogue of 8 outputs of a pixel (8 consecutive channels) to 8 int8 in 8 bytes,
+/// from sums that the K loop started at kRoundMagicBits (mmaS8From; wgmma accumulators set to
+/// it): q's bits as a float are 1.5 * 2^23 + the sum exactly (|sum| < 2^22: guaranteed for a K
+/// of 256 bytes at most, else checked by startedSmallSums8), so one subtraction gives the sum
+/// as a float.
+///   - The residual's int8 z become floats without a conversion or a sign extension: each byte
+///     xor 0x80 (z + 128 unsigned) is placed by one byte permute under the exponent of 2^23, a
+///     float of 2^23 + z + 128, from which one subtraction leaves z.
+///   - Relu: `a`, `b` and `zMul` come divided by 127, so the clamp to [0, 127] is the
+///     saturation of a fused multiply-add to [0, 1] (FFMA.SAT), and one more (t * 127 + 1.5 *
+///     2^23) rounds to the integer in the low byte; without: the clamp to [-128, 127], then the
+///     add.
+/// About 3.75 operations an output without a residual, 7 with one (i8Lean8: 6.75 and 11). The
+/// results are the fast rounding's (the test's rounding noise: the scaled constants add a
+/// relative error of a few 2^-24 of the terms).
+template <bool RELU, bool Z>
+__device__ __forceinline__ uint2 lean8(const int32_t (&q)[8], const float (&a)[8],
+                                       const float (&b)[8], uint2 zRaw, float zMul) {
+  const uint32_t zx[2] = {zRaw.x ^ 0x80808080u, zRaw.y ^ 0x80808080u};
+  uint32_t o[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const float s = __int_as_float(q[e]) - kRoundMagic;
+    float zf = 0.f;
+    if constexpr (Z) zf = flippedByteToFloat(zx[e >> 2], e & 3);
+    if constexpr (RELU) {
+      const float t = Z ? fmaSat(zf, zMul, fmaf(s, a[e], b[e])) : fmaSat(s, a[e], b[e]);
+      o[e] = __float_as_uint(fmaf(t, 127.f, kRoundMagic));
+    } else {
+      float v = fmaf(s, a[e], b[e]);
+      if constexpr (Z) v = fmaf(zf, zMul, v);
+      o[e] = __float_as_uint(fminf(fmaxf(v, -128.f), 127.f) + kRoundMagic);
+    }
+  }
+  return make_uint2(
+      __byte_perm(__byte_perm(o[0], o[1], 0x0040), __byte_perm(o[2], o[3], 0x0040), 0x5410),
+      __byte_perm(__byte_perm(o[4], o[5], 0x0040), __byte_perm(o[6], o[7], 0x0040), 0x5410));
+}
+
+/// Whether the 8 sums that started at kRoundMagicBits (lean8's) are all within [-2^22, 2^22):
+/// their values then lie in [0x4B000000, 0x4B800000), whose every member has the same 9 top
+/// bits. One operation a sum (the xor and the or in one LOP3).
+__device__ __forceinline__ bool startedSmallSums8(const int32_t (&q)[8]) {
+  uint32_t m = 0;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) m |= static_cast<uint32_t>(q[e]) ^ 0x4B000000u;
+  return m < (1u << 23);
+}
+
 /// Whether the 8 sums are all within [-2^22, 2^22): the range where i8Lean8's int32 -> float (the
 /// sum added to 1.5 * 2^23's bits) is exact. Two operations a sum.
 __device__ __forceinline__ bool i8SmallSums8(const int32_t (&q)[8]) {

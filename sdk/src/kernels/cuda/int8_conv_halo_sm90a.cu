@@ -10,7 +10,14 @@
 //     the wait that retires its wgmmas;
 //   - the weight rows permuted so that each thread's accumulators of a row are 16 consecutive
 //     channels (column 8j + 2t + e holds channel 16t + 2j + e), and the epilogue runs from the
-//     registers, 8 channels a piece (i8Lean8 where the sums allow, the general path otherwise).
+//     registers, 8 channels a piece;
+//   - an instance per epilogue: the lean ones (int8 output in the fast rounding, no residual,
+//     Relu or none: ResNet's 3x3 layers) start the sums at kRoundMagicBits and take
+//     dev::lean8 (4 operations an output, Relu as a saturated multiply-add) wherever a piece's
+//     8 sums are within 2^22 (one operation a sum to check), the general path otherwise; the
+//     general instance takes any epilogue (i8Output8). The lean epilogue had taken about 112
+//     instructions a piece with the plan's options read and branched on at run time (Nsight
+//     Compute, ResNet-50's layer1 3x3 at batch 64, H200).
 // Offered (int8ConvHaloFits, C % 64 == 0) on compute 9.0 devices of builds with sm_90a code.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -64,9 +71,13 @@ __device__ __forceinline__ void keepFragment(uint32_t (&a)[4]) {
 }
 #endif
 
+/// The epilogue instances: any plan (kHaloGeneral), and the lean ones (int8 output in the fast
+/// rounding, no residual) without activation or with Relu.
+constexpr int kHaloGeneral = 0, kHaloLean = 1, kHaloLeanRelu = 2;
+
 /// KCHUNKS: 64-byte K chunks a window position (C / 64: 1 or 2), so that the fragment buffers of
-/// consecutive steps alternate at compile time.
-template <int KCHUNKS>
+/// consecutive steps alternate at compile time. EPI: kHaloGeneral, kHaloLean or kHaloLeanRelu.
+template <int KCHUNKS, int EPI>
 __global__ void __launch_bounds__(kWgThreads, 2)
     i8ConvHaloWg(const Int8ConvPlan p, const int8_t* __restrict__ x, const int8_t* __restrict__ w,
                  const float* __restrict__ alpha, const float* __restrict__ bias,
@@ -104,10 +115,12 @@ __global__ void __launch_bounds__(kWgThreads, 2)
               valid ? w + static_cast<int64_t>(k) * p.gemmKPad + t * p.C + j * 64 + c * 16 : w,
               valid);
   }
-  for (int i = tid; i < kWgBN; i += kWgThreads) {
+  for (int i = tid; i < kWgBN; i += kWgThreads) {  // divided by 127 for lean8's Relu
     const bool valid = n0 + i < p.K;
-    alphaS[i] = valid ? alpha[n0 + i] : 0.f;
-    biasS[i] = valid ? bias[n0 + i] : 0.f;
+    alphaS[i] = !valid                 ? 0.f
+                : EPI == kHaloLeanRelu ? __fdiv_rn(alpha[n0 + i], 127.f)
+                                       : alpha[n0 + i];
+    biasS[i] = !valid ? 0.f : EPI == kHaloLeanRelu ? __fdiv_rn(bias[n0 + i], 127.f) : bias[n0 + i];
   }
   dev::cpAsyncCommit();
   dev::waitForPriorGrids();
@@ -140,9 +153,10 @@ __global__ void __launch_bounds__(kWgThreads, 2)
     dev::cpAsyncWaitFor(stages - 1);
     __syncthreads();
 
+    // The lean instances start the sums at kRoundMagicBits (dev::lean8), the general one at 0.
     int32_t acc[32];
 #pragma unroll
-    for (int i = 0; i < 32; ++i) acc[i] = 0;
+    for (int i = 0; i < 32; ++i) acc[i] = EPI == kHaloGeneral ? 0 : dev::kRoundMagicBits;
     fenceOperands(acc);
     // Window position by position, its K in 64-byte chunks of two wgmmas (k32 each): the
     // fragments of consecutive chunks in two buffers, the one read by the wgmmas in flight kept
@@ -178,6 +192,7 @@ __global__ void __launch_bounds__(kWgThreads, 2)
     const int n = mt / tileRows, r0 = (mt - n * tileRows) * rt;
     const int valid = min(rt, p.P - r0) * p.Q;
     const int64_t m0 = (static_cast<int64_t>(n) * p.P + r0) * p.Q;
+    int8_t* const yTile = static_cast<int8_t*>(y) + m0 * p.K + n0;  // the lean instances'
 #pragma unroll
     for (int piece = 0; piece < 2; ++piece) {
       const int c0 = 16 * t4 + 8 * piece;
@@ -196,9 +211,28 @@ __global__ void __launch_bounds__(kWgThreads, 2)
           q[2 * jj] = acc[4 * (4 * piece + jj) + 2 * h];
           q[2 * jj + 1] = acc[4 * (4 * piece + jj) + 2 * h + 1];
         }
+        if constexpr (EPI != kHaloGeneral) {
+          if (dev::startedSmallSums8(q)) {
+            *reinterpret_cast<uint2*>(yTile + r * p.K + c0) =
+                dev::lean8<EPI == kHaloLeanRelu, false>(q, av, bv, make_uint2(0u, 0u), 0.f);
+            continue;
+          }
+          // Sums beyond 2^22 (rare: inputs and weights near their extremes): the general path
+          // from the sums themselves and the unscaled alpha and bias.
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            q[e] -= dev::kRoundMagicBits;
+            av[e] = alpha[n0 + c0 + e];
+            bv[e] = bias[n0 + c0 + e];
+          }
+        }
         const int64_t base = (m0 + r) * p.K + n0 + c0;
-        dev::i8Output8(p, q, av, bv, lean, floor, zb,
+        dev::i8Output8(p, q, av, bv, EPI == kHaloGeneral && lean, floor, zb,
                        static_cast<const int8_t*>(z) + (zb == 0 ? 0 : base * zb), inv, y, base);
+        if constexpr (EPI != kHaloGeneral) {  // this piece's scaled alpha and bias again
+          dev::load8(alphaS + c0, av);
+          dev::load8(biasS + c0, bv);
+        }
       }
     }
     __syncthreads();
@@ -223,10 +257,20 @@ Status launchInt8ConvHaloWg(const Int8ConvPlan& p, const Int8ConvArgs& a, void* 
                                        "columns"));
   const int n = halo::stages([&](int s) { return wgLayout(p.C, p.Q, s).total; });
   const int smem = wgLayout(p.C, p.Q, n).total;
-  return p.C == 64 ? halo::launch<kWgThreads>(&i8ConvHaloWg<1>, p, a, smem, n, stream,
-                                              "int8 halo wgmma conv")
-                   : halo::launch<kWgThreads>(&i8ConvHaloWg<2>, p, a, smem, n, stream,
-                                              "int8 halo wgmma conv");
+  const auto go = [&](auto kernel) {
+    return halo::launch<kWgThreads>(kernel, p, a, smem, n, stream, "int8 halo wgmma conv");
+  };
+  const int epi = !dev::i8LeanEpilogue(p, true) || p.hasZ ? kHaloGeneral
+                  : p.act == DeviceActivation::kRelu      ? kHaloLeanRelu
+                                                          : kHaloLean;
+  if (p.C == 64) {
+    return epi == kHaloLeanRelu ? go(&i8ConvHaloWg<1, kHaloLeanRelu>)
+           : epi == kHaloLean   ? go(&i8ConvHaloWg<1, kHaloLean>)
+                                : go(&i8ConvHaloWg<1, kHaloGeneral>);
+  }
+  return epi == kHaloLeanRelu ? go(&i8ConvHaloWg<2, kHaloLeanRelu>)
+         : epi == kHaloLean   ? go(&i8ConvHaloWg<2, kHaloLean>)
+                              : go(&i8ConvHaloWg<2, kHaloGeneral>);
 }
 
 }  // namespace edgeinfer::cuda

@@ -21,7 +21,7 @@
 //     or 16-byte (fp16) piece: a quad of threads writes 32 contiguous bytes of a pixel.
 // The epilogue is int8_conv_epilogue.cuh's (i8Affine8, i8AddResidual8, i8Store8), in the plan's
 // rounding, so a result equals the other kernels' bit for bit; in the lean case (fast rounding to
-// int8, no activation or Relu: ResNet's 1x1 layers) an instance of its own runs pwLean8, whose
+// int8, no activation or Relu: ResNet's 1x1 layers) an instance of its own runs dev::lean8, whose
 // results differ from theirs by rounding noise at most (half-step ties).
 //
 // Offered (int8ConvPointwiseFits) for 1x1 layers without padding, any stride, C % 32 == 0 and
@@ -93,7 +93,7 @@ constexpr int kPwLean = 1, kPwZ = 2, kPwRelu = 4, kPwFold = 8;
 /// INT8 layer without padding or activation of the same output pixels and channels, in the lean
 /// epilogue (its alpha and bias prescaled by the residual's scale). Each block computes the
 /// residual of its own tile before the layer's sums, rounds it to int8 as that layer's own
-/// kernel would (pwLean8), and keeps it in registers: the residual tensor is never written or
+/// kernel would (dev::lean8), and keeps it in registers: the residual tensor is never written or
 /// read (ResNet's downsample branches: at batch 64 the first block's 51 MB each way).
 struct PwFold {
   const int8_t* x = nullptr;  ///< its input, int8 NHWC [N][H][W][C]
@@ -102,50 +102,6 @@ struct PwFold {
   const float* bias = nullptr;
   int C = 0, H = 0, W = 0, strideH = 1, strideW = 1, wPitch = 0;
 };
-
-/// fma(x, y, z) clamped to [0, 1] in the same instruction (FFMA.SAT).
-__device__ __forceinline__ float fmaSat(float x, float y, float z) {
-  float r;
-  asm("fma.rn.sat.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(x), "f"(y), "f"(z));
-  return r;
-}
-
-/// The lean epilogue of 8 outputs of a pixel (8 consecutive channels) to 8 int8 in 8 bytes,
-/// from sums that the K loop started at kRoundMagicBits (mmaS8From): q's bits as a float are
-/// 1.5 * 2^23 + the sum exactly (|sum| < 2^22), so one subtraction gives the sum as a float.
-///   - The residual's int8 z become floats without a conversion or a sign extension: each byte
-///     xor 0x80 (z + 128 unsigned) is placed by one byte permute under the exponent of 2^23, a
-///     float of 2^23 + z + 128, from which one subtraction leaves z.
-///   - Relu: `a`, `b` and `zMul` come divided by 127, so the clamp to [0, 127] is the
-///     saturation of a fused multiply-add to [0, 1] (FFMA.SAT), and one more (t * 127 + 1.5 *
-///     2^23) rounds to the integer in the low byte; without: the clamp to [-128, 127], then the
-///     add.
-/// About 3.75 operations an output without a residual, 7 with one (i8Lean8: 6.75 and 11). The
-/// results are the fast rounding's (the test's rounding noise: the scaled constants add a
-/// relative error of a few 2^-24 of the terms).
-template <bool RELU, bool Z>
-__device__ __forceinline__ uint2 pwLean8(const int32_t (&q)[8], const float (&a)[8],
-                                         const float (&b)[8], uint2 zRaw, float zMul) {
-  const uint32_t zx[2] = {zRaw.x ^ 0x80808080u, zRaw.y ^ 0x80808080u};
-  uint32_t o[8];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    const float s = __int_as_float(q[e]) - dev::kRoundMagic;
-    float zf = 0.f;
-    if constexpr (Z) zf = dev::flippedByteToFloat(zx[e >> 2], e & 3);
-    if constexpr (RELU) {
-      const float t = Z ? fmaSat(zf, zMul, fmaf(s, a[e], b[e])) : fmaSat(s, a[e], b[e]);
-      o[e] = __float_as_uint(fmaf(t, 127.f, dev::kRoundMagic));
-    } else {
-      float v = fmaf(s, a[e], b[e]);
-      if constexpr (Z) v = fmaf(zf, zMul, v);
-      o[e] = __float_as_uint(fminf(fmaxf(v, -128.f), 127.f) + dev::kRoundMagic);
-    }
-  }
-  return make_uint2(
-      __byte_perm(__byte_perm(o[0], o[1], 0x0040), __byte_perm(o[2], o[3], 0x0040), 0x5410),
-      __byte_perm(__byte_perm(o[4], o[5], 0x0040), __byte_perm(o[6], o[7], 0x0040), 0x5410));
-}
 
 /// Bytes of a residual element: 0 without one, 1 int8, 2 fp16.
 __host__ __device__ inline int residualBytes(const Int8ConvPlan& p) {
@@ -224,7 +180,7 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
                      valid ? w + static_cast<int64_t>(k) * p.gemmKPad + ch * 16 : w, valid);
   }
   if constexpr (kFold) loadWeights(f.w, f.wPitch, dChunks, dChunkDiv, L.dPitch, Wd);
-  for (int i = tid; i < BN; i += kPwThreads) {  // divided by 127 for pwLean8's Relu
+  for (int i = tid; i < BN; i += kPwThreads) {  // divided by 127 for lean8's Relu
     const bool valid = n0 + i < p.K;
     alphaS[i] = !valid ? 0.f : kRelu ? __fdiv_rn(alpha[n0 + i], 127.f) : alpha[n0 + i];
     biasS[i] = !valid ? 0.f : kRelu ? __fdiv_rn(bias[n0 + i], 127.f) : bias[n0 + i];
@@ -332,7 +288,7 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
   const float inv = __frcp_rn(p.yScale);  // for the bit-exact quantize (int8 outputs)
   const bool smallAcc = p.gemmK <= 256;   // the fast epilogue's int32 -> float
   const float zMul = kRelu ? __fdiv_rn(p.zMul, 127.f) : p.zMul;
-  // The lean instances start the sums at kRoundMagicBits (pwLean8), the others at 0.
+  // The lean instances start the sums at kRoundMagicBits (dev::lean8), the others at 0.
   constexpr int32_t kAccStart = kLean ? dev::kRoundMagicBits : 0;
   // Tiles in flight: stages - 1 ahead of the one multiplied, one commit group each (empty past
   // the last tile), so waiting until stages - 1 groups are pending means this tile has landed.
@@ -379,7 +335,7 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
     };
 
     // A folded residual: the folded convolution's sums first, rounded to int8 in the residual's
-    // scale as its own kernel would (pwLean8 without residual or activation), each thread
+    // scale as its own kernel would (dev::lean8 without residual or activation), each thread
     // keeping the 8 channels x 4 pixels of each of its groups that its epilogue below adds.
     uint2 zFolded[kGroups][4];
     if constexpr (kFold) {
@@ -399,7 +355,7 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
           for (int h = 0; h < 2; ++h) {
             int32_t q[8];
             dev::pixelSums8(acc[a], grp * 4, h, q);
-            zFolded[grp][2 * a + h] = pwLean8<false, false>(q, av, bv, make_uint2(0u, 0u), 0.f);
+            zFolded[grp][2 * a + h] = dev::lean8<false, false>(q, av, bv, make_uint2(0u, 0u), 0.f);
           }
       }
     }
@@ -416,7 +372,7 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
     // The lean instances address the thread's pixels from one pointer a tile (rows 8 apart:
     // offsets kept in registers), and store under a predicate instead of branching around each
     // pixel: the address arithmetic and the branches had cost as many instructions as the
-    // epilogue's arithmetic (SASS: 86 an 8-output piece, 54 of them pwLean8's).
+    // epilogue's arithmetic (SASS: 86 an 8-output piece, 54 of them lean8's).
     const int r0 = wm * 32 + g;
     const int left = rows - m0 - r0;  // this thread's pixels r0 + 8j exist for 8j < left
     int8_t* yt =
@@ -443,7 +399,7 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
               zRaw = zFolded[grp][j];
             else if constexpr (kZ)
               zRaw = *reinterpret_cast<const uint2*>(zt + 8 * j * (BN + 32) + grp * 32);
-            const uint2 o = pwLean8<kRelu, kZ>(q, av, bv, zRaw, zMul);
+            const uint2 o = dev::lean8<kRelu, kZ>(q, av, bv, zRaw, zMul);
             if (8 * j < left) *reinterpret_cast<uint2*>(yt + rowStep[j] + grp * 32) = o;
           } else {  // the general epilogue
             const int r = r0 + 8 * j, m = m0 + r;
