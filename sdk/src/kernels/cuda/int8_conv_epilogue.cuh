@@ -268,8 +268,9 @@ __host__ __device__ inline bool i8LeanEpilogue(const Int8ConvPlan& p, bool small
 /// about twice as many, which bounded the write-heavy 1x1 layers (docs/performance.md).
 /// SMALL (the sums within 2^22, i8SmallSums8): the int32 -> float as an addition to 1.5 * 2^23's
 /// bits; !SMALL, sums of any size: an exact conversion (I2F, quarter rate), the general path's
-/// results for the lean plans.
-template <bool SMALL = true>
+/// results for the lean plans. STARTED (with SMALL): the sums started at kRoundMagicBits
+/// (startedSmallSums8), so their bits are already 1.5 * 2^23 + the sum.
+template <bool SMALL = true, bool STARTED = false>
 __device__ __forceinline__ uint2 i8Lean8(const int32_t (&q)[8], const float (&a)[8],
                                          const float (&b)[8], bool hasZ, uint2 zRaw, float zMul,
                                          float floor) {
@@ -277,8 +278,9 @@ __device__ __forceinline__ uint2 i8Lean8(const int32_t (&q)[8], const float (&a)
   uint32_t o[8];
 #pragma unroll
   for (int e = 0; e < 8; ++e) {
-    const float sum =
-        SMALL ? __int_as_float(q[e] + kRoundMagicBits) - kRoundMagic : static_cast<float>(q[e]);
+    const float sum = STARTED ? __int_as_float(q[e]) - kRoundMagic
+                      : SMALL ? __int_as_float(q[e] + kRoundMagicBits) - kRoundMagic
+                              : static_cast<float>(q[e]);
     float v = fmaf(sum, a[e], b[e]);
     if (hasZ) v = fmaf(flippedByteToFloat(zx[e >> 2], e & 3), zMul, v);
     o[e] = static_cast<uint32_t>(__float_as_int(fminf(fmaxf(v, floor), 127.f) + kRoundMagic));

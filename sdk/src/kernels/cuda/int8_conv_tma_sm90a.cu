@@ -242,18 +242,18 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
 ///   - an int8 residual requested for the tile before its main loop, into registers.
 /// K % 32 == 0 (whole groups of 32 channels), no split K.
 /// LEAN: the instance for the plan's lean epilogue (i8LeanEpilogue: the fast rounding to int8,
-/// no activation or Relu, an int8 residual or none), sums of any size (i8Lean8, or the same
-/// operations from an exact int32 -> float, i8Lean8<false>, where the 8 sums are not within
-/// 2^22); the other instance runs the general path (any rounding, activation and output) and
-/// takes more registers: one block a multiprocessor for the 128-channel tile, where the lean
-/// one keeps two.
-/// STAGES: the stage ring's depth; 0, tmaStages' (two blocks a multiprocessor of the 128x128
-/// tiles); more (the `tmard` and `tmap` kernels), one block a multiprocessor whose copies run
-/// that many steps ahead of its wgmmas.
-/// PINGPONG (the `tmap` kernels): the two consumer warpgroups each own every other tile of the
-/// block, all BM rows of it (BM / 64 wgmmas a K step), instead of sharing each tile: their main
-/// loops take turns (named barriers 1 and 2: a warpgroup starts a tile's wgmmas once the other
-/// has issued all of the previous tile's), so one warpgroup's epilogue runs while the other's
+/// no activation or Relu, an int8 residual or none), sums of any size: they start at
+/// kRoundMagicBits, so that within 2^22 (startedSmallSums8, one operation a sum where gemmK >
+/// 256) their bits are already floats of 1.5 * 2^23 + the sum (i8Lean8<true, true>: no add a
+/// sum), else the same operations from an exact int32 -> float (i8Lean8<false>); the other instance
+/// runs the general path (any rounding, activation and output) and takes more registers: one block
+/// a multiprocessor for the 128-channel tile, where the lean one keeps two. STAGES: the stage
+/// ring's depth; 0, tmaStages' (two blocks a multiprocessor of the 128x128 tiles); more (the
+/// `tmard` and `tmap` kernels), one block a multiprocessor whose copies run that many steps ahead
+/// of its wgmmas. PINGPONG (the `tmap` kernels): the two consumer warpgroups each own every other
+/// tile of the block, all BM rows of it (BM / 64 wgmmas a K step), instead of sharing each tile:
+/// their main loops take turns (named barriers 1 and 2: a warpgroup starts a tile's wgmmas once the
+/// other has issued all of the previous tile's), so one warpgroup's epilogue runs while the other's
 /// wgmmas keep the tensor cores busy. The turns also keep each warpgroup's waits on a stage's
 /// mbarrier at most one phase ahead of it (a parity wait cannot tell two phases apart).
 template <int BM, int BN, int BK, int STAGES>
@@ -423,7 +423,7 @@ __global__ void __launch_bounds__((tmaRegThreads<BM, BN, BK, LEAN, STAGES, PINGP
 #pragma unroll
     for (int mw = 0; mw < kMw; ++mw) {
 #pragma unroll
-      for (int j = 0; j < BN / 2; ++j) acc[mw][j] = 0;
+      for (int j = 0; j < BN / 2; ++j) acc[mw][j] = LEAN ? dev::kRoundMagicBits : 0;
       fenceOperands(acc[mw]);
     }
     if (PINGPONG && i > 0) namedBarrierSync(1 + wg, 256);  // the other's previous tile issued
@@ -477,11 +477,16 @@ __global__ void __launch_bounds__((tmaRegThreads<BM, BN, BK, LEAN, STAGES, PINGP
           const int64_t base = static_cast<int64_t>(m) * p.K + c0;
           const uint2 zr = kPrefetchZ || zb != 1 ? zRaw[mw][grp][h]
                                                  : __ldg(reinterpret_cast<const uint2*>(z8 + base));
-          if constexpr (LEAN) {  // (an int8 residual or none)
-            *reinterpret_cast<uint2*>(static_cast<int8_t*>(y) + base) =
-                smallAcc || dev::i8SmallSums8(q)
-                    ? dev::i8Lean8(q, av, bv, zb == 1, zr, p.zMul, floor)
-                    : dev::i8Lean8<false>(q, av, bv, zb == 1, zr, p.zMul, floor);
+          if constexpr (LEAN) {  // (an int8 residual or none; the sums started at 1.5 * 2^23)
+            uint2 out;
+            if (smallAcc || dev::startedSmallSums8(q)) {
+              out = dev::i8Lean8<true, true>(q, av, bv, zb == 1, zr, p.zMul, floor);
+            } else {
+#pragma unroll
+              for (int e = 0; e < 8; ++e) q[e] -= dev::kRoundMagicBits;
+              out = dev::i8Lean8<false>(q, av, bv, zb == 1, zr, p.zMul, floor);
+            }
+            *reinterpret_cast<uint2*>(static_cast<int8_t*>(y) + base) = out;
             continue;
           }
           float o[8];
