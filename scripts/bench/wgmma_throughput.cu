@@ -17,17 +17,6 @@
 
 using namespace edgeinfer::cuda::sm90;  // NOLINT(build/namespaces)
 
-#ifdef EDGEINFER_WGMMA
-/// D[64 x 64] += A[64 x 32] (this thread's registers) * B[64 x 32]^T (shared memory).
-__device__ __forceinline__ void wgmmaN64Rs(int32_t (&d)[32], const uint32_t (&a)[4],
-                                           uint64_t descB) {
-  asm volatile("wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {" EI_WG_OPS0 EI_WG_OPS1 EI_WG_OPS2
-                   EI_WG_OPS3 "}, {%32, %33, %34, %35}, %36, 1;\n"
-               : EI_WG_D8(0), EI_WG_D8(1), EI_WG_D8(2), EI_WG_D8(3)
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(descB));
-}
-#endif
-
 template <int BN, bool RS>
 __global__ void __launch_bounds__(256) bench(int iters, int* sink) {
 #ifdef EDGEINFER_WGMMA

@@ -95,6 +95,16 @@ __device__ __forceinline__ void wgmmaN64(int32_t (&d)[32], uint64_t descA, uint6
                : "l"(descA), "l"(descB));
 }
 
+/// D[64 x 64] += A[64 x 32] (registers: this thread's m16n8k32-layout fragment of its warp's 16
+/// rows) * B[64 x 32]^T (K-major in shared memory).
+__device__ __forceinline__ void wgmmaN64Rs(int32_t (&d)[32], const uint32_t (&a)[4],
+                                           uint64_t descB) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {" EI_WG_OPS0 EI_WG_OPS1 EI_WG_OPS2
+                   EI_WG_OPS3 "}, {%32, %33, %34, %35}, %36, 1;\n"
+               : EI_WG_D8(0), EI_WG_D8(1), EI_WG_D8(2), EI_WG_D8(3)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(descB));
+}
+
 /// D[64 x 128] += A[64 x 32] * B[128 x 32]^T (s8, both K-major in shared memory).
 __device__ __forceinline__ void wgmmaN128(int32_t (&d)[64], uint64_t descA, uint64_t descB) {
   asm volatile("wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8 {" EI_WG_OPS0 EI_WG_OPS1
