@@ -244,16 +244,17 @@ __global__ void __launch_bounds__(BM * 2 + 32, 1)
 /// LEAN: the instance for the plan's lean epilogue (i8LeanEpilogue: the fast rounding to int8,
 /// no activation or Relu, an int8 residual or none), sums of any size: they start at
 /// kRoundMagicBits, so that within 2^22 (startedSmallSums8, one operation a sum where gemmK >
-/// 256) their bits are already floats of 1.5 * 2^23 + the sum (i8Lean8<true, true>: no add a
-/// sum), else the same operations from an exact int32 -> float (i8Lean8<false>); the other instance
-/// runs the general path (any rounding, activation and output) and takes more registers: one block
-/// a multiprocessor for the 128-channel tile, where the lean one keeps two. STAGES: the stage
-/// ring's depth; 0, tmaStages' (two blocks a multiprocessor of the 128x128 tiles); more (the
-/// `tmard` and `tmap` kernels), one block a multiprocessor whose copies run that many steps ahead
-/// of its wgmmas. PINGPONG (the `tmap` kernels): the two consumer warpgroups each own every other
-/// tile of the block, all BM rows of it (BM / 64 wgmmas a K step), instead of sharing each tile:
-/// their main loops take turns (named barriers 1 and 2: a warpgroup starts a tile's wgmmas once the
-/// other has issued all of the previous tile's), so one warpgroup's epilogue runs while the other's
+/// 256) their bits are already floats of 1.5 * 2^23 + the sum (i8Lean8<true, true>), else the
+/// same operations from an exact int32 -> float (i8Lean8<false>); the other instance runs the
+/// general path (any rounding, activation and output) and takes more registers: one block a
+/// multiprocessor for the 128-channel tile, where the lean one keeps two.
+/// STAGES: the stage ring's depth; 0, tmaStages' (two blocks a multiprocessor of the 128x128
+/// tiles); more (the `tmard` and `tmap` kernels), one block a multiprocessor whose copies run
+/// that many steps ahead of its wgmmas.
+/// PINGPONG (the `tmap` kernels): the two consumer warpgroups each own every other tile of the
+/// block, all BM rows of it (BM / 64 wgmmas a K step), instead of sharing each tile: their main
+/// loops take turns (named barriers 1 and 2: a warpgroup starts a tile's wgmmas once the other
+/// has issued all of the previous tile's), so one warpgroup's epilogue runs while the other's
 /// wgmmas keep the tensor cores busy. The turns also keep each warpgroup's waits on a stage's
 /// mbarrier at most one phase ahead of it (a parity wait cannot tell two phases apart).
 template <int BM, int BN, int BK, int STAGES>
