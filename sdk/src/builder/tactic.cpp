@@ -42,6 +42,8 @@ std::string LayerContext::signature(Precision precision) const {
   if (precision == Precision::kInt8 && !int8BitExact) os << "|int8-fast";
   // A folded residual: its layer's signature too (its weights' shape, strides, input).
   if (foldedZ) os << "|fold{" << foldedZ->signature(precision) << "}";
+  // A chained layer: its signature too (its output is this layer's last output above).
+  if (chained) os << "|chain{" << chained->signature(precision) << "}";
   return os.str();
 }
 

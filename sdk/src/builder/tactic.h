@@ -53,6 +53,13 @@ struct LayerContext {
   /// itself (ResNet's downsample branch). Its context carries its own scales (input: the
   /// folded layer's input, output: Z's). Null for every other layer.
   std::shared_ptr<const LayerContext> foldedZ;
+  /// INT8: the 1x1 layer that reads this layer's output 0, chained into it (cuda-i8's ".chain"
+  /// tactics): the tactic also writes that layer's output, as this layer's last output (one
+  /// more entry in outputShapes, outputTypes and outputScales than the node has outputs), and
+  /// the plan holds no step of that layer (ResNet: a block's expansion and the next block's
+  /// reduction). Its context carries its own scales (input: this layer's output 0, output:
+  /// its own). Null for every other layer.
+  std::shared_ptr<const LayerContext> chained;
 
   bool hasInput(size_t i) const { return node->hasInput(i); }
   float inputScale(size_t i) const { return i < inputScales.size() ? inputScales[i] : 0.f; }

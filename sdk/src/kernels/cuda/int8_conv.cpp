@@ -34,6 +34,15 @@ bool positiveScale(float s) {
 bool parseLayer(const builder::LayerContext& layer, Int8ConvPlan* p, bool* depthwise, bool* hasBias,
                 std::string* why) {
   if (!layer.node || layer.inputShapes.empty()) return fail(why, "no node");
+  if (layer.chained && layer.outputShapes.size() == layer.node->outputs.size() + 1) {
+    builder::LayerContext own = layer;  // the layer alone: its chained layer's output dropped
+    own.chained = nullptr;
+    own.outputShapes.pop_back();
+    own.outputTypes.pop_back();
+    if (own.outputScales.size() > own.outputShapes.size())
+      own.outputScales.resize(own.outputShapes.size());
+    return parseLayer(own, p, depthwise, hasBias, why);
+  }
   if (!positiveScale(layer.inputScale(0)))
     return fail(why, "the input has no int8 scale (not calibrated, or not an INT8 layer)");
   Conv2dLayer c;
@@ -100,6 +109,8 @@ const char* kernelName(const Int8ConvPlan& p) {
       return "pw128x64";
     case Int8ConvKernel::kPw64x256:
       return "pw64x256";
+    case Int8ConvKernel::kPw64x128:
+      return "pw64x128";
     case Int8ConvKernel::kHalo128x64:
       return "halo128x64";
     case Int8ConvKernel::kHaloWg128x64:
@@ -126,8 +137,11 @@ class Int8ConvTactic final : public builder::Tactic {
  public:
   /// `folded`: the residual is computed by the layer LayerContext::foldedZ names (a pointwise
   /// kernel's kPwFold; the id's residual field reads "fold"), from its input, read at input 3.
-  Int8ConvTactic(const Int8ConvPlan& plan, bool hasBias, bool folded = false)
-      : plan_(plan), hasBias_(hasBias), folded_(folded) {
+  /// `chained`: the 1x1 layer LayerContext::chained names runs in the same kernel, from this
+  /// layer's outputs in shared memory, and its output is this tactic's output 1 (a pointwise
+  /// kernel's kPwChain; the id ends in ".chain").
+  Int8ConvTactic(const Int8ConvPlan& plan, bool hasBias, bool folded = false, bool chained = false)
+      : plan_(plan), hasBias_(hasBias), folded_(folded), chained_(chained) {
     id_ = std::string("cuda-i8.") + kernelName(plan) +
           (plan.splitK > 1 ? "s" + std::to_string(plan.splitK) : std::string()) + "." +
           (plan.yScale > 0.f ? "i8" : "f16") + "." +
@@ -135,7 +149,7 @@ class Int8ConvTactic final : public builder::Tactic {
            : !plan.hasZ        ? "-"
            : plan.zScale > 0.f ? "i8"
                                : "f16") +
-          (plan.exact ? "" : ".f");
+          (plan.exact ? "" : ".f") + (chained ? ".chain" : "");
   }
 
   std::string id() const override { return id_; }
@@ -158,6 +172,10 @@ class Int8ConvTactic final : public builder::Tactic {
       return Status(ErrorCode::kInvalidArgument,
                     id_ + (folded_ ? ": the layer has no folded residual layer"
                                    : ": the layer's residual is folded, which this tactic is not"));
+    if (chained_ != (layer.chained != nullptr))
+      return Status(ErrorCode::kInvalidArgument,
+                    id_ + (chained_ ? ": the layer has no chained layer"
+                                    : ": the layer has a chained layer, which this tactic is not"));
     Int8ConvPlan p;
     bool depthwise = false, hasBias = false;
     std::string why;
@@ -233,13 +251,16 @@ class Int8ConvTactic final : public builder::Tactic {
     plan_ = p;
     hasBias_ = hasBias;
     if (folded_) return initializeFolded(layer);
+    if (chained_) return initializeChained(layer);
     return Status::Ok();
   }
 
   Status enqueue(const builder::LaunchArgs& args) override {
-    if (!dW_ || (folded_ && !fold_))
+    if (!dW_ || (folded_ && !fold_) || (chained_ && !chain_))
       return Status(ErrorCode::kInvalidArgument, id_ + ": enqueue before initialize");
     EI_RETURN_IF_ERROR(detail::checkConvLaunch(args, plan_.hasZ, id_));
+    if (chained_ && (args.outputs.size() < 2 || !args.outputs[1]))
+      return Status(ErrorCode::kInvalidArgument, id_ + ": missing the chained layer's output");
     Int8ConvArgs a;
     a.x = args.inputs[0];
     a.w = dW_.get();
@@ -255,6 +276,14 @@ class Int8ConvTactic final : public builder::Tactic {
       d.bias = static_cast<const float*>(fold_->dBias_.get());
       a.z = nullptr;
       return launchInt8ConvPointwiseFold(plan_, a, fold_->plan_, d, args.stream);
+    }
+    if (chained_) {  // output 1: the chained layer's
+      Int8ConvArgs c;
+      c.w = chain_->dW_.get();
+      c.alpha = static_cast<const float*>(chain_->dAlpha_.get());
+      c.bias = static_cast<const float*>(chain_->dBias_.get());
+      c.y = args.outputs[1];
+      return launchInt8ConvPointwiseChain(plan_, a, chain_->plan_, c, args.stream);
     }
     if (const size_t ws = int8ConvWorkspaceBytes(plan_); ws > 0) {
       if (!args.workspace || args.workspaceBytes < ws)
@@ -297,10 +326,43 @@ class Int8ConvTactic final : public builder::Tactic {
     return Status::Ok();
   }
 
+  /// The chained layer's weights, alpha and bias as its own tactic of this kernel would make
+  /// them (its input quantized with this layer's output scale), and the check that both layers
+  /// fit the kernel.
+  Status initializeChained(const builder::LayerContext& layer) {
+    const builder::LayerContext& c = *layer.chained;
+    if (c.inputScale(0) != plan_.yScale)
+      return Status(ErrorCode::kInvalidArgument,
+                    id_ + ": the chained layer's input scale is not the layer's output scale");
+    if (layer.outputShapes.size() != layer.node->outputs.size() + 1 || c.outputShapes.empty() ||
+        !(layer.outputShapes.back() == c.outputShapes[0]))
+      return Status(ErrorCode::kInvalidArgument,
+                    id_ + ": the layer's last output is not the chained layer's output");
+    Int8ConvPlan cp;
+    bool depthwise = false, hasBias = false;
+    std::string why;
+    if (!parseLayer(c, &cp, &depthwise, &hasBias, &why))
+      return Status(ErrorCode::kUnsupported,
+                    id_ + ": chained layer '" + c.node->name + "': " + why);
+    cp.kernel = plan_.kernel;
+    cp.vec = 16;
+    cp.yScale = c.outputScale(0);
+    cp.exact = false;
+    auto t = std::make_unique<Int8ConvTactic>(cp, hasBias);
+    EI_RETURN_IF_ERROR(
+        t->initialize(c).withContext(id_ + ": chained layer '" + c.node->name + "'"));
+    if (!int8ConvPointwiseChainFits(plan_, t->plan_, &why))
+      return Status(ErrorCode::kUnsupported, id_ + ": " + why);
+    chain_ = std::move(t);
+    return Status::Ok();
+  }
+
   std::string id_;
   Int8ConvPlan plan_;
   bool hasBias_ = false;
   bool folded_ = false;
+  bool chained_ = false;
+  std::unique_ptr<Int8ConvTactic> chain_;      // the chained layer's (chained_)
   std::unique_ptr<Int8ConvTactic> fold_;       // the folded layer's (folded_)
   std::shared_ptr<void> dW_, dAlpha_, dBias_;  // device_weights.h: shared with equal uploads
 };
@@ -363,6 +425,54 @@ std::vector<std::unique_ptr<builder::Tactic>> foldedCandidates(const builder::La
   return out;
 }
 
+/// The ".chain" candidates of a layer with a chained layer (LayerContext::chained): the
+/// pointwise kernels that run both layers.
+std::vector<std::unique_ptr<builder::Tactic>> chainedCandidates(const builder::LayerContext& layer,
+                                                                std::string* why) {
+  std::vector<std::unique_ptr<builder::Tactic>> out;
+  Int8ConvPlan plan, cp;
+  bool depthwise = false, hasBias = false, cDepthwise = false, cHasBias = false;
+  if (!parseLayer(layer, &plan, &depthwise, &hasBias, why)) return out;
+  const builder::LayerContext& c = *layer.chained;
+  if (!parseLayer(c, &cp, &cDepthwise, &cHasBias, why)) {
+    *why = "chained layer: " + *why;
+    return out;
+  }
+  if (layer.int8BitExact || c.int8BitExact) {
+    *why = "a chained layer runs in the fast rounding only";
+    return out;
+  }
+  if (layer.foldedZ) {
+    *why = "a chained layer after a folded residual is not built";
+    return out;
+  }
+  const float ys = layer.outputScale(0), zs = plan.hasZ ? layer.inputScale(3) : 0.f;
+  const float cy = c.outputScale(0);
+  if (depthwise || cDepthwise || !positiveScale(ys) || !positiveScale(cy) ||
+      c.inputScale(0) != ys || (plan.hasZ && !positiveScale(zs)) ||
+      layer.outputShapes.size() != layer.node->outputs.size() + 1) {
+    *why =
+        "a chained layer needs two dense layers with int8 outputs (and residual), the second "
+        "reading the first's int8 output, whose output is the first's last output";
+    return out;
+  }
+  if (detail::deviceCapability() < 80) {
+    *why = "the pointwise kernels use mma.sync s8 (sm_80 and newer)";
+    return out;
+  }
+  cp = withFastEpilogue(cp, cy, 0.f);
+  for (Int8ConvKernel k : {Int8ConvKernel::kPw128x128, Int8ConvKernel::kPw64x256}) {
+    Int8ConvPlan p = withFastEpilogue(plan, ys, zs);
+    p.kernel = k;
+    p.vec = 16;
+    cp.kernel = k;
+    if (!int8ConvPointwiseChainFits(p, cp, why)) continue;
+    out.push_back(std::make_unique<Int8ConvTactic>(p, hasBias, false, true));
+  }
+  if (!out.empty()) why->clear();
+  return out;
+}
+
 }  // namespace
 
 size_t int8ConvWorkspaceBytes(const Int8ConvPlan& p) {
@@ -414,6 +524,7 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
     lastReason_ = "the cuda-i8 provider offers INT8 tactics only";
     return out;
   }
+  if (layer.chained) return chainedCandidates(layer, &lastReason_);
   if (layer.foldedZ) return foldedCandidates(layer, &lastReason_);
   Int8ConvPlan plan;
   bool depthwise = false, hasBias = false;
@@ -439,6 +550,7 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
     if (vec == 16 && int8ConvPointwiseFits(plan)) {  // 1x1: persistent, epilogue from registers
       kernels.emplace_back(Int8ConvKernel::kPw128x64, 16);
       if (plan.K > 64) kernels.emplace_back(Int8ConvKernel::kPw128x128, 16);
+      if (plan.K > 64) kernels.emplace_back(Int8ConvKernel::kPw64x128, 16);
       if (plan.K > 128) kernels.emplace_back(Int8ConvKernel::kPw64x256, 16);
     }
     if (vec == 16 && int8ConvHaloFits(plan) &&  // 3x3 of few channels: each input copied once
@@ -532,7 +644,10 @@ std::unique_ptr<builder::Tactic> Int8ConvProvider::find(const builder::LayerCont
                                                         Precision precision,
                                                         const std::string& id) {
   builder::LayerContext l = layer;
-  l.int8BitExact = !(id.size() > 2 && id.compare(id.size() - 2, 2, ".f") == 0);
+  const auto endsWith = [&](const std::string& tail) {
+    return id.size() > tail.size() && id.compare(id.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  l.int8BitExact = !(endsWith(".f") || endsWith(".f.chain"));
   auto cands = candidates(l, precision);
   for (auto& t : cands)
     if (t->id() == id) return std::move(t);

@@ -69,13 +69,15 @@
 //           multiprocessor, deep rings, and the two consumer warpgroups each on every other tile
 //           (all its rows), their main loops taking turns, so one's epilogue runs under the
 //           other's wgmmas (pingpong).
-//           "pw128x128", "pw128x64", "pw64x256" (1x1 without padding, any stride, C % 32 == 0, C <=
-//           256, K % 32 == 0; sm_80 and newer): for layers bound by memory (ResNet's 1x1
-//           expansions), persistent blocks that keep their BN channels' weights in shared memory,
-//           copy the next 128 pixels' input and residual rows while multiplying the current ones
-//           (mma.sync), and run the epilogue straight from the accumulator registers, 8
+//           "pw128x128", "pw128x64", "pw64x256", "pw64x128" (1x1 without padding, any stride, C %
+//           32 == 0, C <= 256, K % 32 == 0; sm_80 and newer): for layers bound by memory (ResNet's
+//           1x1 expansions), persistent blocks that keep their BN channels' weights in shared
+//           memory, copy the next 128 pixels' input and residual rows while multiplying the current
+//           ones (mma.sync), and run the epilogue straight from the accumulator registers, 8
 //           consecutive channels of a pixel a thread, stored as one piece
-//           (int8_conv_pointwise.cu). Offered: 128x64, 128x128 for K > 64, 64x256 for K > 128.
+//           (int8_conv_pointwise.cu). Offered: 128x64, 128x128 and 64x128 for K > 64, 64x256 for
+//           K > 128 (64x128: 128x128's weights with stages of half its rows, so that two
+//           blocks share a multiprocessor where 256 input channels keep 128x128 to one).
 //           "halo128x64" (3x3, stride 1, padding 1, C % 32 == 0, C <= 128, K % 32 == 0, at
 //           most 128 output columns; sm_80 and newer): persistent blocks that keep their 64
 //           channels' weights for the nine window positions in shared memory and copy each
@@ -156,12 +158,13 @@ enum class Int8ConvKernel : int32_t {
   kTmaRD128x256k128,  ///< the same, 128 x 256, one block an SM, 4 stages
   kTmaP128x128k128,   ///< register epilogue, pingpong warpgroups, 128 x 128, BK 128, 6 stages
   kTmaP128x64,        ///< register epilogue, pingpong warpgroups, 128 x 64, 10 stages
+  kPw64x128,          ///< 1x1, persistent, mma.sync, 64 x 128 (two blocks an SM where C = 256)
 };
 
 /// Whether `kernel` is one of the pointwise (1x1) persistent kernels.
 inline bool isInt8ConvPointwiseKernel(Int8ConvKernel kernel) {
   return kernel == Int8ConvKernel::kPw128x128 || kernel == Int8ConvKernel::kPw128x64 ||
-         kernel == Int8ConvKernel::kPw64x256;
+         kernel == Int8ConvKernel::kPw64x256 || kernel == Int8ConvKernel::kPw64x128;
 }
 
 /// Whether `kernel` is one of the TMA-fed wgmma kernels of one tile a block (those K splits).
@@ -228,6 +231,8 @@ inline Int8ConvTile int8ConvTmaTile(Int8ConvKernel kernel) {
       return {128, 64, 0};
     case Int8ConvKernel::kPw64x256:
       return {64, 256, 0};
+    case Int8ConvKernel::kPw64x128:
+      return {64, 128, 0};
     case Int8ConvKernel::kHalo128x64:
     case Int8ConvKernel::kHaloWg128x64:
       return {128, 64, 0};
@@ -360,6 +365,23 @@ int int8ConvPointwiseFoldSharedBytes(const Int8ConvPlan& p, const Int8ConvPlan& 
 /// (x), weights, alpha and bias (prescaled by Z's scale, as d's own tactic makes them).
 Status launchInt8ConvPointwiseFold(const Int8ConvPlan& p, const Int8ConvArgs& a,
                                    const Int8ConvPlan& d, const Int8ConvArgs& da, void* stream);
+
+/// A pointwise layer `p` followed by the 1x1 layer `c` that reads its output (ResNet: a block's
+/// expansion and the next block's reduction), chained: each block writes its tile of p's int8
+/// outputs to memory as usual, keeps it in shared memory and computes c's outputs for those
+/// pixels from it, so c's input is never read back from memory. Fits where p's kernel is
+/// pw64x256 or pw128x128 and p's output channels fit one block's (p.K <= its BN), both layers
+/// are 1x1 layers the pointwise kernels run (int8ConvPointwiseFits), c reads p's output pixel
+/// for pixel (stride 1) and has no residual, both in the lean epilogue, and both layers'
+/// weights with two stages fit in a block's share of shared memory; `why` says what is missing.
+bool int8ConvPointwiseChainFits(const Int8ConvPlan& p, const Int8ConvPlan& c, std::string* why);
+/// Dynamic shared memory of a chained launch at two stages.
+int int8ConvPointwiseChainSharedBytes(const Int8ConvPlan& p, const Int8ConvPlan& c);
+/// The chained launch: `a` as for launchInt8ConvPointwise; `ca` holds c's weights (rows
+/// unpermuted, c.gemmKPad bytes apart), alpha, bias (prescaled as c's own tactic makes them)
+/// and output y (its x is p's output, read from shared memory).
+Status launchInt8ConvPointwiseChain(const Int8ConvPlan& p, const Int8ConvArgs& a,
+                                    const Int8ConvPlan& c, const Int8ConvArgs& ca, void* stream);
 
 /// Whether the TMA kernels run here: the wgmma kernels do (int8ConvWgmmaAvailable) and the
 /// CUDA driver has the tensor-map encoders (looked up once).

@@ -58,23 +58,30 @@ constexpr int kPwMaxC = 256;
 /// > 0, kPwFold): the folded convolution's weights (BN rows of cd bytes, padded the same way)
 /// after the layer's, its alpha and bias after the layer's, and BM rows of its input after each
 /// stage's input rows, instead of residual rows.
+/// With a chained layer (`ck` > 0 output channels of `cc` = the layer's K input channels,
+/// kPwChain): its weights (ck rows of cc bytes, padded the same way), alpha and bias after the
+/// layer's alpha and bias; each stage keeps BM rows of BN + 32 bytes after its input rows, the
+/// residual's where the layer has one, into which the epilogue writes the tile's int8 outputs
+/// for the chained layer's sums.
 struct PwLayout {
-  int aPitch = 0, dPitch = 0, zPitch = 0, wBytes = 0, abBytes = 0, aBytes = 0, dBytes = 0,
-      stageBytes = 0, total = 0;
+  int aPitch = 0, dPitch = 0, zPitch = 0, cPitch = 0, wBytes = 0, abBytes = 0, cBytes = 0,
+      aBytes = 0, dBytes = 0, stageBytes = 0, total = 0;
 };
 
 __host__ __device__ inline PwLayout pwLayout(int BM, int BN, int C, int zBytes, int stages,
-                                             int cd = 0) {
+                                             int cd = 0, int ck = 0, int cc = 0) {
   PwLayout l;
   l.aPitch = C + 16;
   l.dPitch = cd > 0 ? cd + 16 : 0;
-  l.zPitch = (BN + 32) * zBytes;
+  l.zPitch = (BN + 32) * (ck > 0 ? 1 : zBytes);
+  l.cPitch = ck > 0 ? cc + 16 : 0;
   l.wBytes = BN * (l.aPitch + l.dPitch);
   l.abBytes = (cd > 0 ? 4 : 2) * BN * static_cast<int>(sizeof(float));
+  l.cBytes = ck * l.cPitch + 2 * ck * static_cast<int>(sizeof(float));
   l.aBytes = BM * l.aPitch;
   l.dBytes = BM * l.dPitch;
   l.stageBytes = l.aBytes + l.dBytes + BM * l.zPitch;
-  l.total = l.wBytes + l.abBytes + stages * l.stageBytes;
+  l.total = l.wBytes + l.abBytes + l.cBytes + stages * l.stageBytes;
   return l;
 }
 
@@ -87,7 +94,9 @@ __host__ __device__ inline PwLayout pwLayout(int BM, int BN, int C, int zBytes, 
 /// waiting on the instruction cache).
 /// kPwFold (with kPwLean and kPwZ): the residual is computed in the block, by the 1x1
 /// convolution that produces it in the graph (PwFold), and never read from memory.
-constexpr int kPwLean = 1, kPwZ = 2, kPwRelu = 4, kPwFold = 8;
+/// kPwChain (with kPwLean, the layer's K within one block's BN): the 1x1 layer reading the
+/// layer's output runs in the block too (PwChain), from the tile's outputs in shared memory.
+constexpr int kPwLean = 1, kPwZ = 2, kPwRelu = 4, kPwFold = 8, kPwChain = 16;
 
 /// The convolution whose output is the layer's residual, folded into the layer (kPwFold): a 1x1
 /// INT8 layer without padding or activation of the same output pixels and channels, in the lean
@@ -101,6 +110,20 @@ struct PwFold {
   const float* alpha = nullptr;
   const float* bias = nullptr;
   int C = 0, H = 0, W = 0, strideH = 1, strideW = 1, wPitch = 0;
+};
+
+/// The 1x1 layer that reads the layer's output, chained into it (kPwChain): a 1x1 INT8 layer
+/// of stride 1 without padding or residual, in the lean epilogue (Relu or no activation), whose
+/// input channels are the layer's output channels. Each block writes its tile's int8 outputs to
+/// memory as usual and keeps them in shared memory, where the chained layer's sums read them:
+/// its input (ResNet's block output, at batch 64 in layer1 51 MB) is not read back from memory.
+struct PwChain {
+  const int8_t* w = nullptr;  ///< its weights [K][wPitch] (unpermuted rows)
+  const float* alpha = nullptr;
+  const float* bias = nullptr;
+  int8_t* y = nullptr;  ///< its output, int8 NHWC [N][P][Q][K]
+  int K = 0, wPitch = 0;
+  bool relu = false;
 };
 
 /// Bytes of a residual element: 0 without one, 1 int8, 2 fp16.
@@ -123,29 +146,34 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
     i8ConvPointwise(const Int8ConvPlan p, const int8_t* __restrict__ x,
                     const int8_t* __restrict__ w, const float* __restrict__ alpha,
                     const float* __restrict__ bias, const void* __restrict__ z,
-                    void* __restrict__ y, int stages, const PwFold f) {
+                    void* __restrict__ y, int stages, const PwFold f, const PwChain c) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int kWarpsM = BM / 32, kWarpsN = 8 / kWarpsM;
   constexpr int kWN = BN / kWarpsN, kNT = kWN / 8, kGroups = kWN / 32;
   static_assert(kWN % 32 == 0, "a warp's channels come in groups of 32");
   constexpr bool kLean = (MODE & kPwLean) != 0, kZ = (MODE & kPwZ) != 0;
   constexpr bool kRelu = (MODE & kPwRelu) != 0, kFold = (MODE & kPwFold) != 0;
+  constexpr bool kChain = (MODE & kPwChain) != 0;
   static_assert(kLean || MODE == 0, "residual and Relu variants are lean ones");
   static_assert(!kFold || kZ, "a folded residual is a residual");
+  static_assert(!(kChain && kFold), "a chained layer after a folded residual: not built");
   static_assert(BN * kPwMaxC / 16 <= 4096 && BM * kPwMaxC / 16 <= 4096,
                 "divSmall's range: the 16-byte pieces of the weights and of an input tile");
   extern __shared__ __align__(128) int8_t smem[];
   dev::allowDependentGrids();
   // Residual rows in the stages: known to the lean instances (none where folded).
   const int zb = kLean ? (kZ && !kFold ? 1 : 0) : residualBytes(p);
-  const PwLayout L = pwLayout(BM, BN, p.C, zb, stages, kFold ? f.C : 0);
+  const PwLayout L = pwLayout(BM, BN, p.C, zb, stages, kFold ? f.C : 0, kChain ? c.K : 0, p.K);
   int8_t* Ws = smem;
   int8_t* Wd = smem + BN * L.aPitch;  // the folded convolution's weights (kFold)
   float* alphaS = reinterpret_cast<float*>(smem + L.wBytes);
   float* biasS = alphaS + BN;
   float* alphaD = biasS + BN;  // kFold
   float* biasD = alphaD + BN;
-  int8_t* stageMem = smem + L.wBytes + L.abBytes;
+  int8_t* Wc = smem + L.wBytes + L.abBytes;  // the chained layer's weights (kChain)
+  float* alphaC = reinterpret_cast<float*>(Wc + (kChain ? c.K * L.cPitch : 0));
+  float* biasC = alphaC + (kChain ? c.K : 0);
+  int8_t* stageMem = smem + L.wBytes + L.abBytes + L.cBytes;
 
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int wm = warp % kWarpsM, wn = warp / kWarpsM;
@@ -180,6 +208,19 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
                      valid ? w + static_cast<int64_t>(k) * p.gemmKPad + ch * 16 : w, valid);
   }
   if constexpr (kFold) loadWeights(f.w, f.wPitch, dChunks, dChunkDiv, L.dPitch, Wd);
+  if constexpr (kChain) {  // all c.K rows (permuted as the layer's), p.K bytes each
+    const int n = p.K / 16, div = (65536 + n - 1) / n;
+    for (int i = tid; i < c.K * n; i += kPwThreads) {
+      const int r = dev::divSmall(i, div), ch = i - r * n;
+      dev::cpAsync<16>(
+          Wc + r * L.cPitch + ch * 16,
+          c.w + static_cast<int64_t>(dev::permutedWeightChannel(r)) * c.wPitch + ch * 16, true);
+    }
+    for (int i = tid; i < c.K; i += kPwThreads) {
+      alphaC[i] = c.relu ? __fdiv_rn(c.alpha[i], 127.f) : c.alpha[i];
+      biasC[i] = c.relu ? __fdiv_rn(c.bias[i], 127.f) : c.bias[i];
+    }
+  }
   for (int i = tid; i < BN; i += kPwThreads) {  // divided by 127 for lean8's Relu
     const bool valid = n0 + i < p.K;
     alphaS[i] = !valid ? 0.f : kRelu ? __fdiv_rn(alpha[n0 + i], 127.f) : alpha[n0 + i];
@@ -377,7 +418,8 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
     const int left = rows - m0 - r0;  // this thread's pixels r0 + 8j exist for 8j < left
     int8_t* yt =
         static_cast<int8_t*>(y) + (static_cast<int64_t>(m0 + r0) * p.K + n0 + wn * kWN + 8 * t4);
-    const int8_t* zt = zs + r0 * (BN + 32) + wn * kWN + 8 * t4;  // int8 residual rows (lean)
+    // int8 residual rows (lean); with a chained layer, the tile's outputs in their place
+    int8_t* zt = cur + L.aBytes + r0 * (BN + 32) + wn * kWN + 8 * t4;
 #pragma unroll
     for (int grp = 0; grp < kGroups; ++grp) {
       const int c0 = wn * kWN + grp * 32 + 8 * t4;  // within the block's channels
@@ -401,6 +443,8 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
               zRaw = *reinterpret_cast<const uint2*>(zt + 8 * j * (BN + 32) + grp * 32);
             const uint2 o = dev::lean8<kRelu, kZ>(q, av, bv, zRaw, zMul);
             if (8 * j < left) *reinterpret_cast<uint2*>(yt + rowStep[j] + grp * 32) = o;
+            // (each thread overwrites the residual bytes it read itself)
+            if constexpr (kChain) *reinterpret_cast<uint2*>(zt + 8 * j * (BN + 32) + grp * 32) = o;
           } else {  // the general epilogue
             const int r = r0 + 8 * j, m = m0 + r;
             if (m >= rows) continue;
@@ -419,6 +463,54 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
           }
         }
     }
+
+    // The chained layer: its sums over the tile's BM x p.K int8 outputs (in the stage, rows of
+    // BN + 32 bytes) in pieces of 16 pixels x 32 channels (ResNet's 64 x 64 tiles: one a warp),
+    // and its lean epilogue, stored as the layer's.
+    if constexpr (kChain) {
+      __syncthreads();  // the tile's outputs are in shared memory
+      const int8_t* tileOut = cur + L.aBytes;
+      constexpr int kMBlocks = BM / 16;
+      const int pieces = kMBlocks * (c.K / 32);
+      for (int piece = warp; piece < pieces; piece += kPwThreads / 32) {
+        const int pm = piece % kMBlocks, pn = piece / kMBlocks;
+        int32_t cacc[4][4];
+        const auto cStep = [&](int k0, auto first) {
+          uint32_t af[4], bf[4][2];
+          dev::ldmatrixX4(af,
+                          tileOut + (pm * 16 + (lane & 15)) * (BN + 32) + k0 + (lane >> 4) * 16);
+#pragma unroll
+          for (int b = 0; b < 4; b += 2)
+            dev::ldmatrixB2(bf[b], bf[b + 1], Wc + (pn * 32 + b * 8) * L.cPitch, L.cPitch, k0,
+                            lane);
+#pragma unroll
+          for (int b = 0; b < 4; ++b) {
+            if constexpr (decltype(first)::value)
+              dev::mmaS8From(cacc[b], af, bf[b], dev::kRoundMagicBits);
+            else
+              dev::mmaS8(cacc[b], af, bf[b]);
+          }
+        };
+        cStep(0, std::true_type{});
+#pragma unroll 4
+        for (int k0 = 32; k0 < p.K; k0 += 32) cStep(k0, std::false_type{});
+        const int cc0 = pn * 32 + 8 * t4;
+        alignas(16) float av[8];
+        alignas(16) float bv[8];
+        dev::load8(alphaC + cc0, av);
+        dev::load8(biasC + cc0, bv);
+        const int cr0 = pm * 16 + g, cleft = rows - m0 - cr0;
+        int8_t* ct = c.y + (static_cast<int64_t>(m0 + cr0) * c.K + cc0);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {  // pixel cr0 + 8h
+          int32_t q[8];
+          dev::pixelSums8(cacc, 0, h, q);
+          const uint2 o = c.relu ? dev::lean8<true, false>(q, av, bv, make_uint2(0u, 0u), 0.f)
+                                 : dev::lean8<false, false>(q, av, bv, make_uint2(0u, 0u), 0.f);
+          if (8 * h < cleft) *reinterpret_cast<uint2*>(ct + 8 * h * c.K) = o;
+        }
+      }
+    }
     __syncthreads();  // the next iteration's copies overwrite the stage before this one
   }
   dev::cpAsyncWait<0>();  // no copy outlives the block (an empty last group)
@@ -431,26 +523,32 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
 /// while as many blocks stay resident as the registers allow (3 of the 64-channel kernel, 2 of
 /// the others, 1 KiB reserved a block), two at least. A tile of few input channels is a few KiB:
 /// the stages keep enough bytes in flight for the memory's latency. `cd`: the folded
-/// convolution's input channels (0: none).
-template <int BM, int BN>
-int pointwiseStages(const Int8ConvPlan& p, int cd) {
+/// convolution's input channels (0: none); `ck`: the chained layer's output channels (0: none).
+int pointwiseBudget(int BN) {
   const int blocks = BN == 64 ? 3 : 2;
-  const int budget = std::min(detail::deviceSharedMemoryOptin(),
-                              detail::deviceSharedMemoryPerSm() / blocks - 1024);
+  return std::min(detail::deviceSharedMemoryOptin(),
+                  detail::deviceSharedMemoryPerSm() / blocks - 1024);
+}
+
+template <int BM, int BN>
+int pointwiseStages(const Int8ConvPlan& p, int cd, int ck = 0) {
+  const int budget = pointwiseBudget(BN);
   const int zb = cd > 0 ? 0 : residualBytes(p);
   int stages = 2;
-  while (stages < kPwMaxStages && pwLayout(BM, BN, p.C, zb, stages + 1, cd).total <= budget)
+  while (stages < kPwMaxStages &&
+         pwLayout(BM, BN, p.C, zb, stages + 1, cd, ck, p.K).total <= budget)
     ++stages;
   return stages;
 }
 
 template <int BM, int BN, int MODE>
 Status launchPointwiseMode(const Int8ConvPlan& p, const Int8ConvArgs& a, const PwFold& f,
-                           cudaStream_t st) {
+                           cudaStream_t st, const PwChain& c = PwChain{}) {
   const auto kernel = &i8ConvPointwise<BM, BN, MODE>;
   const int cd = (MODE & kPwFold) != 0 ? f.C : 0;
-  const int stages = pointwiseStages<BM, BN>(p, cd);
-  const int smem = pwLayout(BM, BN, p.C, cd > 0 ? 0 : residualBytes(p), stages, cd).total;
+  const int ck = (MODE & kPwChain) != 0 ? c.K : 0;
+  const int stages = pointwiseStages<BM, BN>(p, cd, ck);
+  const int smem = pwLayout(BM, BN, p.C, cd > 0 ? 0 : residualBytes(p), stages, cd, ck, p.K).total;
   const int optin = detail::deviceSharedMemoryOptin();
   if (smem > optin)
     return Status(ErrorCode::kUnsupported, "int8 pointwise conv: " + std::to_string(smem) +
@@ -473,7 +571,7 @@ Status launchPointwiseMode(const Int8ConvPlan& p, const Int8ConvArgs& a, const P
   addDependentLaunch(&cfg, attrs);
   EI_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p, static_cast<const int8_t*>(a.x),
                                    static_cast<const int8_t*>(a.w), a.alpha, a.bias, a.z, a.y,
-                                   stages, f));
+                                   stages, f, c));
   return Status::Ok();
 }
 
@@ -500,7 +598,73 @@ Status launchPointwiseFold(const Int8ConvPlan& p, const Int8ConvArgs& a, const P
              : launchPointwiseMode<BM, BN, kPwLean | kPwZ | kPwFold>(p, a, f, st);
 }
 
+/// The chained instances (int8ConvPointwiseChainFits: both epilogues lean, no folded
+/// residual).
+template <int BM, int BN>
+Status launchPointwiseChain(const Int8ConvPlan& p, const Int8ConvArgs& a, const PwChain& c,
+                            cudaStream_t st) {
+  const PwFold none;
+  const bool relu = p.act == DeviceActivation::kRelu;
+  if (p.hasZ)
+    return relu
+               ? launchPointwiseMode<BM, BN, kPwLean | kPwZ | kPwRelu | kPwChain>(p, a, none, st, c)
+               : launchPointwiseMode<BM, BN, kPwLean | kPwZ | kPwChain>(p, a, none, st, c);
+  return relu ? launchPointwiseMode<BM, BN, kPwLean | kPwRelu | kPwChain>(p, a, none, st, c)
+              : launchPointwiseMode<BM, BN, kPwLean | kPwChain>(p, a, none, st, c);
+}
+
 }  // namespace
+
+int int8ConvPointwiseChainSharedBytes(const Int8ConvPlan& p, const Int8ConvPlan& c) {
+  const Int8ConvTile t = int8ConvTmaTile(p.kernel);
+  return pwLayout(t.bm, t.bn, p.C, residualBytes(p), 2, 0, c.K, p.K).total;
+}
+
+bool int8ConvPointwiseChainFits(const Int8ConvPlan& p, const Int8ConvPlan& c, std::string* why) {
+  const auto no = [&](const char* reason) {
+    if (why) *why = reason;
+    return false;
+  };
+  if (p.kernel != Int8ConvKernel::kPw64x256 && p.kernel != Int8ConvKernel::kPw128x128)
+    return no("the layer's kernel is not pw64x256 or pw128x128");
+  if (!int8ConvPointwiseFits(p) || !int8ConvPointwiseFits(c))
+    return no("both layers must be 1x1 layers the pointwise kernels run");
+  const Int8ConvTile t = int8ConvTmaTile(p.kernel);
+  if (p.K > t.bn) return no("the layer's output channels exceed one block's");
+  if (c.C != p.K || c.N != p.N || c.H != p.P || c.W != p.Q || c.strideH != 1 || c.strideW != 1)
+    return no("the chained layer does not read the layer's output pixel for pixel");
+  if (c.hasZ) return no("the chained layer has a residual");
+  if (!dev::i8LeanEpilogue(p, p.gemmK <= 256) || !dev::i8LeanEpilogue(c, c.gemmK <= 256))
+    return no(
+        "both layers need the lean epilogue (fast rounding, int8 output and residual, "
+        "no activation or Relu, sums within 2^22)");
+  if (int8ConvPointwiseChainSharedBytes(p, c) > pointwiseBudget(t.bn))
+    return no("the two layers' weights and two stages of the tile exceed the shared memory");
+  return true;
+}
+
+Status launchInt8ConvPointwiseChain(const Int8ConvPlan& p, const Int8ConvArgs& a,
+                                    const Int8ConvPlan& c, const Int8ConvArgs& ca, void* stream) {
+  std::string why;
+  if (!int8ConvPointwiseChainFits(p, c, &why))
+    return Status(ErrorCode::kInvalidArgument, "int8 pointwise conv with a chained layer: " + why);
+  const auto aligned16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  if (!aligned16(a.x) || !aligned16(a.w) || !aligned16(a.y) || !aligned16(a.alpha) ||
+      !aligned16(a.bias) || (p.hasZ && !aligned16(a.z)) || !aligned16(ca.w) || !aligned16(ca.y) ||
+      !aligned16(ca.alpha) || !aligned16(ca.bias))
+    return Status(ErrorCode::kInvalidArgument, "int8 pointwise conv: tensors not 16-byte aligned");
+  PwChain c2;
+  c2.w = static_cast<const int8_t*>(ca.w);
+  c2.alpha = ca.alpha;
+  c2.bias = ca.bias;
+  c2.y = static_cast<int8_t*>(ca.y);
+  c2.K = c.K;
+  c2.wPitch = c.gemmKPad;
+  c2.relu = c.act == DeviceActivation::kRelu;
+  auto st = static_cast<cudaStream_t>(stream);
+  if (p.kernel == Int8ConvKernel::kPw128x128) return launchPointwiseChain<128, 128>(p, a, c2, st);
+  return launchPointwiseChain<64, 256>(p, a, c2, st);
+}
 
 int int8ConvPointwiseSharedBytes(const Int8ConvPlan& p) {
   const Int8ConvTile t = int8ConvTmaTile(p.kernel);
@@ -596,6 +760,8 @@ Status launchInt8ConvPointwise(const Int8ConvPlan& p, const Int8ConvArgs& a, voi
       return launchPointwise<128, 64>(p, a, st);
     case Int8ConvKernel::kPw64x256:
       return launchPointwise<64, 256>(p, a, st);
+    case Int8ConvKernel::kPw64x128:
+      return launchPointwise<64, 128>(p, a, st);
     default:
       return Status(ErrorCode::kInvalidArgument, "int8 pointwise conv: not a pointwise kernel");
   }
