@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <set>
@@ -295,6 +296,16 @@ class GpuBuilder {
       }
       EI_ASSIGN_OR_RETURN(bool onGpu, addTacticStep(i));
       if (!onGpu) cpuLayers += (cpuLayers.empty() ? "" : ", ") + n.name + " (" + n.opType + ")";
+    }
+    // A ".chain" tactic forced for a layer none of whose readers could run in it.
+    if (!forcedChains_.empty()) {
+      const size_t node = forcedChains_.begin()->first;
+      const auto why = chainRefusals_.find(node);
+      return Status(ErrorCode::kInvalidArgument,
+                    "tactic '" + forcedChains_.begin()->second + "' forced for layer '" +
+                        g_.nodes[node].name +
+                        "': no layer reading its output can be chained into it" +
+                        (why != chainRefusals_.end() ? " (" + why->second + ")" : ""));
     }
     for (const auto& out : g_.outputs) {
       const graph::Value& v = *g_.findValue(out);
@@ -597,7 +608,7 @@ class GpuBuilder {
     EI_RETURN_IF_ERROR(init);
     const graph::Node& n = *layer.node;
     std::vector<DeviceBuffer> bufs;
-    bufs.reserve(n.inputs.size() + n.outputs.size() + 1);
+    bufs.reserve(n.inputs.size() + layer.outputShapes.size() + 1);
     builder::LaunchArgs args;
     args.stream = stream_;
     for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -621,7 +632,8 @@ class GpuBuilder {
       }
       args.inputs.back() = bufs.back().get();
     }
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
+    // (A chained layer's output is the layer's last: LayerContext::chained.)
+    for (size_t k = 0; k < layer.outputShapes.size(); ++k) {
       bufs.emplace_back();
       EI_RETURN_IF_ERROR(
           bufs.back().allocZeroed(static_cast<size_t>(layer.outputShapes[k].numel()) *
@@ -827,6 +839,14 @@ class GpuBuilder {
     bool fromCache = false;
     builder::TimingEntry entry;
     const std::string* forced = overrides_.find(n.name);
+    // A forced ".chain" tactic is no candidate of the layer alone: the layer runs its plain
+    // form until the layer reading it chains into it (tryChain).
+    std::string forcedPlain;
+    if (forced && isChainId(*forced)) {
+      forcedChains_[i] = *forced;
+      forcedPlain = forced->substr(0, forced->size() - std::strlen(kChainSuffix));
+      forced = &forcedPlain;
+    }
     // A preferred tactic (the opt build's, when an engine with shape ranges specialises) is
     // taken without timing when the timing cache has no entry for these shapes (a choice
     // timed for them wins) and it is a candidate for them and initialises; otherwise the layer
@@ -1023,6 +1043,13 @@ class GpuBuilder {
       }
     }
 
+    // A 1x1 layer reading a pointwise layer's output may run inside that layer's kernel
+    // (tryChain): the producer's step then writes this layer's output, and it gets no step.
+    if (!chosen && !preferred && !preferred_) {
+      EI_ASSIGN_OR_RETURN(const bool chainedIn, tryChain(i, layer, bestCost, forced != nullptr));
+      if (chainedIn) return true;
+    }
+
     // Materialise: inputs in the chosen tactic's formats, then the step. A tactic whose
     // state the cache kept (a cuDNN plan's JSON) is restored from it: no kernel compilation,
     // and the engine is bit-identical to the one built when the state was recorded.
@@ -1217,6 +1244,157 @@ class GpuBuilder {
     log(Severity::kVerbose, "layer '" + dn.name + "' folded into '" + n.name + "' (" + id + ")");
   }
 
+  static constexpr const char* kChainSuffix = ".chain";
+  static bool isChainId(const std::string& id) {
+    const size_t n = std::strlen(kChainSuffix);
+    return id.size() > n && id.compare(id.size() - n, n, kChainSuffix) == 0;
+  }
+
+  /// ResNet's block boundary: a 1x1 INT8 layer (node i, no residual) reading the int8 output
+  /// of a layer on a pointwise kernel whose output channels fit one block may run inside that
+  /// layer's kernel (cuda-i8's ".chain" tactics), from the tile's outputs in shared memory: its
+  /// input is then not read back from memory (at batch 64, layer1's 51 MB). The chained
+  /// tactics are timed like any candidate (the timing cache keys them by both layers) and one
+  /// is taken when it beats the producer's step plus this layer's choice (`bestCost`): the
+  /// producer's step then runs it and writes this layer's output as its output 1, and this
+  /// layer gets no step. With whole-engine trials (BuilderConfig::tryRunnerUpsInEngine) the
+  /// chained tactic is not taken here but offered to them as the producer's runner-up.
+  /// EDGEINFER_DISABLE_CHAIN=1 turns this off. A ".chain" tactic forced for the producer
+  /// (forcedChains_) is taken untimed, before a tactic forced for this layer (`forcedLayer`,
+  /// which otherwise keeps the layer apart). Returns whether the layer was chained.
+  Expected<bool> tryChain(size_t i, const builder::LayerContext& layer, double bestCost,
+                          bool forcedLayer) {
+    const graph::Node& n = g_.nodes[i];
+    if (n.inputs.empty()) return false;
+    const std::string& x = n.inputs[0];
+    const auto prod = producers_.find(x);
+    if (prod == producers_.end()) return false;
+    const auto fc = forcedChains_.find(prod->second);
+    const std::string* forcedId = fc == forcedChains_.end() ? nullptr : &fc->second;
+    // (A forced chain's reader that cannot run in it: the next reader may; the build fails
+    // when none did, with the reasons.)
+    const auto refuseForced = [&](const std::string& why) -> Expected<bool> {
+      if (forcedId) {
+        std::string& r = chainRefusals_[prod->second];
+        r += (r.empty() ? "" : "; ") + std::string("'") + n.name + "': " + why;
+      }
+      return false;
+    };
+    const char* off = std::getenv("EDGEINFER_DISABLE_CHAIN");
+    if (!forcedId && ((off && *off && std::string(off) != "0") || forcedLayer)) return false;
+    if (forcedId && forcedLayer)  // (a whole-engine trial forces every other layer's tactic)
+      log(Severity::kInfo, "layer '" + n.name + "': its forced tactic gives way to '" + *forcedId +
+                               "', forced for '" + g_.nodes[prod->second].name +
+                               "', which runs it");
+    const bool conv = (n.domain.empty() && n.opType == "Conv") ||
+                      (n.domain == graph::kEdgeInferDomain && n.opType == "FusedConv");
+    if (!conv || n.hasInput(3) || n.outputs.size() != 1 || precisionOf(n) != Precision::kInt8)
+      return refuseForced("not an INT8 convolution without a residual");
+    if (g_.isConstant(x) || versions_[x].size() != 1)
+      return refuseForced("its input is read in more than one format");
+    const graph::Node& pn = g_.nodes[prod->second];
+    if (!forcedId && overrides_.find(pn.name)) return false;  // a forced tactic stays
+    int sd = -1;
+    for (size_t k = plan_.steps.size(); k-- > 0;)
+      if (plan_.steps[k].node == static_cast<int>(prod->second)) {
+        sd = static_cast<int>(k);
+        break;
+      }
+    if (sd < 0) return refuseForced("the producer has no step");
+    const PlanStep& ps = plan_.steps[static_cast<size_t>(sd)];
+    if (ps.kind != StepKind::kTactic || ps.tactic.rfind("cuda-i8.pw", 0) != 0 ||
+        ps.tactic.find(".fold") != std::string::npos || isChainId(ps.tactic) ||
+        ps.outputs.size() != 1 || pn.outputs.size() != 1 || ps.outputs[0] != versions_[x][0])
+      return refuseForced("the producer's step is not a plain pointwise INT8 tactic");
+    const TensorFormat int8Nhwc{DataType::kInt8, Layout::kNHWC};
+    if (!cuda::isQuantized(plan_.tensors[static_cast<size_t>(ps.outputs[0])]) ||
+        plan_.tensors[static_cast<size_t>(ps.outputs[0])].format != int8Nhwc)
+      return refuseForced("the producer's output is not int8 NHWC");
+    builder::TacticProvider* i8 = nullptr;
+    for (auto& p : providers_)
+      if (p->name() == "cuda-i8") i8 = p.get();
+    if (!i8) return refuseForced("no cuda-i8 provider");
+
+    builder::LayerContext both = layerContext(prod->second, Precision::kInt8);
+    both.chained = std::make_shared<builder::LayerContext>(layer);
+    both.outputShapes.push_back(layer.outputShapes[0]);
+    both.outputTypes.push_back(layer.outputTypes[0]);
+    both.outputScales.resize(pn.outputs.size(), 0.f);
+    both.outputScales.push_back(layer.outputScale(0));
+    auto cands = i8->candidates(both, Precision::kInt8);
+    std::map<std::string, Tactic*> byId;
+    std::vector<builder::TacticCandidate> list;
+    for (auto& c : cands) {
+      byId[c->id()] = c.get();
+      list.emplace_back(c->id(), static_cast<int64_t>(c->workspaceBytes()));
+    }
+    std::string best;
+    double bestMs = 0.0;
+    std::set<std::string> initialized;
+    if (forcedId) {
+      if (!byId.count(*forcedId)) return refuseForced("not a chained candidate of the two layers");
+      best = *forcedId;
+    } else {
+      if (cands.empty()) return false;
+      const auto timer = [&](const std::string& id) -> Expected<double> {
+        initialized.insert(id);
+        return timeTactic(*byId.at(id), both, kInfinity);
+      };
+      bool fromCache = false;
+      auto e = cache_.lookupOrTime(both.signature(Precision::kInt8), list, timer, &fromCache);
+      if (!e.ok()) {  // none ran: both layers' own choices stand
+        log(Severity::kVerbose,
+            "layer '" + n.name + "': chaining it into '" + pn.name + "': " + e.status().message());
+        return false;
+      }
+      (fromCache ? cached_ : timed_) += 1;
+      bestMs = kInfinity;
+      for (const auto& t : e->table)
+        if (!t.failed && byId.count(t.tacticId) && t.medianMs < bestMs)
+          best = t.tacticId, bestMs = t.medianMs;
+      if (best.empty()) return false;
+      const double apart = ps.timeMs + bestCost;
+      log(Severity::kVerbose, "layer '" + n.name + "': chained into '" + pn.name + "' by " + best +
+                                  " " + std::to_string(bestMs) + " ms against " +
+                                  std::to_string(apart) + " ms apart" +
+                                  (fromCache ? " (from cache)" : ""));
+      // Timed alone, the chained kernel cannot show what it changes around it: the reader's
+      // input read back from the L2 cache rather than memory, the neighbours' blocks beside
+      // its larger shared memory. On ResNet-50 at batch 64 (H200) it won alone by 1 % and lost
+      // 2 % in the engine (docs/performance.md). So the whole-engine trial decides
+      // (BuilderConfig::tryRunnerUpsInEngine), forcing the chained tactic for the producer;
+      // without trials, the timing alone.
+      if (cfg_.tryRunnerUpsInEngine) {
+        alternatives_.push_back(runtime::TacticAlternative{
+            pn.name, both.signature(Precision::kInt8), ps.tactic, best, apart, bestMs});
+        return false;
+      }
+      if (!(bestMs < apart)) return false;
+    }
+    std::unique_ptr<Tactic> t;
+    for (auto& c : cands)
+      if (c && c->id() == best) t = std::move(c);
+    if (!initialized.count(best))
+      EI_RETURN_IF_ERROR(t->initialize(both).withContext("layer '" + pn.name + "' tactic " + best));
+    PlanStep& step = plan_.steps[static_cast<size_t>(sd)];
+    step.tactic = best;
+    step.state.clear();
+    step.timeMs = bestMs;
+    step.outputs.push_back(newTensor(n.outputs[0], t->outputFormat(1)));
+    tactics_.resize(plan_.steps.size());
+    tactics_[static_cast<size_t>(sd)] = std::move(t);
+    // Neither layer's runner-ups are choices of this engine any more (a whole-engine trial
+    // forcing one would undo the chain).
+    alternatives_.erase(std::remove_if(alternatives_.begin(), alternatives_.end(),
+                                       [&](const runtime::TacticAlternative& a) {
+                                         return a.layer == pn.name || a.layer == n.name;
+                                       }),
+                        alternatives_.end());
+    log(Severity::kVerbose, "layer '" + n.name + "' chained into '" + pn.name + "' (" + best + ")");
+    forcedChains_.erase(prod->second);
+    return true;
+  }
+
   Status addCpuStep(size_t i) {
     const graph::Node& n = g_.nodes[i];
     PlanStep s;
@@ -1241,6 +1419,9 @@ class GpuBuilder {
   const BuilderConfig& cfg_;
   builder::TimingCache& cache_;
   const builder::TacticOverrides& overrides_;
+  /// Producers (node index) whose forced tactic is a ".chain" one, with its id (tryChain).
+  std::map<size_t, std::string> forcedChains_;
+  std::map<size_t, std::string> chainRefusals_;  ///< why their readers were not chained
   cudaStream_t stream_ = nullptr;
   std::vector<std::unique_ptr<builder::TacticProvider>> providers_;
   ExecutionPlan plan_;

@@ -218,6 +218,19 @@ Status CudaEngine::materialize(std::vector<std::unique_ptr<builder::Tactic>> tac
         d->outputScales[0] = scaleOf(v.outputs[0]);
         layers_[i].foldedZ = std::move(d);
       }
+      // A chained layer: its context with its scales (the step's output 0 and last output),
+      // and its output as the layer's last.
+      if (const int c = chainedNode(plan_, g, i); c >= 0) {
+        auto cl =
+            std::make_shared<builder::LayerContext>(makeLayerContext(g, static_cast<size_t>(c)));
+        cl->inputScales.assign(cl->inputShapes.size(), 0.f);
+        cl->inputScales[0] = scaleOf(s.outputs[0]);
+        cl->outputScales.assign(cl->outputShapes.size(), 0.f);
+        cl->outputScales[0] = scaleOf(s.outputs.back());
+        layers_[i].outputShapes.push_back(cl->outputShapes[0]);
+        layers_[i].outputTypes.push_back(cl->outputTypes[0]);
+        layers_[i].chained = std::move(cl);
+      }
     }
     if (s.kind == StepKind::kCpu) ++cpuSteps_;
     if (s.kind != StepKind::kTactic) continue;

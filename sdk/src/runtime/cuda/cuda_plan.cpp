@@ -59,6 +59,29 @@ int foldedInto(const ExecutionPlan& plan, const graph::Graph& g, size_t i) {
   return -1;
 }
 
+bool isChainTactic(const std::string& id) {
+  static const std::string kSuffix = ".chain";
+  return id.size() > kSuffix.size() &&
+         id.compare(id.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+}
+
+int chainedNode(const ExecutionPlan& plan, const graph::Graph& g, size_t i) {
+  const PlanStep& s = plan.steps[i];
+  if (s.kind != StepKind::kTactic || !isChainTactic(s.tactic) || s.node < 0 ||
+      static_cast<size_t>(s.node) >= g.nodes.size() ||
+      s.outputs.size() != g.nodes[static_cast<size_t>(s.node)].outputs.size() + 1 ||
+      s.outputs.back() < 0 || static_cast<size_t>(s.outputs.back()) >= plan.tensors.size())
+    return -1;
+  const std::string& v = plan.tensors[static_cast<size_t>(s.outputs.back())].value;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const graph::Node& n = g.nodes[k];
+    const bool conv = (n.domain.empty() && n.opType == "Conv") ||
+                      (n.domain == graph::kEdgeInferDomain && n.opType == "FusedConv");
+    if (conv && n.outputs.size() == 1 && n.outputs[0] == v) return static_cast<int>(k);
+  }
+  return -1;
+}
+
 bool isQuantized(const PlanTensor& t) {
   return t.format.dtype == DataType::kInt8 && t.scale > 0.f;
 }
@@ -209,7 +232,9 @@ Expected<ExecutionPlan> planFromJson(const std::string& text, const graph::Graph
         return corrupt("step " + std::to_string(plan.steps.size()) + " names node '" +
                        str(e, "name") + "' (" + str(e, "op") + ") but the graph has '" + n.name +
                        "' (" + n.opType + ") there");
-      if (s.inputs.size() != n.inputs.size() || s.outputs.size() != n.outputs.size())
+      // (A ".chain" tactic writes one output more: the chained layer's, checked below.)
+      const size_t extra = kind == "tactic" && isChainTactic(str(e, "tactic")) ? 1 : 0;
+      if (s.inputs.size() != n.inputs.size() || s.outputs.size() != n.outputs.size() + extra)
         return corrupt("step for node '" + n.name + "' has the wrong number of tensors");
     } else if (s.inputs.size() != 1 || s.outputs.size() != 1 || s.inputs[0] < 0 ||
                s.outputs[0] < 0) {
@@ -278,6 +303,28 @@ Expected<ExecutionPlan> planFromJson(const std::string& text, const graph::Graph
       return corrupt("convolution '" + name + "' is a view step read by " +
                      std::to_string(readers) + " steps, not by the one it is folded into");
   }
+  // A chained layer: the ".chain" step's last output is the output of a convolution that
+  // reads the step's output 0 and has no step of its own.
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlanStep& s = plan.steps[i];
+    if (s.kind != StepKind::kTactic || !isChainTactic(s.tactic)) continue;
+    const std::string& name = g.nodes[static_cast<size_t>(s.node)].name;
+    const int c = chainedNode(plan, g, i);
+    if (c < 0)
+      return corrupt("the chained output of layer '" + name + "' is no convolution's output");
+    const graph::Node& cn = g.nodes[static_cast<size_t>(c)];
+    if (cn.inputs.empty() || cn.inputs[0] != plan.tensors[static_cast<size_t>(s.outputs[0])].value)
+      return corrupt("layer '" + cn.name + "' is chained into layer '" + name +
+                     "' but does not read its output");
+    for (const PlanStep& o : plan.steps)
+      if (o.node == c)
+        return corrupt("layer '" + cn.name + "' is chained into layer '" + name +
+                       "' and has a step of its own");
+    for (size_t k = 0; k < plan.steps.size(); ++k)
+      for (int t : plan.steps[k].outputs)
+        if (t == s.outputs.back() && k != i)
+          return corrupt("the chained output of layer '" + name + "' has another writer");
+  }
   return plan;
 }
 
@@ -293,6 +340,8 @@ std::string describePlan(const ExecutionPlan& plan, const graph::Graph& g) {
     }
     if (s.kind == StepKind::kTactic) os << " " << s.tactic;
     if (isFoldedStep(s, g)) os << " (folded into its reader)";
+    if (const int c = chainedNode(plan, g, i); c >= 0)
+      os << " (chained: '" << g.nodes[static_cast<size_t>(c)].name << "')";
     os << "  in:";
     for (int t : s.inputs)
       os << " "

@@ -72,6 +72,13 @@ bool isFoldedStep(const PlanStep& s, const graph::Graph& g);
 /// The index of the folded step whose output is input 3 of step `i`, or -1.
 int foldedInto(const ExecutionPlan& plan, const graph::Graph& g, size_t i);
 
+/// Whether a tactic id is a chained one (cuda-i8's ".chain": LayerContext::chained).
+bool isChainTactic(const std::string& id);
+/// The node of the layer chained into tactic step `i` (the builder's tryChain): the
+/// convolution whose output is the step's last output, one more than its node has; -1 where the
+/// step is no ".chain" step or no such convolution exists.
+int chainedNode(const ExecutionPlan& plan, const graph::Graph& g, size_t i);
+
 /// True when plan tensor `t` stores a float value quantized to int8 (t.scale > 0).
 bool isQuantized(const PlanTensor& t);
 /// Steps whose tactic reads or writes a quantized tensor, or is recorded at INT8 (a tactic that
