@@ -364,6 +364,110 @@ TEST(CudaPlan, FoldedLayerOnlyForItsFoldedReader_n) {
   }
 }
 
+/// A plan with a chained layer (LayerContext::chained): FusedConv "c3" writes "mid" and, by its
+/// ".chain" tactic, "out", the output of the 1x1 Conv "c1" reading "mid", which has no step.
+struct ChainedPlanFixture {
+  graph::Graph g;
+  runtime::cuda::ExecutionPlan p;
+  ChainedPlanFixture() {
+    g.inputs = {"x"};
+    g.outputs = {"mid", "out"};
+    for (const char* v : {"x", "mid", "out", "other"}) {
+      g.value(v).dtype = DataType::kFloat32;
+      g.value(v).shape = Shape{1, 32, 4, 4};
+    }
+    graph::Node c3;
+    c3.name = "c3";
+    c3.opType = "FusedConv";
+    c3.domain = graph::kEdgeInferDomain;
+    c3.inputs = {"x", "w3"};
+    c3.outputs = {"mid"};
+    graph::Node c1;
+    c1.name = "c1";
+    c1.opType = "Conv";
+    c1.inputs = {"mid", "w1"};
+    c1.outputs = {"out"};
+    graph::Node relu;
+    relu.name = "act";
+    relu.opType = "Relu";
+    relu.inputs = {"x"};
+    relu.outputs = {"other"};
+    g.nodes = {c3, c1, relu};
+    const builder::TensorFormat q{DataType::kInt8, builder::Layout::kNHWC};
+    p.tensors = {{"x", q, false, -1, 0.1f},
+                 {"mid", q, false, -1, 0.2f},
+                 {"out", q, false, -1, 0.3f},
+                 {"other", q, false, -1, 0.1f}};
+    runtime::cuda::PlanStep both;
+    both.kind = runtime::cuda::StepKind::kTactic;
+    both.node = 0;
+    both.tactic = "cuda-i8.pw64x256.i8.-.f.chain";
+    both.precision = Precision::kInt8;
+    both.inputs = {0, -1};
+    both.outputs = {1, 2};
+    p.steps = {both};
+    p.graphInputs = {{"x", 0}};
+    p.graphOutputs = {{"mid", 1}, {"out", 2}};
+  }
+  Status parse() const {
+    return runtime::cuda::planFromJson(runtime::cuda::planToJson(p, g), g).status();
+  }
+};
+
+TEST(CudaPlan, ChainedLayerRoundTrips) {
+  ChainedPlanFixture f;
+  auto p = runtime::cuda::planFromJson(runtime::cuda::planToJson(f.p, f.g), f.g);
+  ASSERT_TRUE(p.ok()) << p.status().toString();
+  EXPECT_EQ(runtime::cuda::chainedNode(*p, f.g, 0), 1);
+  EXPECT_TRUE(runtime::cuda::isChainTactic(p->steps[0].tactic));
+  EXPECT_FALSE(runtime::cuda::isChainTactic("cuda-i8.pw64x256.i8.-.f"));
+  EXPECT_FALSE(runtime::cuda::isChainTactic(".chain"));
+  EXPECT_NE(runtime::cuda::describePlan(*p, f.g).find("(chained: 'c1')"), std::string::npos);
+}
+
+// A ".chain" step's last output must be the output of a convolution that reads the step's
+// output and has no step, and only a ".chain" tactic writes one output more than its node: an
+// engine file edited or damaged otherwise is refused at load, naming the layer.
+TEST(CudaPlan, ChainedLayerOnlyAsTheChainedTacticsOutput_n) {
+  const auto refused = [](const ChainedPlanFixture& f, const char* name, const char* why) {
+    const Status st = f.parse();
+    EXPECT_EQ(st.code(), ErrorCode::kCorruptFile) << why << ": " << st.toString();
+    EXPECT_NE(st.message().find(name), std::string::npos) << why << ": " << st.toString();
+  };
+  {
+    ChainedPlanFixture f;
+    f.p.steps[0].tactic = "cuda-i8.pw64x256.i8.-.f";
+    refused(f, "'c3'", "two outputs without a chained tactic");
+  }
+  {
+    ChainedPlanFixture f;
+    f.p.steps[0].outputs = {1};
+    refused(f, "'c3'", "a chained tactic without the chained output");
+  }
+  {
+    ChainedPlanFixture f;
+    f.p.steps[0].outputs = {1, 3};  // "other": a Relu's output
+    refused(f, "'c3'", "the chained output is no convolution's");
+  }
+  {
+    ChainedPlanFixture f;
+    f.g.nodes[1].inputs = {"x", "w1"};
+    refused(f, "'c1'", "the chained layer does not read the step's output");
+  }
+  {
+    ChainedPlanFixture f;
+    runtime::cuda::PlanStep own;
+    own.kind = runtime::cuda::StepKind::kTactic;
+    own.node = 1;
+    own.tactic = "cuda-i8.pw128x64.i8.-.f";
+    own.precision = Precision::kInt8;
+    own.inputs = {1, -1};
+    own.outputs = {2};
+    f.p.steps.push_back(own);
+    refused(f, "'c1'", "the chained layer has a step of its own");
+  }
+}
+
 TEST(CudaPlan, CanonicalFormats) {
   using builder::Layout;
   using runtime::cuda::canonicalFormat;

@@ -615,7 +615,8 @@ TEST(CudaInt8Conv, TmaRegisterEpilogueKernelsRefuseKNotOf32AndSplitK_n) {
 // 51,182 output pixels (400 tiles of 128; 25,591 in 400 tiles of 64 in the second case, the
 // last tiles partial) a block takes two or more tiles, so stages are refilled while others are
 // in use; 96 and 288 output channels make partial slices for every tile width (96 of 128; 32 of
-// 64, 128 and 256), C = 64 two K steps, C = 32 one.
+// 64, 128 and 256), C = 64 two K steps, C = 32 one. Every pointwise tile (128x64, 128x128,
+// 64x128, 64x256).
 // Each epilogue instance of the pointwise kernels: the general one (fp16 outputs or residuals,
 // the bit-exact rounding) and the lean ones of the fast rounding to int8, with and without a
 // residual and Relu (pwLean8: Relu as a saturating multiply-add of constants divided by 127).
@@ -646,8 +647,9 @@ TEST(CudaInt8Conv, PointwiseKernelsStreamManyTilesWithResiduals) {
         for (const auto& t : prov.candidates(c.layer, Precision::kInt8))
           pw += t->id().rfind("cuda-i8.pw", 0) == 0 ? 1 : 0;
         const size_t formats = residual ? 4 : 2;
-        EXPECT_EQ(pw, (K > 128 ? 3u : 2u) * formats)
-            << "pw128x64, pw128x128 (and pw64x256), each with y (i8, f16) [x z (i8, f16)]";
+        EXPECT_EQ(pw, (K > 128 ? 4u : 3u) * formats)
+            << "pw128x64, pw128x128, pw64x128 (and pw64x256), each with y (i8, f16) [x z (i8, "
+               "f16)]";
         checkAllCandidates(c, true, formats, "cuda-i8.pw");  // (the others: the cases above)
       }
 }
@@ -804,6 +806,203 @@ TEST(CudaInt8Conv, FoldNotOfferedWhereItCannotRun_n) {
     EXPECT_FALSE(st.ok());
     EXPECT_NE(st.message().find("no folded residual layer"), std::string::npos) << st.toString();
     auto plain = prov.candidates(c.layer, Precision::kInt8);
+    ASSERT_FALSE(plain.empty());
+    EXPECT_FALSE(plain[0]->initialize(l).ok());
+  }
+}
+
+/// A layer `c3` with the 1x1 layer `c1` reading its output chained into it
+/// (LayerContext::chained): c1's output as the layer's last output.
+builder::LayerContext chainedLayer(const I8Case& c3, const I8Case& c1) {
+  builder::LayerContext both = c3.layer;
+  both.chained = std::make_shared<builder::LayerContext>(c1.layer);
+  both.outputShapes.push_back(c1.layer.outputShapes[0]);
+  both.outputTypes.push_back(c1.layer.outputTypes[0]);
+  both.outputScales.push_back(c1.sy);
+  return both;
+}
+
+/// The layer reading `c3`'s output for chainedLayer(): 1x1, `K` outputs, input scale c3's.
+I8Case chainedReader(const I8Case& c3, int64_t K, const char* act) {
+  I8Case c1;
+  c1.op = act[0] ? "FusedConv" : "Conv";
+  c1.act = act;
+  c1.N = c3.N;
+  c1.C = c3.K;
+  c1.K = K;
+  c1.H = (c3.H + c3.pads[0] + c3.pads[2] - c3.R) / c3.strides[0] + 1;
+  c1.W = (c3.W + c3.pads[1] + c3.pads[3] - c3.S) / c3.strides[1] + 1;
+  c1.R = c1.S = 1;
+  c1.pads = {0, 0, 0, 0};
+  c1.sx = c3.sy;
+  c1.sy = 0.04f;
+  return c1;
+}
+
+// A 1x1 layer chained into the pointwise layer whose output it reads (ResNet's block boundary,
+// int8ConvPointwiseChainFits): the ".chain" tactic must give, bit for bit, the layer's own
+// pointwise output and what the chained layer's own pointwise tactic makes of it. Output
+// channels of one and of two warps' pieces a tile row (64, 96, 128: pieces of 32 pixels x 32
+// channels shared by 8 warps), with and without residual and Relu, partial tiles of pixels (13
+// x 13, 9 x 11, 7 x 7 images), every chained tile.
+TEST(CudaInt8Conv, ChainedLayerEqualsBothLayersApart) {
+  EI_SKIP_WITHOUT_GPU();
+  struct Geometry {
+    int64_t N, C, K, H, W, K1;
+    bool residual;
+    const char* act;
+    const char* act1;
+  };
+  for (const Geometry& ge : {Geometry{2, 64, 256, 13, 13, 64, true, "Relu", "Relu"},
+                             Geometry{2, 32, 128, 9, 11, 96, false, "", ""},
+                             Geometry{3, 64, 256, 7, 7, 128, true, "Relu", ""},
+                             Geometry{1, 64, 192, 5, 9, 32, false, "Relu", "Relu"}}) {
+    SCOPED_TRACE(std::to_string(ge.C) + " -> " + std::to_string(ge.K) + " -> " +
+                 std::to_string(ge.K1) + " channels, " + std::to_string(ge.H) + "x" +
+                 std::to_string(ge.W) + (ge.residual ? ", residual" : ""));
+    I8Case c3;
+    c3.op = ge.residual || ge.act[0] ? "FusedConv" : "Conv";
+    c3.act = ge.act;
+    c3.N = ge.N;
+    c3.C = ge.C;
+    c3.K = ge.K;
+    c3.H = ge.H;
+    c3.W = ge.W;
+    c3.R = c3.S = 1;
+    c3.pads = {0, 0, 0, 0};
+    c3.residual = ge.residual;
+    c3.build();
+    I8Case c1 = chainedReader(c3, ge.K1, ge.act1);
+    c1.build();
+    const builder::LayerContext both = chainedLayer(c3, c1);
+    Int8ConvProvider prov;
+    const auto pick = [&](const builder::LayerContext& l, const std::string& id) {
+      std::unique_ptr<builder::Tactic> t;
+      for (auto& cand : prov.candidates(l, Precision::kInt8))
+        if (cand->id() == id) t = std::move(cand);
+      return t;
+    };
+    const std::string res = ge.residual ? ".i8" : ".-";
+    size_t tried = 0;
+    for (const char* kernel : {"pw128x128", "pw64x256"}) {
+      const std::string base = std::string("cuda-i8.") + kernel;
+      auto ct = pick(both, base + ".i8" + res + ".f.chain");
+      if (ge.K > 128 && std::string(kernel) == "pw128x128") {
+        EXPECT_FALSE(ct) << "a layer of more output channels than a block's";
+        continue;
+      }
+      SCOPED_TRACE(base);
+      ASSERT_TRUE(ct) << "chained tactic not offered: " << prov.lastReason();
+      ++tried;
+      auto own3 = pick(c3.layer, base + ".i8" + res + ".f");
+      if (!own3) own3 = pick(c3.layer, "cuda-i8.pw128x128.i8" + res + ".f");
+      ASSERT_TRUE(own3);
+      ASSERT_TRUE(own3->initialize(c3.layer).ok());
+      auto mid = test::runTactic(*own3, c3.layer, c3.inputs());
+      ASSERT_TRUE(mid.ok()) << mid.status().toString();
+      // c1's input: c3's int8 output, dequantized (quantized again with sx = c3.sy: the bytes)
+      c1.x = (*mid)[0];
+      std::unique_ptr<builder::Tactic> own1;
+      for (const char* k1 : {"pw128x64", "pw128x128", "pw64x256"})
+        if (!own1) own1 = pick(c1.layer, std::string("cuda-i8.") + k1 + ".i8.-.f");
+      ASSERT_TRUE(own1);
+      ASSERT_TRUE(own1->initialize(c1.layer).ok());
+      auto out = test::runTactic(*own1, c1.layer, c1.inputs());
+      ASSERT_TRUE(out.ok()) << out.status().toString();
+      const Status init = ct->initialize(both);
+      ASSERT_TRUE(init.ok()) << init.toString();
+      auto got = test::runTactic(*ct, both, c3.inputs());
+      ASSERT_TRUE(got.ok()) << got.status().toString();
+      ASSERT_EQ(got->size(), 2u);
+      for (size_t o = 0; o < 2; ++o) {
+        const Tensor& want = o == 0 ? (*mid)[0] : (*out)[0];
+        int64_t differ = 0;
+        for (int64_t i = 0; i < want.numel(); ++i)
+          differ += (*got)[o].data<float>()[i] != want.data<float>()[i] ? 1 : 0;
+        EXPECT_EQ(differ, 0) << "output " << o << ": of " << want.numel();
+      }
+    }
+    EXPECT_GE(tried, 1u);
+  }
+}
+
+// Where a layer cannot be chained: no chained candidates, and the reason (the provider's checks
+// come before any device work; without a GPU the reason is the device's).
+TEST(CudaInt8Conv, ChainNotOfferedWhereItCannotRun_n) {
+  I8Case c3;
+  c3.op = "FusedConv";
+  c3.act = "Relu";
+  c3.C = 32;
+  c3.K = 64;
+  c3.H = c3.W = 8;
+  c3.R = c3.S = 1;
+  c3.pads = {0, 0, 0, 0};
+  c3.build();
+  I8Case c1 = chainedReader(c3, 32, "Relu");
+  c1.build();
+  const builder::LayerContext l = chainedLayer(c3, c1);
+  Int8ConvProvider prov;
+  const auto offered = [&](const builder::LayerContext& layer) {
+    return prov.candidates(layer, Precision::kInt8).size();
+  };
+  std::string noGpu;
+  const bool gpu = gpuAvailable(&noGpu);
+  if (gpu) {
+    EXPECT_GT(offered(l), 0u) << prov.lastReason();
+  }
+  // The bit-exact rounding; an input scale of the chained layer that is not the layer's output
+  // scale; no chained output among the layer's outputs; a chained 3x3 layer, one of stride 2,
+  // one with a residual or a Sigmoid; a layer of more output channels than a block's (512).
+  builder::LayerContext exact = l;
+  exact.int8BitExact = true;
+  EXPECT_EQ(offered(exact), 0u);
+  EXPECT_NE(prov.lastReason().find("fast rounding"), std::string::npos) << prov.lastReason();
+  I8Case wrongScale = c1;
+  wrongScale.sx = c3.sy * 2;
+  wrongScale.build();
+  EXPECT_EQ(offered(chainedLayer(c3, wrongScale)), 0u);
+  builder::LayerContext noOutput = l;
+  noOutput.outputShapes.pop_back();
+  noOutput.outputTypes.pop_back();
+  noOutput.outputScales.pop_back();
+  EXPECT_EQ(offered(noOutput), 0u);
+  const auto refusedReader = [&](I8Case c, const char* what) {
+    c.build();
+    EXPECT_EQ(offered(chainedLayer(c3, c)), 0u) << what;
+    if (gpu) {
+      EXPECT_FALSE(prov.lastReason().empty()) << what;
+    }
+  };
+  I8Case window = c1;
+  window.R = window.S = 3;
+  window.pads = {1, 1, 1, 1};
+  refusedReader(window, "3x3");
+  I8Case strided = c1;
+  strided.strides = {2, 2};
+  strided.H = c1.H;
+  refusedReader(strided, "stride 2");
+  I8Case withZ = c1;
+  withZ.op = "FusedConv";
+  withZ.residual = true;
+  refusedReader(withZ, "a residual");
+  I8Case sigmoid = c1;
+  sigmoid.op = "FusedConv";
+  sigmoid.act = "Sigmoid";
+  refusedReader(sigmoid, "Sigmoid");
+  I8Case wide = c3;
+  wide.K = 512;
+  wide.build();
+  I8Case wideReader = chainedReader(wide, 32, "Relu");
+  wideReader.build();
+  EXPECT_EQ(offered(chainedLayer(wide, wideReader)), 0u);
+  // A chained tactic initialised for the layer alone, and a plain one for the chained layer.
+  if (gpu) {
+    auto cands = prov.candidates(l, Precision::kInt8);
+    ASSERT_FALSE(cands.empty());
+    const Status st = cands[0]->initialize(c3.layer);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("no chained layer"), std::string::npos) << st.toString();
+    auto plain = prov.candidates(c3.layer, Precision::kInt8);
     ASSERT_FALSE(plain.empty());
     EXPECT_FALSE(plain[0]->initialize(l).ok());
   }
@@ -2391,6 +2590,107 @@ TEST(CudaInt8Engine, DownsampleFoldedIntoItsReaderEqualsTheTwoLayers) {
   auto b = Builder::buildFromFile(f.model, bad);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find("cannot be folded"), std::string::npos)
+      << b.status().toString();
+}
+
+/// 1x1 layers as at ResNet's block boundaries: an expansion e1 (64 -> 128, Relu) read by c2
+/// (128 -> 128, Relu), then e2 (128 -> 128) with e1's output as residual (Add, Relu) read by a
+/// reduction c4 (128 -> 32, Relu), and a 1x1 head (32 -> 64, Relu: y).
+test::TestModel chainBlocks() {
+  test::TestModel m(17);
+  m.input("x", {2, 64, 14, 14});
+  const auto conv = [&](const std::string& name, const std::string& in, int64_t k, int64_t c,
+                        uint32_t seed) {
+    m.randomInitializer(name + "_w", {k, c, 1, 1}, seed, -0.15f, 0.15f);
+    m.randomInitializer(name + "_b", {k}, seed + 1, -0.2f, 0.2f);
+    m.node("Conv", {in, name + "_w", name + "_b"}, {name}, name);
+  };
+  conv("e1", "x", 128, 64, 1);
+  m.node("Relu", {"e1"}, {"r1"}, "relu1");
+  conv("c2", "r1", 128, 128, 3);
+  m.node("Relu", {"c2"}, {"r2"}, "relu2");
+  conv("e2", "r2", 128, 128, 5);
+  m.node("Add", {"e2", "r1"}, {"a2"}, "add2");
+  m.node("Relu", {"a2"}, {"r3"}, "relu3");
+  conv("c4", "r3", 32, 128, 7);
+  m.node("Relu", {"c4"}, {"r4"}, "relu4");
+  conv("head", "r4", 64, 32, 9);
+  m.node("Relu", {"head"}, {"y"}, "relu5");
+  m.output("y");
+  return m;
+}
+
+// The reductions chained into the expansions whose outputs they read (the ".chain" tactics,
+// forced here so that the test does not depend on which the timing prefers): the plan holds no
+// step of the chained layers, the outputs equal bit for bit those of the engine that runs the
+// same pointwise kernels one layer at a time, a saved and loaded engine gives them again, and
+// the engine stays close to the CPU's INT8 emulation. Then the timed build: whatever it
+// chooses, its output matches; and forcing a chain where the reader cannot be chained is a
+// build error naming both layers; a chain forced for the producer takes the reader even where
+// the reader's own tactic is forced too (as the whole-engine trials force every other layer's).
+TEST(CudaInt8Engine, ChainedLayersEqualTheLayersApart) {
+  Int8Fixture f;
+  f.inputShape = Shape{2, 64, 14, 14};
+  const Status prepared = f.prepare(chainBlocks());
+  ASSERT_TRUE(prepared.ok()) << prepared.toString();
+  EI_SKIP_WITHOUT_GPU();
+  BuilderConfig chained = f.config(/*strict=*/true);
+  BuilderConfig apart = chained;
+  chained.forcedTactics["e1"] = "cuda-i8.pw128x128.i8.-.f.chain";
+  chained.forcedTactics["e2"] = "cuda-i8.pw128x128.i8.i8.f.chain";
+  chained.forcedTactics["head"] = "cuda-i8.pw128x64.f16.-.f";  // (the graph output: fp16)
+  apart.forcedTactics["e1"] = "cuda-i8.pw128x128.i8.-.f";
+  apart.forcedTactics["e2"] = "cuda-i8.pw128x128.i8.i8.f";
+  for (const char* layer : {"c2", "c4"}) apart.forcedTactics[layer] = "cuda-i8.pw128x64.i8.-.f";
+  apart.forcedTactics["head"] = chained.forcedTactics["head"];
+  auto a = Builder::buildFromFile(f.model, apart);
+  ASSERT_TRUE(a.ok()) << a.status().toString();
+  auto e = Builder::buildFromFile(f.model, chained);
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  auto bytes = (*e)->serialize();
+  ASSERT_TRUE(bytes.ok());
+  const std::string text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  EXPECT_EQ(tacticOf(text, "e1"), "cuda-i8.pw128x128.i8.-.f.chain");
+  EXPECT_EQ(tacticOf(text, "e2"), "cuda-i8.pw128x128.i8.i8.f.chain");
+  EXPECT_EQ(tacticOf(text, "c2"), "") << "a chained layer has no step";
+  EXPECT_EQ(tacticOf(text, "c4"), "") << "a chained layer has no step";
+  const Tensor want = runOnce(**a, f.sample), got = runOnce(**e, f.sample);
+  ASSERT_GT(got.numel(), 0);
+  ASSERT_EQ(got.numel(), want.numel());
+  EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.bytes()), 0)
+      << "the chained layers differ from the layers apart";
+  auto loaded = Engine::deserialize(bytes->data(), bytes->size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  const Tensor again = runOnce(**loaded, f.sample);
+  EXPECT_EQ(std::memcmp(again.raw(), got.raw(), got.bytes()), 0) << "after a save and load";
+  auto cpuInt8 = f.cpuEngine(/*int8=*/true);
+  ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
+  const double cos = cosine(got, runOnce(**cpuInt8, f.sample));
+  std::printf("[          ] chained INT8 engine vs the CPU's INT8 emulation: cosine %.5f\n", cos);
+  EXPECT_GT(cos, 0.999);
+  // The timed build, chains where they are faster: the same output within rounding noise (its
+  // other kernels' epilogues may round half-step ties the other way).
+  auto timed = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
+  ASSERT_TRUE(timed.ok()) << timed.status().toString();
+  EXPECT_GT(cosine(runOnce(**timed, f.sample), got), 0.9999);
+  // The reader's forced tactic gives way to the chain forced for its producer.
+  BuilderConfig both = chained;
+  both.forcedTactics["c2"] = "cuda-i8.pw128x64.i8.-.f";
+  auto e2 = Builder::buildFromFile(f.model, both);
+  ASSERT_TRUE(e2.ok()) << e2.status().toString();
+  EXPECT_EQ(std::memcmp(runOnce(**e2, f.sample).raw(), got.raw(), got.bytes()), 0);
+  // A chain forced where the reader cannot run in it (e2 has a residual) is a build error
+  // naming both layers.
+  BuilderConfig bad = f.config(/*strict=*/true);
+  bad.forcedTactics["c2"] = "cuda-i8.pw128x128.i8.-.f.chain";
+  auto b = Builder::buildFromFile(f.model, bad);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("no layer reading its output can be chained"),
+            std::string::npos)
+      << b.status().toString();
+  EXPECT_NE(b.status().message().find("'c2'"), std::string::npos) << b.status().toString();
+  EXPECT_NE(b.status().message().find("'e2': not an INT8 convolution without a residual"),
+            std::string::npos)
       << b.status().toString();
 }
 
