@@ -148,7 +148,7 @@ Offered offered(const I8Case& c) {
       o.splitK += !cuda::isInt8ConvTmaKernel(k) || cuda::int8ConvTmaSplitRuns(k, split) ? 1 : 0;
   }
   if (c.C % 16 == 0 && cuda::int8ConvPointwiseFits(p))
-    o.kernels += 1 + (c.K > 64 ? 1 : 0) + (c.K > 128 ? 1 : 0);
+    o.kernels += 1 + (c.K > 64 ? 2 : 0) + (c.K > 128 ? 1 : 0);  // 128x64, 128x128, 64x128, 64x256
   int optin = 0;
   if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
     cudaGetLastError();
