@@ -2504,6 +2504,46 @@ TEST(CudaInt8Engine, GlobalPoolHandsInt8ToTheClassifier) {
   EXPECT_GT(cosine(runOnce(**e16, f.sample), runOnce(**fp32, f.sample)), 0.99);
 }
 
+/// A 1x1 Conv `name` (k x c weights and bias drawn from `seed`) reading `in`.
+void addConv1x1(test::TestModel& m, const std::string& name, const std::string& in, int64_t k,
+                int64_t c, int64_t stride, uint32_t seed) {
+  m.randomInitializer(name + "_w", {k, c, 1, 1}, seed, -0.15f, 0.15f);
+  m.randomInitializer(name + "_b", {k}, seed + 1, -0.2f, 0.2f);
+  auto& n = m.node("Conv", {in, name + "_w", name + "_b"}, {name}, name);
+  test::TestModel::attrInts(n, "strides", {stride, stride});
+}
+
+/// The engines of `fused` (layers run as one kernel) and `apart` (the same kernels one layer at
+/// a time): the same output bytes, the fused engine's again after a save and a load, and close
+/// to the CPU's INT8 emulation. The fused engine's file as text, and its output, in `text` and
+/// `out`.
+void expectFusedEqualsApart(const Int8Fixture& f, const BuilderConfig& fused,
+                            const BuilderConfig& apart, const char* what, std::string* text,
+                            Tensor* out) {
+  auto a = Builder::buildFromFile(f.model, apart);
+  ASSERT_TRUE(a.ok()) << a.status().toString();
+  auto e = Builder::buildFromFile(f.model, fused);
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  auto bytes = (*e)->serialize();
+  ASSERT_TRUE(bytes.ok());
+  *text = std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  const Tensor want = runOnce(**a, f.sample);
+  *out = runOnce(**e, f.sample);
+  ASSERT_GT(out->numel(), 0);
+  ASSERT_EQ(out->numel(), want.numel());
+  EXPECT_EQ(std::memcmp(out->raw(), want.raw(), out->bytes()), 0)
+      << "the " << what << " engine differs from the layers apart";
+  auto loaded = Engine::deserialize(bytes->data(), bytes->size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  const Tensor again = runOnce(**loaded, f.sample);
+  EXPECT_EQ(std::memcmp(again.raw(), out->raw(), out->bytes()), 0) << "after a save and load";
+  auto cpuInt8 = f.cpuEngine(/*int8=*/true);
+  ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
+  const double cos = cosine(*out, runOnce(**cpuInt8, f.sample));
+  std::printf("[          ] %s INT8 engine vs the CPU's INT8 emulation: cosine %.5f\n", what, cos);
+  EXPECT_GT(cos, 0.999);
+}
+
 /// Two bottleneck blocks of 1x1 layers with downsample branches, as ResNet's first blocks of a
 /// stage: 64 -> 32 -> 128 beside a 1x1 64 -> 128 (stride 1), then 128 -> 32 (stride 2) -> 128
 /// beside a 1x1 stride-2 128 -> 128; a 1x1 head reads the second block (its output then stays
@@ -2512,12 +2552,8 @@ test::TestModel downsampleBlocks() {
   test::TestModel m(17);
   m.input("x", {2, 64, 14, 14});
   const auto conv = [&](const std::string& name, const std::string& in, int64_t k, int64_t c,
-                        int64_t stride, uint32_t seed) {
-    m.randomInitializer(name + "_w", {k, c, 1, 1}, seed, -0.15f, 0.15f);
-    m.randomInitializer(name + "_b", {k}, seed + 1, -0.2f, 0.2f);
-    auto& n = m.node("Conv", {in, name + "_w", name + "_b"}, {name}, name);
-    test::TestModel::attrInts(n, "strides", {stride, stride});
-  };
+                        int64_t stride,
+                        uint32_t seed) { addConv1x1(m, name, in, k, c, stride, seed); };
   conv("c1", "x", 32, 64, 1, 1);
   m.node("Relu", {"c1"}, {"r1"}, "relu1");
   conv("c3", "r1", 128, 32, 1, 3);
@@ -2555,13 +2591,10 @@ TEST(CudaInt8Engine, DownsampleFoldedIntoItsReaderEqualsTheTwoLayers) {
     apart.forcedTactics[reader] = "cuda-i8.pw128x64.i8.i8.f";
     apart.forcedTactics[producer] = "cuda-i8.pw128x64.i8.-.f";
   }
-  auto a = Builder::buildFromFile(f.model, apart);
-  ASSERT_TRUE(a.ok()) << a.status().toString();
-  auto e = Builder::buildFromFile(f.model, folded);
-  ASSERT_TRUE(e.ok()) << e.status().toString();
-  auto bytes = (*e)->serialize();
-  ASSERT_TRUE(bytes.ok());
-  const std::string text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  std::string text;
+  Tensor got;
+  expectFusedEqualsApart(f, folded, apart, "folded", &text, &got);
+  if (HasFatalFailure()) return;
   EXPECT_EQ(tacticOf(text, "c3"), "cuda-i8.pw128x64.i8.fold.f");
   EXPECT_EQ(tacticOf(text, "c6"), "cuda-i8.pw128x64.i8.fold.f");
   for (const char* ds : {"ds", "ds2"}) {  // view steps: no tactic, and nothing else reads them
@@ -2571,19 +2604,6 @@ TEST(CudaInt8Engine, DownsampleFoldedIntoItsReaderEqualsTheTwoLayers) {
     EXPECT_NE(text.find("\"kind\":\"view\"", stepStart), std::string::npos);
     EXPECT_LT(text.find("\"kind\":\"view\"", stepStart), at) << ds << " is a view step";
   }
-  const Tensor want = runOnce(**a, f.sample), got = runOnce(**e, f.sample);
-  ASSERT_EQ(got.numel(), want.numel());
-  EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.bytes()), 0)
-      << "the folded residual differs from the downsample layer's output";
-  auto loaded = Engine::deserialize(bytes->data(), bytes->size());
-  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
-  const Tensor again = runOnce(**loaded, f.sample);
-  EXPECT_EQ(std::memcmp(again.raw(), got.raw(), got.bytes()), 0) << "after a save and load";
-  auto cpuInt8 = f.cpuEngine(/*int8=*/true);
-  ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
-  const double cos = cosine(got, runOnce(**cpuInt8, f.sample));
-  std::printf("[          ] folded INT8 engine vs the CPU's INT8 emulation: cosine %.5f\n", cos);
-  EXPECT_GT(cos, 0.999);
   // Folding a layer whose residual's producer has another reader is a build error naming it.
   BuilderConfig bad = f.config(/*strict=*/true);
   bad.forcedTactics["head"] = "cuda-i8.pw128x64.i8.fold.f";
@@ -2600,11 +2620,7 @@ test::TestModel chainBlocks() {
   test::TestModel m(17);
   m.input("x", {2, 64, 14, 14});
   const auto conv = [&](const std::string& name, const std::string& in, int64_t k, int64_t c,
-                        uint32_t seed) {
-    m.randomInitializer(name + "_w", {k, c, 1, 1}, seed, -0.15f, 0.15f);
-    m.randomInitializer(name + "_b", {k}, seed + 1, -0.2f, 0.2f);
-    m.node("Conv", {in, name + "_w", name + "_b"}, {name}, name);
-  };
+                        uint32_t seed) { addConv1x1(m, name, in, k, c, 1, seed); };
   conv("e1", "x", 128, 64, 1);
   m.node("Relu", {"e1"}, {"r1"}, "relu1");
   conv("c2", "r1", 128, 128, 3);
@@ -2643,31 +2659,14 @@ TEST(CudaInt8Engine, ChainedLayersEqualTheLayersApart) {
   apart.forcedTactics["e2"] = "cuda-i8.pw128x128.i8.i8.f";
   for (const char* layer : {"c2", "c4"}) apart.forcedTactics[layer] = "cuda-i8.pw128x64.i8.-.f";
   apart.forcedTactics["head"] = chained.forcedTactics["head"];
-  auto a = Builder::buildFromFile(f.model, apart);
-  ASSERT_TRUE(a.ok()) << a.status().toString();
-  auto e = Builder::buildFromFile(f.model, chained);
-  ASSERT_TRUE(e.ok()) << e.status().toString();
-  auto bytes = (*e)->serialize();
-  ASSERT_TRUE(bytes.ok());
-  const std::string text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  std::string text;
+  Tensor got;
+  expectFusedEqualsApart(f, chained, apart, "chained", &text, &got);
+  if (HasFatalFailure()) return;
   EXPECT_EQ(tacticOf(text, "e1"), "cuda-i8.pw128x128.i8.-.f.chain");
   EXPECT_EQ(tacticOf(text, "e2"), "cuda-i8.pw128x128.i8.i8.f.chain");
   EXPECT_EQ(tacticOf(text, "c2"), "") << "a chained layer has no step";
   EXPECT_EQ(tacticOf(text, "c4"), "") << "a chained layer has no step";
-  const Tensor want = runOnce(**a, f.sample), got = runOnce(**e, f.sample);
-  ASSERT_GT(got.numel(), 0);
-  ASSERT_EQ(got.numel(), want.numel());
-  EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.bytes()), 0)
-      << "the chained layers differ from the layers apart";
-  auto loaded = Engine::deserialize(bytes->data(), bytes->size());
-  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
-  const Tensor again = runOnce(**loaded, f.sample);
-  EXPECT_EQ(std::memcmp(again.raw(), got.raw(), got.bytes()), 0) << "after a save and load";
-  auto cpuInt8 = f.cpuEngine(/*int8=*/true);
-  ASSERT_TRUE(cpuInt8.ok()) << cpuInt8.status().toString();
-  const double cos = cosine(got, runOnce(**cpuInt8, f.sample));
-  std::printf("[          ] chained INT8 engine vs the CPU's INT8 emulation: cosine %.5f\n", cos);
-  EXPECT_GT(cos, 0.999);
   // The timed build, chains where they are faster: the same output within rounding noise (its
   // other kernels' epilogues may round half-step ties the other way).
   auto timed = Builder::buildFromFile(f.model, f.config(/*strict=*/true));
