@@ -419,6 +419,7 @@ TEST(CudaPlan, ChainedLayerRoundTrips) {
   auto p = runtime::cuda::planFromJson(runtime::cuda::planToJson(f.p, f.g), f.g);
   ASSERT_TRUE(p.ok()) << p.status().toString();
   EXPECT_EQ(runtime::cuda::chainedNode(*p, f.g, 0), 1);
+  EXPECT_EQ(runtime::cuda::countInt8Steps(*p), 2) << "the step and its chained layer";
   EXPECT_TRUE(runtime::cuda::isChainTactic(p->steps[0].tactic));
   EXPECT_FALSE(runtime::cuda::isChainTactic("cuda-i8.pw64x256.i8.-.f"));
   EXPECT_FALSE(runtime::cuda::isChainTactic(".chain"));

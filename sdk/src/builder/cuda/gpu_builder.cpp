@@ -1546,8 +1546,9 @@ Expected<std::unique_ptr<Engine>> buildCudaEngine(
   auto [plan, tactics] = b.takePlanAndTactics();
   auto providers = b.takeProviders();
   if (wantsInt8) {
-    int layers = 0;
-    for (const auto& s : plan.steps) layers += s.kind == StepKind::kTactic;
+    int layers = 0;  // (a chained step runs two layers)
+    for (const auto& s : plan.steps)
+      layers += s.kind != StepKind::kTactic ? 0 : cuda::isChainTactic(s.tactic) ? 2 : 1;
     const int int8Layers = cuda::countInt8Steps(plan);
     log(Severity::kInfo, "INT8: " + std::to_string(int8Layers) + " of " + std::to_string(layers) +
                              " GPU layers run INT8 tactics (the others were faster in FP16/FP32"
@@ -1605,9 +1606,15 @@ std::vector<std::vector<std::string>> cudaEngineInt8Stages(const Engine& engine)
   const auto* e = dynamic_cast<const CudaEngine*>(&engine);
   if (!e) return out;
   std::set<size_t> int8Nodes;
-  for (const auto& s : e->plan().steps)
-    if (s.kind == StepKind::kTactic && s.node >= 0 && s.precision == Precision::kInt8)
-      int8Nodes.insert(static_cast<size_t>(s.node));
+  const auto& steps = e->plan().steps;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const auto& s = steps[i];
+    if (s.kind != StepKind::kTactic || s.node < 0 || s.precision != Precision::kInt8) continue;
+    int8Nodes.insert(static_cast<size_t>(s.node));
+    // A chained layer runs at INT8 in its producer's step (it has none of its own).
+    if (const int c = cuda::chainedNode(e->plan(), e->graph(), i); c >= 0)
+      int8Nodes.insert(static_cast<size_t>(c));
+  }
   for (const auto& stage : graph::networkStages(e->graph())) {
     std::vector<std::string> layers;
     for (size_t i : stage)

@@ -93,7 +93,7 @@ int countInt8Steps(const ExecutionPlan& plan) {
     bool q = s.precision == Precision::kInt8;  // also a tactic quantizing inside (float tensors)
     for (int t : s.inputs) q = q || (t >= 0 && isQuantized(plan.tensors[static_cast<size_t>(t)]));
     for (int t : s.outputs) q = q || (t >= 0 && isQuantized(plan.tensors[static_cast<size_t>(t)]));
-    n += q;
+    n += q ? (isChainTactic(s.tactic) ? 2 : 1) : 0;  // (a chained step runs two INT8 layers)
   }
   return n;
 }

@@ -82,7 +82,8 @@ int chainedNode(const ExecutionPlan& plan, const graph::Graph& g, size_t i);
 /// True when plan tensor `t` stores a float value quantized to int8 (t.scale > 0).
 bool isQuantized(const PlanTensor& t);
 /// Steps whose tactic reads or writes a quantized tensor, or is recorded at INT8 (a tactic that
-/// quantizes inside, on float tensors): the INT8 layers of the engine.
+/// quantizes inside, on float tensors): the INT8 layers of the engine (two for a ".chain" step:
+/// its layer and the chained one).
 int countInt8Steps(const ExecutionPlan& plan);
 
 std::string planToJson(const ExecutionPlan& plan, const graph::Graph& g);
