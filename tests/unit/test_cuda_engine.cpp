@@ -430,10 +430,12 @@ TEST(CudaPlan, ChainedLayerRoundTrips) {
 // output and has no step, and only a ".chain" tactic writes one output more than its node: an
 // engine file edited or damaged otherwise is refused at load, naming the layer.
 TEST(CudaPlan, ChainedLayerOnlyAsTheChainedTacticsOutput_n) {
-  const auto refused = [](const ChainedPlanFixture& f, const char* name, const char* why) {
+  const auto refused = [](const ChainedPlanFixture& f, const char* name, const char* why,
+                          const char* says = "") {
     const Status st = f.parse();
     EXPECT_EQ(st.code(), ErrorCode::kCorruptFile) << why << ": " << st.toString();
     EXPECT_NE(st.message().find(name), std::string::npos) << why << ": " << st.toString();
+    EXPECT_NE(st.message().find(says), std::string::npos) << why << ": " << st.toString();
   };
   {
     ChainedPlanFixture f;
@@ -466,6 +468,33 @@ TEST(CudaPlan, ChainedLayerOnlyAsTheChainedTacticsOutput_n) {
     own.outputs = {2};
     f.p.steps.push_back(own);
     refused(f, "'c1'", "the chained layer has a step of its own");
+  }
+  // Another step (the Relu's) writes the chained output, or reads it before the chain's step;
+  // the chained output is not int8.
+  runtime::cuda::PlanStep act;
+  act.kind = runtime::cuda::StepKind::kTactic;
+  act.node = 2;
+  act.tactic = "cuda.eltwise";
+  act.precision = Precision::kFp16;
+  {
+    ChainedPlanFixture f;
+    act.inputs = {0};
+    act.outputs = {2};
+    f.p.steps.push_back(act);
+    refused(f, "'c3'", "another writer", "has another writer");
+  }
+  {
+    ChainedPlanFixture f;
+    act.inputs = {2};
+    act.outputs = {3};
+    f.p.steps.insert(f.p.steps.begin(), act);
+    refused(f, "'c3'", "read before the chain's step", "is read before its step");
+  }
+  {
+    ChainedPlanFixture f;
+    f.p.tensors[2].format = {DataType::kFloat16, builder::Layout::kNHWC};
+    f.p.tensors[2].scale = 0.f;
+    refused(f, "'c3'", "a chained output that is not int8", "not a quantized int8");
   }
 }
 

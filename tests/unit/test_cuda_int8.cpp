@@ -842,9 +842,11 @@ I8Case chainedReader(const I8Case& c3, int64_t K, const char* act) {
 // A 1x1 layer chained into the pointwise layer whose output it reads (ResNet's block boundary,
 // int8ConvPointwiseChainFits): the ".chain" tactic must give, bit for bit, the layer's own
 // pointwise output and what the chained layer's own pointwise tactic makes of it. Output
-// channels of one and of two warps' pieces a tile row (64, 96, 128: pieces of 32 pixels x 32
+// channels of one and of two warps' pieces a tile row (64, 96, 128: pieces of 16 pixels x 32
 // channels shared by 8 warps), with and without residual and Relu, partial tiles of pixels (13
-// x 13, 9 x 11, 7 x 7 images), every chained tile.
+// x 13, 9 x 11, 7 x 7 images), every chained tile; and 51,182 pixels (400 to 800 tiles, more
+// than the blocks resident at once), so that blocks take several tiles and refill the stages
+// whose residual rows held the previous tile's outputs.
 TEST(CudaInt8Conv, ChainedLayerEqualsBothLayersApart) {
   EI_SKIP_WITHOUT_GPU();
   struct Geometry {
@@ -856,7 +858,9 @@ TEST(CudaInt8Conv, ChainedLayerEqualsBothLayersApart) {
   for (const Geometry& ge : {Geometry{2, 64, 256, 13, 13, 64, true, "Relu", "Relu"},
                              Geometry{2, 32, 128, 9, 11, 96, false, "", ""},
                              Geometry{3, 64, 256, 7, 7, 128, true, "Relu", ""},
-                             Geometry{1, 64, 192, 5, 9, 32, false, "Relu", "Relu"}}) {
+                             Geometry{1, 64, 192, 5, 9, 32, false, "Relu", "Relu"},
+                             Geometry{2, 64, 256, 157, 163, 64, true, "Relu", "Relu"},
+                             Geometry{2, 32, 128, 157, 163, 96, false, "Relu", ""}}) {
     SCOPED_TRACE(std::to_string(ge.C) + " -> " + std::to_string(ge.K) + " -> " +
                  std::to_string(ge.K1) + " channels, " + std::to_string(ge.H) + "x" +
                  std::to_string(ge.W) + (ge.residual ? ", residual" : ""));
@@ -952,7 +956,8 @@ TEST(CudaInt8Conv, ChainNotOfferedWhereItCannotRun_n) {
   }
   // The bit-exact rounding; an input scale of the chained layer that is not the layer's output
   // scale; no chained output among the layer's outputs; a chained 3x3 layer, one of stride 2,
-  // one with a residual or a Sigmoid; a layer of more output channels than a block's (512).
+  // one with a residual or a Sigmoid, or of 1056 outputs; a layer of more output channels than
+  // a block's (512).
   builder::LayerContext exact = l;
   exact.int8BitExact = true;
   EXPECT_EQ(offered(exact), 0u);
@@ -989,6 +994,9 @@ TEST(CudaInt8Conv, ChainNotOfferedWhereItCannotRun_n) {
   sigmoid.op = "FusedConv";
   sigmoid.act = "Sigmoid";
   refusedReader(sigmoid, "Sigmoid");
+  I8Case manyOutputs = c1;  // 1056 rows of 4 pieces: beyond the weight copy's 4096 pieces
+  manyOutputs.K = 1056;
+  refusedReader(manyOutputs, "1056 output channels");
   I8Case wide = c3;
   wide.K = 512;
   wide.build();
@@ -2677,6 +2685,11 @@ TEST(CudaInt8Engine, ChainedLayersEqualTheLayersApart) {
   both.forcedTactics["c2"] = "cuda-i8.pw128x64.i8.-.f";
   auto e2 = Builder::buildFromFile(f.model, both);
   ASSERT_TRUE(e2.ok()) << e2.status().toString();
+  auto bytes2 = (*e2)->serialize();
+  ASSERT_TRUE(bytes2.ok());
+  const std::string text2(reinterpret_cast<const char*>(bytes2->data()), bytes2->size());
+  EXPECT_EQ(tacticOf(text2, "e1"), "cuda-i8.pw128x128.i8.-.f.chain");
+  EXPECT_EQ(tacticOf(text2, "c2"), "") << "c2 chained despite its own forced tactic";
   EXPECT_EQ(std::memcmp(runOnce(**e2, f.sample).raw(), got.raw(), got.bytes()), 0);
   // A chain forced where the reader cannot run in it (e2 has a residual) is a build error
   // naming both layers.

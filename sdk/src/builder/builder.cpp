@@ -896,8 +896,11 @@ Expected<std::unique_ptr<Engine>> fasterInt8Engine(
   const bool strictWins = sMs < 0.99 * tMs;
   const auto int8Layers = [](const Engine& e) {  // layers on cuda-i8 / cublaslt-i8 tactics
     int n = 0;
-    for (const auto& [layer, id] : runtime::cudaEngineTactics(e))
-      n += id.rfind("cuda-i8.", 0) == 0 || id.rfind("cublaslt-i8.", 0) == 0;
+    for (const auto& [layer, id] : runtime::cudaEngineTactics(e)) {
+      const bool i8 = id.rfind("cuda-i8.", 0) == 0 || id.rfind("cublaslt-i8.", 0) == 0;
+      const bool chain = id.size() > 6 && id.compare(id.size() - 6, 6, ".chain") == 0;
+      n += i8 ? (chain ? 2 : 1) : 0;  // (a chained tactic runs two layers)
+    }
     return n;
   };
   const std::string but =

@@ -1236,11 +1236,15 @@ class GpuBuilder {
     tactics_.resize(plan_.steps.size());
     tactics_[static_cast<size_t>(sd)].reset();
     // Its runner-ups are no longer choices of this engine (a whole-engine trial forcing one
-    // would undo the fold it is part of).
-    alternatives_.erase(
-        std::remove_if(alternatives_.begin(), alternatives_.end(),
-                       [&](const runtime::TacticAlternative& a) { return a.layer == dn.name; }),
-        alternatives_.end());
+    // would undo the fold it is part of), nor is a chain of it into its input's producer.
+    const auto prod = dn.inputs.empty() ? producers_.end() : producers_.find(dn.inputs[0]);
+    const std::string producer = prod == producers_.end() ? "" : g_.nodes[prod->second].name;
+    alternatives_.erase(std::remove_if(alternatives_.begin(), alternatives_.end(),
+                                       [&](const runtime::TacticAlternative& a) {
+                                         return a.layer == dn.name ||
+                                                (a.layer == producer && isChainId(a.alternative));
+                                       }),
+                        alternatives_.end());
     log(Severity::kVerbose, "layer '" + dn.name + "' folded into '" + n.name + "' (" + id + ")");
   }
 
@@ -1364,9 +1368,16 @@ class GpuBuilder {
       // 2 % in the engine (docs/performance.md). So the whole-engine trial decides
       // (BuilderConfig::tryRunnerUpsInEngine), forcing the chained tactic for the producer;
       // without trials, the timing alone.
+      // (One chain alternative a producer: a trial forcing it chains the first reader that
+      // can run in it, this one.)
       if (cfg_.tryRunnerUpsInEngine) {
-        alternatives_.push_back(runtime::TacticAlternative{
-            pn.name, both.signature(Precision::kInt8), ps.tactic, best, apart, bestMs});
+        const bool offered = std::any_of(alternatives_.begin(), alternatives_.end(),
+                                         [&](const runtime::TacticAlternative& a) {
+                                           return a.layer == pn.name && isChainId(a.alternative);
+                                         });
+        if (!offered)
+          alternatives_.push_back(runtime::TacticAlternative{
+              pn.name, both.signature(Precision::kInt8), ps.tactic, best, apart, bestMs});
         return false;
       }
       if (!(bestMs < apart)) return false;

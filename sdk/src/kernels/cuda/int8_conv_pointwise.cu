@@ -634,6 +634,8 @@ bool int8ConvPointwiseChainFits(const Int8ConvPlan& p, const Int8ConvPlan& c, st
   if (c.C != p.K || c.N != p.N || c.H != p.P || c.W != p.Q || c.strideH != 1 || c.strideW != 1)
     return no("the chained layer does not read the layer's output pixel for pixel");
   if (c.hasZ) return no("the chained layer has a residual");
+  if (c.K * (p.K / 16) > 4096)  // the weight copy's divSmall (the static_assert's range)
+    return no("the chained layer's weights exceed 4096 pieces of 16 bytes");
   if (!dev::i8LeanEpilogue(p, p.gemmK <= 256) || !dev::i8LeanEpilogue(c, c.gemmK <= 256))
     return no(
         "both layers need the lean epilogue (fast rounding, int8 output and residual, "
@@ -681,7 +683,8 @@ bool int8ConvPointwiseFoldFits(const Int8ConvPlan& p, const Int8ConvPlan& d, std
     if (why) *why = reason;
     return false;
   };
-  if (!isInt8ConvPointwiseKernel(p.kernel)) return no("not a pointwise kernel");
+  if (!isInt8ConvPointwiseKernel(p.kernel) || p.kernel == Int8ConvKernel::kPw64x128)
+    return no("not a pointwise kernel of a folded form (pw128x64, pw128x128, pw64x256)");
   if (!int8ConvPointwiseFits(p) || !int8ConvPointwiseFits(d))
     return no("both layers must be 1x1 layers the pointwise kernels run");
   if (d.N != p.N || d.P != p.P || d.Q != p.Q || d.K != p.K)

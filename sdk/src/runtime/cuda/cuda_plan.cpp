@@ -320,10 +320,17 @@ Expected<ExecutionPlan> planFromJson(const std::string& text, const graph::Graph
       if (o.node == c)
         return corrupt("layer '" + cn.name + "' is chained into layer '" + name +
                        "' and has a step of its own");
-    for (size_t k = 0; k < plan.steps.size(); ++k)
+    const PlanTensor& out = plan.tensors[static_cast<size_t>(s.outputs.back())];
+    if (out.format.dtype != DataType::kInt8 || !(out.scale > 0.f) || out.aliasOf >= 0)
+      return corrupt("the chained output of layer '" + name + "' is not a quantized int8 tensor");
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
       for (int t : plan.steps[k].outputs)
         if (t == s.outputs.back() && k != i)
           return corrupt("the chained output of layer '" + name + "' has another writer");
+      for (int t : plan.steps[k].inputs)
+        if (t == s.outputs.back() && k <= i)
+          return corrupt("the chained output of layer '" + name + "' is read before its step");
+    }
   }
   return plan;
 }
