@@ -13,7 +13,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <deque>
 #include <limits>
 #include <set>
@@ -842,9 +841,9 @@ class GpuBuilder {
     // A forced ".chain" tactic is no candidate of the layer alone: the layer runs its plain
     // form until the layer reading it chains into it (tryChain).
     std::string forcedPlain;
-    if (forced && isChainId(*forced)) {
+    if (forced && cuda::isChainTactic(*forced)) {
       forcedChains_[i] = *forced;
-      forcedPlain = forced->substr(0, forced->size() - std::strlen(kChainSuffix));
+      forcedPlain = forced->substr(0, forced->size() - (sizeof(cuda::kChainTacticSuffix) - 1));
       forced = &forcedPlain;
     }
     // A preferred tactic (the opt build's, when an engine with shape ranges specialises) is
@@ -1239,19 +1238,14 @@ class GpuBuilder {
     // would undo the fold it is part of), nor is a chain of it into its input's producer.
     const auto prod = dn.inputs.empty() ? producers_.end() : producers_.find(dn.inputs[0]);
     const std::string producer = prod == producers_.end() ? "" : g_.nodes[prod->second].name;
-    alternatives_.erase(std::remove_if(alternatives_.begin(), alternatives_.end(),
-                                       [&](const runtime::TacticAlternative& a) {
-                                         return a.layer == dn.name ||
-                                                (a.layer == producer && isChainId(a.alternative));
-                                       }),
-                        alternatives_.end());
+    alternatives_.erase(
+        std::remove_if(alternatives_.begin(), alternatives_.end(),
+                       [&](const runtime::TacticAlternative& a) {
+                         return a.layer == dn.name ||
+                                (a.layer == producer && cuda::isChainTactic(a.alternative));
+                       }),
+        alternatives_.end());
     log(Severity::kVerbose, "layer '" + dn.name + "' folded into '" + n.name + "' (" + id + ")");
-  }
-
-  static constexpr const char* kChainSuffix = ".chain";
-  static bool isChainId(const std::string& id) {
-    const size_t n = std::strlen(kChainSuffix);
-    return id.size() > n && id.compare(id.size() - n, n, kChainSuffix) == 0;
   }
 
   /// ResNet's block boundary: a 1x1 INT8 layer (node i, no residual) reading the int8 output
@@ -1307,7 +1301,7 @@ class GpuBuilder {
     if (sd < 0) return refuseForced("the producer has no step");
     const PlanStep& ps = plan_.steps[static_cast<size_t>(sd)];
     if (ps.kind != StepKind::kTactic || ps.tactic.rfind("cuda-i8.pw", 0) != 0 ||
-        ps.tactic.find(".fold") != std::string::npos || isChainId(ps.tactic) ||
+        ps.tactic.find(".fold") != std::string::npos || cuda::isChainTactic(ps.tactic) ||
         ps.outputs.size() != 1 || pn.outputs.size() != 1 || ps.outputs[0] != versions_[x][0])
       return refuseForced("the producer's step is not a plain pointwise INT8 tactic");
     const TensorFormat int8Nhwc{DataType::kInt8, Layout::kNHWC};
@@ -1364,17 +1358,16 @@ class GpuBuilder {
                                   (fromCache ? " (from cache)" : ""));
       // Timed alone, the chained kernel cannot show what it changes around it: the reader's
       // input read back from the L2 cache rather than memory, the neighbours' blocks beside
-      // its larger shared memory. On ResNet-50 at batch 64 (H200) it won alone by 1 % and lost
-      // 2 % in the engine (docs/performance.md). So the whole-engine trial decides
-      // (BuilderConfig::tryRunnerUpsInEngine), forcing the chained tactic for the producer;
-      // without trials, the timing alone.
-      // (One chain alternative a producer: a trial forcing it chains the first reader that
-      // can run in it, this one.)
+      // its larger shared memory. On ResNet-50 at batch 64 (H200) it beat its two layers apart
+      // by 0.9 % alone and made the engine 1.8 % slower (docs/performance.md). So the whole-engine
+      // trial decides (BuilderConfig::tryRunnerUpsInEngine), forcing the chained tactic for the
+      // producer; without trials, the timing alone. (One chain alternative a producer: a trial
+      // forcing it chains the first reader that can run in it, this one.)
       if (cfg_.tryRunnerUpsInEngine) {
-        const bool offered = std::any_of(alternatives_.begin(), alternatives_.end(),
-                                         [&](const runtime::TacticAlternative& a) {
-                                           return a.layer == pn.name && isChainId(a.alternative);
-                                         });
+        const bool offered = std::any_of(
+            alternatives_.begin(), alternatives_.end(), [&](const runtime::TacticAlternative& a) {
+              return a.layer == pn.name && cuda::isChainTactic(a.alternative);
+            });
         if (!offered)
           alternatives_.push_back(runtime::TacticAlternative{
               pn.name, both.signature(Precision::kInt8), ps.tactic, best, apart, bestMs});

@@ -60,9 +60,8 @@ int foldedInto(const ExecutionPlan& plan, const graph::Graph& g, size_t i) {
 }
 
 bool isChainTactic(const std::string& id) {
-  static const std::string kSuffix = ".chain";
-  return id.size() > kSuffix.size() &&
-         id.compare(id.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+  const size_t n = sizeof(kChainTacticSuffix) - 1;
+  return id.size() > n && id.compare(id.size() - n, n, kChainTacticSuffix) == 0;
 }
 
 int chainedNode(const ExecutionPlan& plan, const graph::Graph& g, size_t i) {

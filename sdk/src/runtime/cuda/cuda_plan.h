@@ -72,7 +72,9 @@ bool isFoldedStep(const PlanStep& s, const graph::Graph& g);
 /// The index of the folded step whose output is input 3 of step `i`, or -1.
 int foldedInto(const ExecutionPlan& plan, const graph::Graph& g, size_t i);
 
-/// Whether a tactic id is a chained one (cuda-i8's ".chain": LayerContext::chained).
+/// The end of a chained tactic's id (cuda-i8's ".chain" tactics: LayerContext::chained).
+inline constexpr char kChainTacticSuffix[] = ".chain";
+/// Whether a tactic id is a chained one (ends in kChainTacticSuffix).
 bool isChainTactic(const std::string& id);
 /// The node of the layer chained into tactic step `i` (the builder's tryChain): the
 /// convolution whose output is the step's last output, one more than its node has; -1 where the
