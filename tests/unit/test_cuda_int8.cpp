@@ -1016,11 +1016,13 @@ TEST(CudaInt8Conv, ChainNotOfferedWhereItCannotRun_n) {
   }
 }
 
-// The halo kernel (3x3, stride 1, padding 1): tiles of whole rows (Q = 56: 2 rows; 28: 4; 13:
+// The halo kernels (3x3, stride 1, padding 1): tiles of whole rows (Q = 56: 2 rows; 28: 4; 13:
 // 9, the last tile of an image short of rows; 9: 14 rows, more than the image; 128: one row),
-// input channels 32 to 128, output channels in one or two slices of 64 (96: the second half
-// empty), several images, residuals, activations and output formats, both roundings, every
-// output against the host reference.
+// input channels 32 to 128 (13x13 with 128: two K chunks a position and a short last tile),
+// output channels in one or two slices of 64 (96: the second half empty), several images,
+// residuals, activations and output formats, both roundings, every output against the host
+// reference. 24 images of 56x56 make 672 tiles, several a block of the persistent grid: the
+// stages are refilled over tiles already done.
 TEST(CudaInt8Conv, HaloKernelAcrossRowsChannelsAndEpilogues) {
   EI_SKIP_WITHOUT_GPU();
   struct Geometry {
@@ -1028,7 +1030,7 @@ TEST(CudaInt8Conv, HaloKernelAcrossRowsChannelsAndEpilogues) {
   };
   for (const Geometry& gm :
        {Geometry{2, 64, 56, 56, 64}, Geometry{1, 128, 28, 28, 96}, Geometry{3, 32, 13, 13, 32},
-        Geometry{1, 96, 7, 9, 64}, Geometry{1, 64, 3, 128, 32}})
+        Geometry{1, 96, 7, 9, 64}, Geometry{1, 64, 3, 128, 32}, Geometry{5, 128, 13, 13, 64}})
     for (const bool residual : {false, true})
       for (const char* act : {"Relu", "", "Sigmoid"}) {
         if (residual && act[0] == 'S') continue;
@@ -1058,6 +1060,18 @@ TEST(CudaInt8Conv, HaloKernelAcrossRowsChannelsAndEpilogues) {
             << "the wgmma form: compute 9.0, C % 64 == 0";
         checkAllCandidates(c, act[0] != 'S', formats, "cuda-i8.halo");
       }
+  // Many tiles a block: the lean epilogue (ResNet's case) and the general one with a residual.
+  for (const bool residual : {false, true}) {
+    SCOPED_TRACE(residual ? "24 images, residual" : "24 images, Relu");
+    I8Case many;
+    many.op = "FusedConv";
+    many.act = residual ? "" : "Relu";
+    many.N = 24;
+    many.C = many.K = 64;
+    many.H = many.W = 56;
+    many.residual = residual;
+    checkAllCandidates(many, true, residual ? 4 : 2, "cuda-i8.halo");
+  }
   // The largest sums (x and w at their int8 extremes: 127 * 127 * 9 * 64 > 2^22) take the
   // general path of the lean instance's epilogue.
   I8Case sat;
