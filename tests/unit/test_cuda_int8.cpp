@@ -35,6 +35,7 @@
 #include "kernels/ref/activation.h"
 #include "log_capture.h"
 #include "quant/qdq.h"
+#include "runtime/cuda/cuda_engine.h"
 #include "runtime/cuda/cuda_plan.h"
 #include "runtime/cuda_backend.h"
 #include "tactic_test_util.h"
@@ -2718,6 +2719,64 @@ TEST(CudaInt8Engine, ChainedLayersEqualTheLayersApart) {
   EXPECT_NE(b.status().message().find("'e2': not an INT8 convolution without a residual"),
             std::string::npos)
       << b.status().toString();
+}
+
+// The L2 hints of the engine's launches (builder::LaunchArgs::lastReads: a step that reads an
+// activation for the last time may read it evict-first): on the downsample blocks, with every
+// layer on the pointwise kernels (which take the hint), the bits mark the last reader of each
+// input and no earlier one, none with EDGEINFER_DISABLE_L2_HINTS=1, and the outputs are the same
+// bits with and without.
+TEST(CudaInt8Engine, LastReadsMarkTheLastReadersAndChangeNoResult) {
+  Int8Fixture f;
+  f.inputShape = Shape{2, 64, 14, 14};
+  const Status prepared = f.prepare(downsampleBlocks());
+  ASSERT_TRUE(prepared.ok()) << prepared.toString();
+  EI_SKIP_WITHOUT_GPU();
+  BuilderConfig cfg = f.config(/*strict=*/true);
+  for (const char* layer : {"c1", "ds", "c4", "ds2"})
+    cfg.forcedTactics[layer] = "cuda-i8.pw128x64.i8.-.f";
+  for (const char* layer : {"c3", "c6"}) cfg.forcedTactics[layer] = "cuda-i8.pw128x64.i8.i8.f";
+  cfg.forcedTactics["head"] = "cuda-i8.pw128x64.f16.-.f";  // (the graph output: fp16)
+  std::map<std::string, size_t> stepOf;                    // layer -> its step
+  const auto bitsOf = [&](const Engine& e) {
+    std::map<std::string, uint32_t> bits;  // layer -> its step's lastReads
+    const auto* ce = dynamic_cast<const runtime::cuda::CudaEngine*>(&e);
+    EXPECT_NE(ce, nullptr) << "not a CUDA engine";
+    if (!ce) return bits;
+    const auto& plan = ce->plan();
+    for (size_t i = 0; i < plan.steps.size(); ++i)
+      if (plan.steps[i].kind == runtime::cuda::StepKind::kTactic && plan.steps[i].node >= 0) {
+        const std::string& name = ce->graph().nodes[static_cast<size_t>(plan.steps[i].node)].name;
+        bits[name] = ce->lastReads(i);
+        stepOf[name] = i;
+      }
+    return bits;
+  };
+  auto hinted = Builder::buildFromFile(f.model, cfg);
+  ASSERT_TRUE(hinted.ok()) << hinted.status().toString();
+  std::map<std::string, uint32_t> bits = bitsOf(**hinted);
+  ASSERT_EQ(bits.size(), 7u) << "a step for each of the seven convolutions";
+  // x: read by c1 and ds, r2 by c4 and ds2 (the later of each pair reads it last; the plan
+  // orders them); r1 and ds's output by c3 (input 0 and the residual, input 3), r4 and ds2's by
+  // c6; r5 by head. Nothing reads the graph output y.
+  for (const auto& [a, b] : {std::pair<std::string, std::string>{"c1", "ds"}, {"c4", "ds2"}}) {
+    const bool aLast = stepOf[a] > stepOf[b];
+    EXPECT_EQ(bits[a], aLast ? 1u : 0u) << a;
+    EXPECT_EQ(bits[b], aLast ? 0u : 1u) << b;
+  }
+  EXPECT_EQ(bits["c3"], 1u | 8u);
+  EXPECT_EQ(bits["c6"], 1u | 8u);
+  EXPECT_EQ(bits["head"], 1u);
+  const Tensor want = runOnce(**hinted, f.sample);
+  ASSERT_GT(want.numel(), 0);
+  setenv("EDGEINFER_DISABLE_L2_HINTS", "1", 1);
+  auto plain = Builder::buildFromFile(f.model, cfg);
+  unsetenv("EDGEINFER_DISABLE_L2_HINTS");
+  ASSERT_TRUE(plain.ok()) << plain.status().toString();
+  for (const auto& [layer, b] : bitsOf(**plain)) EXPECT_EQ(b, 0u) << layer;
+  const Tensor got = runOnce(**plain, f.sample);
+  ASSERT_EQ(got.bytes(), want.bytes());
+  EXPECT_EQ(std::memcmp(got.raw(), want.raw(), want.bytes()), 0) << "the hints changed a result";
 }
 
 TEST(CudaInt8Engine, DamagedPlanScaleIsRefused_n) {

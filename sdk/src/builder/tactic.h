@@ -79,6 +79,10 @@ struct LaunchArgs {
   void* workspace = nullptr;
   size_t workspaceBytes = 0;
   void* stream = nullptr;  // cudaStream_t
+  /// Bit k: no later step reads input k (an activation, not a graph output), so a kernel may
+  /// read it under an L2 evict-first policy and leave more of the L2 to what it writes. Only a
+  /// hint: 0 (the builder's timing) is always correct.
+  uint32_t lastReads = 0;
 };
 
 class Tactic {

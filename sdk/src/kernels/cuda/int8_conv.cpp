@@ -261,6 +261,9 @@ class Int8ConvTactic final : public builder::Tactic {
     EI_RETURN_IF_ERROR(detail::checkConvLaunch(args, plan_.hasZ, id_));
     if (chained_ && (args.outputs.size() < 2 || !args.outputs[1]))
       return Status(ErrorCode::kInvalidArgument, id_ + ": missing the chained layer's output");
+    Int8ConvPlan plan = plan_;  // the L2 hints of this step's reads
+    plan.lastX = (args.lastReads & 1u) != 0;
+    plan.lastZ = (args.lastReads & (1u << 3)) != 0;
     Int8ConvArgs a;
     a.x = args.inputs[0];
     a.w = dW_.get();
@@ -275,7 +278,7 @@ class Int8ConvTactic final : public builder::Tactic {
       d.alpha = static_cast<const float*>(fold_->dAlpha_.get());
       d.bias = static_cast<const float*>(fold_->dBias_.get());
       a.z = nullptr;
-      return launchInt8ConvPointwiseFold(plan_, a, fold_->plan_, d, args.stream);
+      return launchInt8ConvPointwiseFold(plan, a, fold_->plan_, d, args.stream);
     }
     if (chained_) {  // output 1: the chained layer's
       Int8ConvArgs c;
@@ -283,7 +286,7 @@ class Int8ConvTactic final : public builder::Tactic {
       c.alpha = static_cast<const float*>(chain_->dAlpha_.get());
       c.bias = static_cast<const float*>(chain_->dBias_.get());
       c.y = args.outputs[1];
-      return launchInt8ConvPointwiseChain(plan_, a, chain_->plan_, c, args.stream);
+      return launchInt8ConvPointwiseChain(plan, a, chain_->plan_, c, args.stream);
     }
     if (const size_t ws = int8ConvWorkspaceBytes(plan_); ws > 0) {
       if (!args.workspace || args.workspaceBytes < ws)
@@ -292,7 +295,7 @@ class Int8ConvTactic final : public builder::Tactic {
                           " bytes of the split-K partial sums");
       a.workspace = args.workspace;
     }
-    return launchInt8Conv(plan_, a, args.stream);
+    return launchInt8Conv(plan, a, args.stream);
   }
 
  private:

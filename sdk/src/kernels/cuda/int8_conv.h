@@ -276,6 +276,10 @@ struct Int8ConvPlan {
   bool nanToZero = false;
   /// TMA and mma.sync kernels: the K steps split this many ways (1: not split; int8ConvSplits).
   int32_t splitK = 1;
+  /// This launch is the last to read x (lastX) or its residual, or a folded layer's input
+  /// (lastZ): the pointwise and halo kernels read them under an L2 evict-first policy
+  /// (dev::l2ReadPolicy). Set at enqueue from builder::LaunchArgs::lastReads.
+  bool lastX = false, lastZ = false;
 };
 
 /// Whether `kernel` is one of the mma.sync kernels.

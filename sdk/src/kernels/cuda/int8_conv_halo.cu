@@ -103,8 +103,9 @@ __global__ void __launch_bounds__(kHaloThreads, 2)
   dev::cpAsyncCommit();
   dev::waitForPriorGrids();  // the input, the residual and the output from here on
 
+  const uint64_t policy = dev::l2ReadPolicy(p.lastX);  // (where every thread runs)
   const auto loadTile = [&](int tile, int8_t* stage) {
-    halo::loadTile<kHaloThreads>(p, x, tile, stage, L.pitch, chunkDiv, tid);
+    halo::loadTile<kHaloThreads, true>(p, x, tile, stage, L.pitch, chunkDiv, tid, policy);
   };
 
   // Each lane's A rows (ldmatrix: row lane % 16 of its m16 group, K half lane / 16): the halo

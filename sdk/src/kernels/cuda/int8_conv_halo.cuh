@@ -38,11 +38,13 @@ __host__ __device__ inline int tiles(const Int8ConvPlan& p) {
 /// The halo of tile `tile` (image n, output rows [tr * rt, tr * rt + rt)) into `stage` by
 /// THREADS threads: input rows tr * rt - 1 to tr * rt + rt, columns -1 to Q, each pixel's C
 /// bytes at `pitch` bytes a pixel, (Q + 2) pixels a row; zeros outside the image (cp.async,
-/// committed by the caller). `chunkDiv`: dev::divSmall's multiplier for C / 16.
-template <int THREADS>
+/// committed by the caller). `chunkDiv`: dev::divSmall's multiplier for C / 16; HINT: the reads
+/// under the L2 policy `policy` (dev::l2ReadPolicy; the mma.sync kernel: in the wgmma one ptxas
+/// gave the copies' policy operand an odd uniform register, an illegal instruction).
+template <int THREADS, bool HINT>
 __device__ __forceinline__ void loadTile(const Int8ConvPlan& p, const int8_t* __restrict__ x,
-                                         int tile, int8_t* stage, int pitch, int chunkDiv,
-                                         int tid) {
+                                         int tile, int8_t* stage, int pitch, int chunkDiv, int tid,
+                                         uint64_t policy) {
   const int rt = tileRows(p.Q), perImage = (p.P + rt - 1) / rt;
   const int cols = p.Q + 2, chunks = p.C / 16, rowPieces = cols * chunks;
   const int n = tile / perImage, h0 = (tile - n * perImage) * rt - 1;
@@ -54,7 +56,11 @@ __device__ __forceinline__ void loadTile(const Int8ConvPlan& p, const int8_t* __
     for (int i = tid; i < rowPieces; i += THREADS) {
       const int hc = dev::divSmall(i, chunkDiv), ch = i - hc * chunks, iw = hc - 1;
       const bool valid = rowIn && iw >= 0 && iw < p.W;
-      dev::cpAsync<16>(dst + hc * pitch + ch * 16, valid ? src + iw * p.C + ch * 16 : x, valid);
+      if constexpr (HINT)
+        dev::cpAsync16Hint(dst + hc * pitch + ch * 16, valid ? src + iw * p.C + ch * 16 : x, valid,
+                           policy);
+      else
+        dev::cpAsync<16>(dst + hc * pitch + ch * 16, valid ? src + iw * p.C + ch * 16 : x, valid);
     }
   }
 }

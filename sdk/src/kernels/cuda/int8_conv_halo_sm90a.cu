@@ -115,8 +115,8 @@ __global__ void __launch_bounds__(kWgThreads, 2)
   dev::cpAsyncCommit();
   dev::waitForPriorGrids();
 
-  const auto loadTile = [&](int tile, int8_t* stage) {
-    halo::loadTile<kWgThreads>(p, x, tile, stage, L.pitch, chunkDiv, tid);
+  const auto loadTile = [&](int tile, int8_t* stage) {  // (no L2 policy: int8_conv_halo.cuh)
+    halo::loadTile<kWgThreads, false>(p, x, tile, stage, L.pitch, chunkDiv, tid, 0);
   };
 
   // This lane's A row (ldmatrix: row lane % 16 of its warp's 16, K half lane / 16).

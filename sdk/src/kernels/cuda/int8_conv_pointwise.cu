@@ -187,6 +187,18 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
   const int chunkDiv = (65536 + chunks - 1) / chunks;
   const int dChunks = kFold ? f.C / 16 : 1;  // the folded convolution's
   const int dChunkDiv = (65536 + dChunks - 1) / dChunks;
+  // The L2 policies of the input's and the residual's (or the folded layer's input's) reads:
+  // evict-first where this launch reads them last. Only the lean instances copy under a policy:
+  // in the general one (and in the wgmma halo kernel) ptxas (CUDA 13.0) gave the copies'
+  // cache-policy operand an odd uniform register, an illegal instruction on the H200 (the
+  // SASS of every instance that copies under a policy was checked for it).
+  const uint64_t xPolicy = dev::l2ReadPolicy(p.lastX), zPolicy = dev::l2ReadPolicy(p.lastZ);
+  const auto copyIn = [&](void* dst, const void* src, bool valid, uint64_t policy) {
+    if constexpr (kLean)
+      dev::cpAsync16Hint(dst, src, valid, policy);
+    else
+      dev::cpAsync<16>(dst, src, valid);
+  };
 
   // The weights (constants: read before waiting for the kernel before), their rows permuted
   // within each group of 32 channels: row 8b + c of a group holds channel 8 (c / 2) + 2b + c % 2.
@@ -236,7 +248,7 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
   // BM input rows of C bytes (n pieces) from `src` (an image of H x W pixels read with the
   // layer's strides) into `stage` (rows of C + 16 bytes) for the tile of output pixels from m0.
   const auto copyRows = [&](const int8_t* src, int C, int n, int div, int H, int W, int sh, int sw,
-                            int m0, int8_t* stage) {
+                            int m0, int8_t* stage, uint64_t policy) {
     if (kLean && sh == 1 && sw == 1) {  // output pixel m reads input pixel m
       // The tile's input rows are BM x C contiguous bytes: piece i is at byte 16 i of them and
       // at 16 (i + row) in the stage (rows of C + 16 bytes). (The general loop below computed
@@ -245,8 +257,8 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
       const int limit = (rows - m0) * n;  // the pieces of existing rows
       for (int i = tid; i < BM * n; i += kPwThreads) {
         const bool valid = i < limit;
-        dev::cpAsync<16>(stage + 16 * (i + dev::divSmall(i, div)), valid ? from + 16 * i : src,
-                         valid);
+        copyIn(stage + 16 * (i + dev::divSmall(i, div)), valid ? from + 16 * i : src, valid,
+               policy);
       }
     } else {
       const bool contiguous = sh == 1 && sw == 1;
@@ -259,8 +271,8 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
           pixel = (static_cast<int64_t>(t / p.P) * H + (t % p.P) * sh) * W +
                   static_cast<int64_t>(q) * sw;
         }
-        dev::cpAsync<16>(stage + r * (C + 16) + ch * 16, valid ? src + pixel * C + ch * 16 : src,
-                         valid);
+        copyIn(stage + r * (C + 16) + ch * 16, valid ? src + pixel * C + ch * 16 : src, valid,
+               policy);
       }
     }
   };
@@ -274,8 +286,8 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
       const int limit = (rows - m0) * chunks;  // the pieces of existing rows
       for (int i = tid; i < BM * chunks; i += kPwThreads) {
         const bool valid = i < limit;
-        dev::cpAsync<16>(stage + 16 * (i + dev::divSmall(i, chunkDiv)), valid ? src + 16 * i : x,
-                         valid);
+        copyIn(stage + 16 * (i + dev::divSmall(i, chunkDiv)), valid ? src + 16 * i : x, valid,
+               xPolicy);
       }
     } else {
       for (int i = tid; i < BM * chunks; i += kPwThreads) {
@@ -287,12 +299,13 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
           pixel = (static_cast<int64_t>(t / p.P) * p.H + (t % p.P) * p.strideH) * p.W +
                   static_cast<int64_t>(q) * p.strideW;
         }
-        dev::cpAsync<16>(stage + r * L.aPitch + ch * 16, valid ? x + pixel * p.C + ch * 16 : x,
-                         valid);
+        copyIn(stage + r * L.aPitch + ch * 16, valid ? x + pixel * p.C + ch * 16 : x, valid,
+               xPolicy);
       }
     }
     if constexpr (kFold)
-      copyRows(f.x, f.C, dChunks, dChunkDiv, f.H, f.W, f.strideH, f.strideW, m0, stage + L.aBytes);
+      copyRows(f.x, f.C, dChunks, dChunkDiv, f.H, f.W, f.strideH, f.strideW, m0, stage + L.aBytes,
+               zPolicy);
     if constexpr (kLean && kZ && !kFold) {
       // An int8 residual, BN / 16 pieces a row (a power of two): a thread keeps its column and
       // steps kPwThreads / (BN / 16) rows at a time, its source and destination by constants.
@@ -307,7 +320,7 @@ __global__ void __launch_bounds__(kPwThreads, BN == 64 ? 3 : 2)
 #pragma unroll
       for (int pass = 0; pass < BM / kRowStep; ++pass) {
         const bool valid = colIn && r < rowsLeft;
-        dev::cpAsync<16>(zdst, valid ? zsrc : zp, valid);
+        copyIn(zdst, valid ? zsrc : zp, valid, zPolicy);
         r += kRowStep, zsrc += srcStep, zdst += kRowStep * (BN + 32);
       }
     } else if (!kLean && zb != 0) {  // (zb: 1 or 2)

@@ -33,6 +33,30 @@ __device__ __forceinline__ void cpAsync(void* dst, const void* src, bool valid) 
 #endif
 }
 
+/// An L2 cache policy for a kernel's reads (PTX createpolicy): evict-first where the kernel is
+/// the last to read the tensor (its lines are the first the L2 gives up, so that it keeps more
+/// of what the kernel writes for the kernel after), evict-normal (the default) otherwise.
+__device__ __forceinline__ uint64_t l2ReadPolicy(bool lastRead) {
+  uint64_t policy = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if (lastRead)
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  else
+    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(policy));
+#endif
+  return policy;
+}
+
+/// cpAsync<16> under the L2 cache policy `policy` (l2ReadPolicy).
+__device__ __forceinline__ void cpAsync16Hint(void* dst, const void* src, bool valid,
+                                              uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(smemAddr(dst)),
+      "l"(src), "r"(valid ? 16 : 0), "l"(policy));
+#endif
+}
+
 /// Closes this thread's group of cp.async copies issued since the last commit.
 __device__ __forceinline__ void cpAsyncCommit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

@@ -152,7 +152,9 @@ class StemConvTactic final : public builder::Tactic {
     a.bias = static_cast<const float*>(dB_.get());
     a.z = plan_.hasZ ? args.inputs[3] : nullptr;
     a.y = args.outputs[0];
-    return launchStemConv(plan_, a, maxBlocks_, args.stream);
+    StemConvPlan plan = plan_;
+    plan.lastX = (args.lastReads & 1u) != 0;
+    return launchStemConv(plan, a, maxBlocks_, args.stream);
   }
 
  private:

@@ -99,11 +99,12 @@ __device__ __forceinline__ PatchRows patchRows(const StemConvPlan& p, int patchH
 /// `raw` (row j at j * rowChunks pieces), zeros outside the image. `async`: every input row
 /// starts on a 16-byte boundary (the tensor's address and row length allow it), so each piece
 /// is wholly inside or outside a row and goes by one cp.async (zero-filled outside), which the
-/// caller waits for; otherwise value by value, loaded and stored now.
+/// caller waits for, under the L2 policy `policy`; otherwise value by value, loaded and stored
+/// now.
 template <StemInput XF, int kThreads>
 __device__ __forceinline__ void copyPatchRows(const StemConvPlan& p, const void* __restrict__ x,
                                               unsigned char* raw, const PatchRows& pr, int n,
-                                              int h0, int patchH, bool async) {
+                                              int h0, int patchH, bool async, uint64_t policy) {
   constexpr bool kNchw = XF != StemInput::kHalfNhwc;
   constexpr int E = valueBytes<XF>(), V = 16 / E;
   const int tid = static_cast<int>(threadIdx.x);
@@ -137,7 +138,7 @@ __device__ __forceinline__ void copyPatchRows(const StemConvPlan& p, const void*
       for (int ph = phase; ph < patchH;
            ph += phases, h += phases, rowSrc += srcStep, d += dstStep) {
         const bool in = colIn && h >= 0 && h < p.H;
-        dev::cpAsync<16>(d, in ? rowSrc : xt, in);
+        dev::cpAsync16Hint(d, in ? rowSrc : xt, in, policy);
       }
     } else {
       for (int ph = phase; ph < patchH;
@@ -437,6 +438,9 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
   // Launched with launchAsDependent(): the weights above are the tactic's own constants; the
   // input comes from the kernel before, and the output may be memory it still reads.
   dev::dependentKernelStart();
+  // The input rows' L2 policy: evict-first where this launch reads them last (made here, where
+  // every thread runs: see int8_conv_pointwise.cu).
+  const uint64_t readPolicy = dev::l2ReadPolicy(p.lastX);
   // The tile's origin: image n, first output row p0 and column q0.
   const auto origin = [&](int tile, int* n, int* p0, int* q0) {
     const int rest = divide(tilesQ, tile), img = divide(tilesP, rest);
@@ -446,7 +450,8 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
     int n, p0, q0;
     origin(blockIdx.x, &n, &p0, &q0);
     const PatchRows pr = patchRows<XF>(p, patchH, patchW, q0 * p.strideW - p.padLeft);
-    copyPatchRows<XF, kThreads>(p, x, raw, pr, n, p0 * p.strideH - p.padTop, patchH, asyncRows);
+    copyPatchRows<XF, kThreads>(p, x, raw, pr, n, p0 * p.strideH - p.padTop, patchH, asyncRows,
+                                readPolicy);
   }
   dev::cpAsyncCommit();
   // Patch offsets (bytes) of this thread's four pixels: fragment a (tile row 2 * warp + a),
@@ -486,7 +491,7 @@ __global__ void __launch_bounds__(WARPS * 32, 16 / WARPS)
         origin(next, &nn, &np0, &nq0);
         const PatchRows pr = patchRows<XF>(p, patchH, patchW, nq0 * p.strideW - p.padLeft);
         copyPatchRows<XF, kThreads>(p, x, raw, pr, nn, np0 * p.strideH - p.padTop, patchH,
-                                    asyncRows);
+                                    asyncRows, readPolicy);
       }
       dev::cpAsyncCommit();
     }

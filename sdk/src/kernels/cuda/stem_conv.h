@@ -110,6 +110,9 @@ struct StemConvPlan {
   bool hasZ = false;
   bool int8Out = false;  ///< y int8 NHWC quantized with yScale (no Z), else fp16 NHWC
   float yScale = 0.f;
+  /// The launch is the last to read x: its rows are copied under an L2 evict-first policy
+  /// (builder::LaunchArgs::lastReads).
+  bool lastX = false;
 };
 
 /// Output rows of a block's tile (its width is 16 pixels).

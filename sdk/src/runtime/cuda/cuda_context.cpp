@@ -398,6 +398,7 @@ class CudaContext final : public ExecutionContext {
           if (s.inputs[k] >= 0) args.inputs[k] = ptrs[static_cast<size_t>(s.inputs[k])];
         for (size_t k = 0; k < s.outputs.size(); ++k)
           args.outputs[k] = ptrs[static_cast<size_t>(s.outputs[k])];
+        args.lastReads = engine_.lastReads(i);
         EI_RETURN_IF_ERROR(engine_.tactic(i)->enqueue(args).withContext(
             "layer '" + engine_.layer(i).node->name + "' (" + s.tactic + ")"));
         break;

@@ -302,6 +302,26 @@ Status CudaEngine::materialize(std::vector<std::unique_ptr<builder::Tactic>> tac
       l = std::max(l, static_cast<int64_t>(i));
     }
   }
+  // The last step to read each root (graph outputs: none, the user reads them): its reads of
+  // that input may leave the L2 first (builder::LaunchArgs::lastReads).
+  {
+    std::vector<int64_t> lastRead(numTensors, -1);
+    for (size_t i = 0; i < numSteps; ++i)
+      for (int t : plan_.steps[i].inputs)
+        if (t >= 0)
+          lastRead[static_cast<size_t>(roots_[static_cast<size_t>(t)])] = static_cast<int64_t>(i);
+    for (const auto& [name, t] : plan_.graphOutputs) lastRead[static_cast<size_t>(roots_[t])] = -1;
+    lastReads_.assign(numSteps, 0u);
+    const char* off = std::getenv("EDGEINFER_DISABLE_L2_HINTS");  // to measure without
+    for (size_t i = 0; i < numSteps && !(off && off[0] == '1'); ++i) {
+      const auto& in = plan_.steps[i].inputs;
+      for (size_t k = 0; k < in.size() && k < 32; ++k)
+        if (in[k] >= 0 && !plan_.tensors[static_cast<size_t>(in[k])].constant &&
+            lastRead[static_cast<size_t>(roots_[static_cast<size_t>(in[k])])] ==
+                static_cast<int64_t>(i))
+          lastReads_[i] |= 1u << k;
+    }
+  }
   stretchLifetimes(access, schedule_, &last);
   for (const auto& [name, t] : plan_.graphOutputs) last[static_cast<size_t>(roots_[t])] = end;
   for (const auto& [name, t] : plan_.graphInputs) {

@@ -59,6 +59,8 @@ class CudaEngine final : public Engine {
   /// or a CPU-fallback layer: one stream).
   const StreamSchedule& streams() const { return schedule_; }
   size_t workspaceBytes() const { return workspace_; }
+  /// Bit k: step `step` is the last to read its input k (builder::LaunchArgs::lastReads).
+  uint32_t lastReads(size_t step) const { return lastReads_[step]; }
   int64_t weightBytes() const { return weightBytes_; }
   int deviceId() const { return deviceId_; }
   bool hasCpuSteps() const { return cpuSteps_ > 0; }
@@ -83,6 +85,7 @@ class CudaEngine final : public Engine {
   std::vector<int> roots_;
   std::vector<int64_t> bytes_;
   std::vector<int64_t> offsets_;
+  std::vector<uint32_t> lastReads_;  // per step
   MemoryPlan memory_;
   StreamSchedule schedule_;
   size_t workspace_ = 0;
