@@ -96,8 +96,8 @@ cuda::Int8ConvArgs refusedArgs() {
 /// where the layer fits it so, else the cp.async 128x128k128 and 128x64k128 for R*S*C > 64;
 /// for K % 32 == 0 the persistent register-epilogue forms of the TMA 128x128, 128x64 and
 /// 128x128k128 where their TMA kernel is offered, and where the layer has many tiles
-/// (int8ConvManyTiles) the one-block ones: tmap128x64, tmard128x128k128, tmap128x128k128 and
-/// (K > 128) tmard128x256k128;
+/// (int8ConvManyTiles) the one-block ones: tmap128x64, tmard128x128k128, tmap128x128k128,
+/// (K > 128) tmard128x256k128 and (many tiles of 192 pixels) tmard192x128k128;
 /// and each TMA kernel again for every split-K factor int8ConvSplits gives it (and the driver
 /// says runs), or where no TMA kernel runs the layer, each mma.sync kernel; for 1x1 layers the
 /// pointwise kernels int8ConvPointwiseFits admits, 128x64, 128x128 (K > 64) and 64x256
@@ -127,9 +127,11 @@ Offered offered(const I8Case& c) {
     const bool k128 = !tma128 && c.R * c.S * c.C > 64;
     o.kernels = 3 + 3 + (c.K > 128 ? 1 : 0) + (tma128 ? 1 : k128 ? 2 : 0);
     if (c.K % 32 == 0) {  // the tmar forms, and the tmard and tmap ones on layers of many tiles
-      const auto many = [&](int bn) { return cuda::int8ConvManyTiles(p, bn, sms) ? 1 : 0; };
+      const auto many = [&](int bn, int bm = 128) {
+        return cuda::int8ConvManyTiles(p, bn, sms, bm) ? 1 : 0;
+      };
       o.kernels += (tma64 ? 2 + many(64) : 0) +
-                   (tma128 ? 1 + 2 * many(128) + (c.K > 128 ? many(256) : 0) : 0);
+                   (tma128 ? 1 + 2 * many(128) + (c.K > 128 ? many(256) : 0) + many(128, 192) : 0);
     }
     o.tma = tma64 || tma128;
     o.cpAsyncWgmma = !tma64 || k128;
@@ -539,7 +541,11 @@ TEST(CudaInt8Conv, TmaKernelsAcrossStridesPaddingAndTiles) {
 //     tmar128x128 and tmar128x64, 400 and 800 tiles for at most two blocks a multiprocessor;
 //   - a 1x1 layer on 2 images of 97x103 (157 tiles), C = 128, 160 output channels (tiles of 256
 //     with 5 of their 8 groups of 32 in): the K steps of 128 bytes, tmar128x128k128 and the
-//     one-block tmard128x128k128 and tmard128x256k128 (314 tiles for 132 blocks on an H100).
+//     one-block tmard128x128k128 and tmard128x256k128 (314 tiles for 132 blocks on an H100),
+//     and tmard192x128k128 (105 x 2 tiles of 192 pixels, the last one partial);
+//   - a 3x3 window on 2 images of 57x61, C = 128, 160 output channels: the 192-pixel im2col
+//     boxes of tmard192x128k128 across image rows and images (37 x 2 tiles) and 9 window
+//     positions of 128-byte K steps.
 // With a residual and Relu: the lean epilogue instance (fast rounding to int8, an int8
 // residual) and the general one (the bit-exact rounding, fp16 outputs or residuals), every
 // output against the host reference.
@@ -549,7 +555,8 @@ TEST(CudaInt8Conv, TmaRegisterEpilogueKernelsWalkManyTiles) {
   struct Case {
     int64_t C, K, H, W, RS;
   };
-  for (const Case& k : {Case{64, 96, 157, 163, 3}, Case{128, 160, 97, 103, 1}}) {
+  for (const Case& k :
+       {Case{64, 96, 157, 163, 3}, Case{128, 160, 97, 103, 1}, Case{128, 160, 57, 61, 3}}) {
     SCOPED_TRACE("C " + std::to_string(k.C) + ", K " + std::to_string(k.K) + ", " +
                  std::to_string(k.RS) + "x" + std::to_string(k.RS));
     I8Case c;
@@ -565,6 +572,17 @@ TEST(CudaInt8Conv, TmaRegisterEpilogueKernelsWalkManyTiles) {
     c.pads = {pad, pad, pad, pad};
     c.residual = true;
     checkAllCandidates(c, true, 4, "cuda-i8.tmar");
+    if (k.C == 128) {  // the 192-pixel tiles were among them where the layer has enough tiles
+      int dev = 0, sms = 0;
+      ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+      ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), cudaSuccess);
+      Int8ConvProvider prov;
+      const auto cands = prov.candidates(c.layer, Precision::kInt8);
+      const auto n192 = std::count_if(cands.begin(), cands.end(), [](const auto& t) {
+        return t->id().rfind("cuda-i8.tmard192x128k128.", 0) == 0;
+      });
+      EXPECT_EQ(n192 > 0, cuda::int8ConvManyTiles(planOf(c), 128, sms, 192)) << sms;
+    }
   }
 }
 
@@ -597,6 +615,14 @@ TEST(CudaInt8Conv, TmaRegisterEpilogueKernelsRefuseKNotOf32AndSplitK_n) {
   EXPECT_TRUE(cuda::int8ConvManyTiles(p, 128, 48)) << "25 tiles";
   EXPECT_TRUE(cuda::int8ConvManyTiles(p, 64, 100)) << "50 tiles";
   EXPECT_FALSE(cuda::int8ConvManyTiles(p, 64, 0)) << "no device";
+  // Tiles of 192 pixels: 3136 pixels are 17 of them (the last partial), x 1 slice of 96.
+  EXPECT_TRUE(cuda::int8ConvManyTiles(p, 128, 34, 192)) << "17 tiles";
+  EXPECT_FALSE(cuda::int8ConvManyTiles(p, 128, 35, 192)) << "17 tiles";
+  EXPECT_FALSE(cuda::int8ConvManyTiles(p, 128, 34, 0)) << "no tile";
+  EXPECT_TRUE(cuda::isInt8ConvTmaRegKernel(cuda::Int8ConvKernel::kTmaRD192x128k128));
+  EXPECT_FALSE(cuda::isInt8ConvTmaKernel(cuda::Int8ConvKernel::kTmaRD192x128k128));
+  EXPECT_EQ(cuda::int8ConvTmaTile(cuda::Int8ConvKernel::kTmaRD192x128k128).bm, 192);
+  EXPECT_EQ(cuda::int8ConvTmaTile(cuda::Int8ConvKernel::kTmaRD192x128k128).bk, 128);
   // The weights' permutation: within each group of 32, a bijection (channels 8t .. 8t + 7 of
   // the group at the accumulator columns 2t, 2t + 1 of its four 8-column tiles).
   std::set<int> seen;

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <regex>
 #include <tuple>
 #include <utility>
@@ -125,6 +124,8 @@ const char* kernelName(const Int8ConvPlan& p) {
       return "tmard128x128k128";
     case Int8ConvKernel::kTmaRD128x256k128:
       return "tmard128x256k128";
+    case Int8ConvKernel::kTmaRD192x128k128:
+      return "tmard192x128k128";
     case Int8ConvKernel::kTmaP128x128k128:
       return "tmap128x128k128";
     case Int8ConvKernel::kTmaP128x64:
@@ -487,9 +488,10 @@ size_t int8ConvWorkspaceBytes(const Int8ConvPlan& p) {
   return static_cast<size_t>(int64_t{p.splitK} * p.N * p.P * p.Q * cols) * sizeof(int32_t);
 }
 
-bool int8ConvManyTiles(const Int8ConvPlan& p, int bn, int sms) {
+bool int8ConvManyTiles(const Int8ConvPlan& p, int bn, int sms, int bm) {
   const int64_t rows = int64_t{p.N} * p.P * p.Q;
-  const int64_t tiles = (rows + 127) / 128 * ((int64_t{p.K} + bn - 1) / bn);
+  if (bm <= 0 || bn <= 0) return false;
+  const int64_t tiles = (rows + bm - 1) / bm * ((int64_t{p.K} + bn - 1) / bn);
   return sms > 0 && 2 * tiles >= sms;
 }
 
@@ -595,6 +597,8 @@ std::vector<std::unique_ptr<builder::Tactic>> Int8ConvProvider::candidates(
         }
         if (plan.K > 128 && int8ConvManyTiles(plan, 256, detail::deviceSmCount()))
           kernels.emplace_back(Int8ConvKernel::kTmaRD128x256k128, 16);
+        if (int8ConvManyTiles(plan, 128, detail::deviceSmCount(), 192))
+          kernels.emplace_back(Int8ConvKernel::kTmaRD192x128k128, 16);
       }
       if (tma128) {
         kernels.emplace_back(Int8ConvKernel::kTma128x128k128, 16);

@@ -64,7 +64,11 @@
 //           main loop. No split K. "tmard128x128k128", "tmard128x256k128" (K > 128): the same
 //           with one block a multiprocessor and a deeper stage ring (6 and 4 steps of 128
 //           bytes ahead of the wgmmas; offered where the layer has at least half as many tiles
-//           as the device has multiprocessors, int8ConvManyTiles). "tmap128x128k128",
+//           as the device has multiprocessors, int8ConvManyTiles). "tmard192x128k128": tiles
+//           of 192 pixels on three consumer warpgroups, 5 stages, for the layers whose tiles of
+//           128 leave a last wave mostly idle (ResNet-50's 14x14 layers at batch 64: 12,544
+//           pixels are 98 tiles of 128x256 or 196 of 128x128 for 132 multiprocessors, 66 x 2
+//           tiles of 192x128). "tmap128x128k128",
 //           "tmap128x64" (the same layers): one block a
 //           multiprocessor, deep rings, and the two consumer warpgroups each on every other tile
 //           (all its rows), their main loops taking turns, so one's epilogue runs under the
@@ -159,6 +163,7 @@ enum class Int8ConvKernel : int32_t {
   kTmaP128x128k128,   ///< register epilogue, pingpong warpgroups, 128 x 128, BK 128, 6 stages
   kTmaP128x64,        ///< register epilogue, pingpong warpgroups, 128 x 64, 10 stages
   kPw64x128,          ///< 1x1, persistent, mma.sync, 64 x 128 (two blocks an SM where C = 256)
+  kTmaRD192x128k128,  ///< register epilogue, 192 x 128 (three consumer warpgroups), 5 stages
 };
 
 /// Whether `kernel` is one of the pointwise (1x1) persistent kernels.
@@ -176,7 +181,8 @@ inline bool isInt8ConvTmaKernel(Int8ConvKernel kernel) {
 /// (int8_conv_tma_sm90a.cu; tmar, tmard, tmap: the last run of the enum): their weights' rows
 /// permuted (int8ConvPermutedChannel), K % 32 == 0, no split K.
 inline bool isInt8ConvTmaRegKernel(Int8ConvKernel kernel) {
-  return kernel >= Int8ConvKernel::kTmaR128x128 && kernel <= Int8ConvKernel::kTmaP128x64;
+  return (kernel >= Int8ConvKernel::kTmaR128x128 && kernel <= Int8ConvKernel::kTmaP128x64) ||
+         kernel == Int8ConvKernel::kTmaRD192x128k128;
 }
 
 /// The output channel that row `r` of the weights holds for the kernels whose epilogue runs
@@ -221,6 +227,8 @@ inline Int8ConvTile int8ConvTmaTile(Int8ConvKernel kernel) {
       return {128, 64, 64};
     case Int8ConvKernel::kTmaRD128x256k128:
       return {128, 256, 128};
+    case Int8ConvKernel::kTmaRD192x128k128:
+      return {192, 128, 128};
     case Int8ConvKernel::kTmaR128x128:
       return {128, 128, 64};
     case Int8ConvKernel::kTmaR128x64:
@@ -403,10 +411,10 @@ bool int8ConvTmaFits(const Int8ConvPlan& plan, int bk);
 /// offers only the splits that run.
 bool int8ConvTmaSplitRuns(Int8ConvKernel kernel, int split);
 
-/// Whether the layer of `plan` has at least half as many tiles of 128 output pixels x `bn`
+/// Whether the layer of `plan` has at least half as many tiles of `bm` output pixels x `bn`
 /// channels as the device has multiprocessors (`sms`): where the provider offers the
 /// one-block-a-multiprocessor TMA kernels (tmard, tmap).
-bool int8ConvManyTiles(const Int8ConvPlan& plan, int bn, int sms);
+bool int8ConvManyTiles(const Int8ConvPlan& plan, int bn, int sms, int bm = 128);
 
 /// The split-K factors the provider offers for plan.kernel, a TMA kernel (not 128x256) or an
 /// mma.sync one, on a device of `sms` multiprocessors: for a layer of fewer tiles than

@@ -348,11 +348,15 @@ __global__ void __launch_bounds__((tmaRegThreads<BM, BN, BK, LEAN, STAGES, PINGP
     }
   dev::waitForPriorGrids();
 
-  // A producer warpgroup keeps 40 registers a thread, the two consumer warpgroups get 232
-  // (128 x 40 + 256 x 232 <= 65,536).
+  // A producer warpgroup keeps 40 registers a thread, the consumer warpgroups share the rest
+  // in multiples of 8: two get 232 (128 x 40 + 256 x 232 <= 65,536), three 152.
   constexpr bool kProducerGroup =
       tmaRegThreads<BM, BN, BK, LEAN, STAGES, PINGPONG>() == kConsumers + 128;
-  static_assert(!kProducerGroup || kConsumers == 256, "setmaxnreg's budget: two consumer groups");
+  constexpr int kConsumerRegs = (65536 - 128 * 40) / kConsumers / 8 * 8;
+  static_assert(
+      !kProducerGroup || (kConsumers % 128 == 0 && kConsumerRegs >= 128 && kConsumerRegs <= 256 &&
+                          128 * 40 + kConsumers * kConsumerRegs <= 65536),
+      "setmaxnreg's budget");
   if (tid >= kConsumers) {
     if constexpr (kProducerGroup)
       asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
@@ -385,7 +389,8 @@ __global__ void __launch_bounds__((tmaRegThreads<BM, BN, BK, LEAN, STAGES, PINGP
     }
     return;  // (no block barrier follows)
   }
-  if constexpr (kProducerGroup) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+  if constexpr (kProducerGroup)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs) : "memory");
 
   // The consumers. Cooperative: warpgroup wg computes rows [64 wg, 64 wg + 64) of each tile;
   // pingpong: all rows of every other tile, m64 block mw its rows [64 mw, 64 mw + 64). This
@@ -729,6 +734,8 @@ Status launchInt8ConvTma(const Int8ConvPlan& p, const Int8ConvArgs& a, void* str
       return launchTmaReg<128, 128, 128, 6>(p, a, st);
     case Int8ConvKernel::kTmaRD128x256k128:
       return launchTmaReg<128, 256, 128, 4>(p, a, st);
+    case Int8ConvKernel::kTmaRD192x128k128:
+      return launchTmaReg<192, 128, 128, 5>(p, a, st);
     case Int8ConvKernel::kTmaP128x128k128:
       return launchTmaReg<128, 128, 128, 6, true>(p, a, st);
     case Int8ConvKernel::kTmaP128x64:
