@@ -178,7 +178,8 @@ inline bool isInt8ConvTmaKernel(Int8ConvKernel kernel) {
 }
 
 /// Whether `kernel` is one of the persistent TMA kernels with the epilogue from registers
-/// (int8_conv_tma_sm90a.cu; tmar, tmard, tmap: the last run of the enum): their weights' rows
+/// (int8_conv_tma_sm90a.cu; tmar, tmard, tmap: kTmaR128x128 .. kTmaP128x64 and
+/// kTmaRD192x128k128): their weights' rows
 /// permuted (int8ConvPermutedChannel), K % 32 == 0, no split K.
 inline bool isInt8ConvTmaRegKernel(Int8ConvKernel kernel) {
   return (kernel >= Int8ConvKernel::kTmaR128x128 && kernel <= Int8ConvKernel::kTmaP128x64) ||
