@@ -158,7 +158,7 @@ if [[ -f $models/blazeface/blazeface_front_128.onnx && -f $media/faces/2008_0025
   mkdir -p "$work/photos"
   cp "$media"/faces/*.jpg "$work/photos/"
   n=$(ls "$work/photos"/*.jpg | wc -l)
-  check "blazeface calibrates on real photos" bash -c "'$cli' calibrate --config '$models/blazeface/model.json' --data '$work/photos' --method minmax --report --report-images 2 --exclude-worst 2 -o '$work/bf.calib' >'$work/bf.out' 2>'$work/bf.err'"
+  check "blazeface calibrates on real photos" bash -c "'$cli' calibrate --config '$models/blazeface/model.json' --data '$work/photos' --method minmax --report --report-images 2 --exclude-worst 2 --output-layers int8 -o '$work/bf.calib' >'$work/bf.out' 2>'$work/bf.err'"
   check "progress shows images and ETA" bash -c "grep -q 'ranges: $n/$n images' '$work/bf.err' && grep -q 'ETA' '$work/bf.err'"
   check "report names blazeface layers" grep -q "StatefulPartitionedCall" "$work/bf.out"
   check "--decoder-view reports blazeface as its decoder reads it" bash -c "'$cli' calibrate --config '$models/blazeface/model.json' --data '$work/photos' --method minmax --report --report-images 2 --decoder-view -o '$work/bfv.calib' 2>/dev/null | grep -q 'compared as the SSD decoder reads them'"
@@ -169,7 +169,15 @@ import json, sys
 r = json.load(open('$work/bfa.json'))
 p = r['with_policy']['agreement']
 kept = sum(1 for l in r['layers'] if l['policy'] != 'int8')
-sys.exit(0 if p['total'] > 0 and p['matched'] == p['total'] and kept == r['kept_for_agreement'] else 1)"
+heads = sum(1 for l in r['layers'] if l['output_layer'])
+sys.exit(0 if p['total'] > 0 and p['matched'] == p['total'] and heads == r['kept_output_layers'] > 0 and kept == r['kept_for_agreement'] + heads else 1)"
+  check "a detector's config keeps its output layers (the heads) out of INT8" bash -c "'$cli' calibrate --config '$models/blazeface/model.json' --data '$work/photos' --method minmax --report --report-images 1 --report-json '$work/bfo.json' -o '$work/bfo.calib' 2>/dev/null | grep -q 'layer(s) computing the model.s outputs kept out of INT8 (policy marked \*)' && '$py' -c \"
+import json, sys
+r = json.load(open('$work/bfo.json'))
+heads = [l['layer'] for l in r['layers'] if l['output_layer']]
+sys.exit(0 if len(heads) == r['kept_output_layers'] == 4 and all(l['policy'] == 'fp16' for l in r['layers'] if l['output_layer']) else 1)\""
+  check "--output-layers int8: the heads in INT8 too" bash -c "'$cli' calibrate --config '$models/blazeface/model.json' --data '$work/photos' --method minmax --output-layers int8 -o '$work/bfn.calib' 2>/dev/null && [[ \$(grep -c '^layer fp16 ' '$work/bfn.calib') -eq 0 ]]"
+  check "bad --output-layers_n" expect_exit 2 "--output-layers must be keep, int8 or auto, not 'some'" "$cli" calibrate --config "$models/blazeface/model.json" --data "$work/photos" --output-layers some -o "$work/bfx.calib"
   check "build --calibration-data --min-agreement: the target reaches the calibration" bash -c "'$cli' build '$models/blazeface/blazeface_front_128.onnx' --config '$models/blazeface/model.json' --backend cpu --int8 --calibration-data '$work/photos' --min-agreement 1 -o '$work/bfa.engine' 2>&1 >/dev/null | grep -q 'target 100.0 %, [0-9]* layer(s) kept out of INT8 for it' && [[ -s '$work/bfa.engine' ]]"
   check "bad --agreement-backend_n" expect_exit 2 "--agreement-backend must be cpu, cuda or auto" "$cli" calibrate --config "$models/blazeface/model.json" --data "$work/photos" --min-agreement 0.9 --agreement-backend tpu -o "$work/bfj.calib"
   if "$cli" device 2>/dev/null | grep -q "^GPU: none usable"; then

@@ -23,6 +23,7 @@
 #include "edgeinfer/logger.h"
 #include "edgeinfer/vision/model_config.h"
 #include "edgeinfer/vision/video.h"
+#include "edgeinfer/vision/vision_model.h"
 #include "kernels/ref/ref_kernels.h"
 #include "log_capture.h"
 #include "quant/qdq.h"
@@ -225,6 +226,44 @@ std::string residualModel() {
   m.node("Conv", {"x", "wa"}, {"a"}, "convA");
   m.node("Add", {"b", "a"}, {"s"}, "add");
   m.node("Relu", {"s"}, {"y"}, "relu");
+  return m.bytes();
+}
+
+/// A detector in small: x[1,3,8,8] -> ConvA+Relu -> ConvC+Relu -> r, then two heads on r:
+/// ConvS -> Transpose -> Reshape -> Sigmoid -> "scores", ConvB -> Reshape -> "boxes". ConvS and
+/// ConvB compute the outputs; ConvA and ConvC do not.
+std::string headsModel() {
+  TestModel m;
+  m.input("x", {1, 3, 8, 8}).output("scores").output("boxes");
+  m.randomInitializer("wa", {4, 3, 3, 3}, 5, -0.5f, 0.5f);
+  m.randomInitializer("wc", {4, 4, 3, 3}, 6, -0.5f, 0.5f);
+  m.randomInitializer("ws", {2, 4, 1, 1}, 7, -0.5f, 0.5f);
+  m.randomInitializer("wb", {4, 4, 1, 1}, 8, -0.5f, 0.5f);
+  m.initializerI64("shapeS", {3}, {1, 128, 1});
+  m.initializerI64("shapeB", {3}, {1, 64, 4});
+  auto& ca = m.node("Conv", {"x", "wa"}, {"a"}, "convA");
+  TestModel::attrInts(ca, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"a"}, {"ra"}, "reluA");
+  auto& cc = m.node("Conv", {"ra", "wc"}, {"c"}, "convC");
+  TestModel::attrInts(cc, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"c"}, {"r"}, "reluC");
+  m.node("Conv", {"r", "ws"}, {"s"}, "convS");
+  auto& t = m.node("Transpose", {"s"}, {"st"}, "transposeS");
+  TestModel::attrInts(t, "perm", {0, 2, 3, 1});
+  m.node("Reshape", {"st", "shapeS"}, {"sr"}, "reshapeS");
+  m.node("Sigmoid", {"sr"}, {"scores"}, "sigmoidS");
+  m.node("Conv", {"r", "wb"}, {"b"}, "convB");
+  m.node("Reshape", {"b", "shapeB"}, {"boxes"}, "reshapeB");
+  return m.bytes();
+}
+
+/// One convolution, x -> Conv -> y: its only layer computes the output.
+std::string oneConvModel() {
+  TestModel m;
+  m.input("x", {1, 3, 8, 8}).output("y");
+  m.randomInitializer("w", {4, 3, 3, 3}, 9, -0.5f, 0.5f);
+  auto& c = m.node("Conv", {"x", "w"}, {"y"}, "conv");
+  TestModel::attrInts(c, "pads", {1, 1, 1, 1});
   return m.bytes();
 }
 
@@ -952,6 +991,132 @@ TEST(Calibrate, ExcludeThresholdKeepsLayersBelowTheCosine) {
   for (const auto& l : r->report.layers)
     EXPECT_EQ(l.policy, l.modelError.cosine < 1.0 ? Precision::kFp16 : Precision::kInt8);
   EXPECT_EQ(r->report.withPolicy.cosine, 1.0) << "nothing in INT8: FP32 exactly";
+}
+
+// The heads (the layers computing the outputs, found back through Sigmoid, Reshape,
+// Transpose) kept out of INT8, with and without the report; the body stays INT8. Off by default.
+TEST(Calibrate, OutputLayersAreKeptOutOfInt8WhenAsked) {
+  TempDir dir;
+  const std::string model = dir.write("m.onnx", headsModel());
+  writeSamples(dir, "data", 3, 31);
+  for (const bool report : {false, true}) {
+    SCOPED_TRACE(report ? "with the report" : "without the report");
+    auto src = tensorSource(dir.file("data"));
+    ASSERT_TRUE(src);
+    CalibrationOptions opt;
+    opt.calibrator.method = CalibrationMethod::kMinMax;
+    opt.report = report;
+    opt.outputLayers = CalibrationOptions::OutputLayers::kKeep;
+    test::LogCapture logs;
+    auto r = calibrate(model, *src, opt);
+    ASSERT_TRUE(r.ok()) << r.status().toString();
+    ASSERT_EQ(r->cache.layerPrecision.size(), 4u);
+    for (const auto& [name, p] : r->cache.layerPrecision) {
+      const bool head =
+          name.find("convS") != std::string::npos || name.find("convB") != std::string::npos;
+      EXPECT_EQ(p, head ? Precision::kFp16 : Precision::kInt8) << name;
+    }
+    EXPECT_EQ(r->cache.excludedLayers().size(), 2u);
+    EXPECT_EQ(logs.count(Severity::kInfo, "2 layer(s) computing the model's outputs"), 1)
+        << logs.all();
+    EXPECT_EQ(r->hasReport, report);
+    if (report) {
+      EXPECT_EQ(r->report.keptOutputLayers, 2);
+      for (const LayerSensitivity& l : r->report.layers) {
+        const bool head = l.layer.find("convS") != std::string::npos ||
+                          l.layer.find("convB") != std::string::npos;
+        EXPECT_EQ(l.outputLayer, head) << l.layer;
+        EXPECT_EQ(l.policy, head ? Precision::kFp16 : Precision::kInt8) << l.layer;
+      }
+      EXPECT_NE(r->report.toText().find("2 layer(s) computing the model's outputs"),
+                std::string::npos);
+      EXPECT_NE(r->report.toJson().find("\"output_layer\": true"), std::string::npos);
+      EXPECT_GT(r->report.withPolicy.cosine, r->report.allInt8.cosine);
+    }
+  }
+  // kAuto (the default, no decoder known) and kInt8: every layer INT8.
+  for (const auto p :
+       {CalibrationOptions::OutputLayers::kAuto, CalibrationOptions::OutputLayers::kInt8}) {
+    auto src = tensorSource(dir.file("data"));
+    CalibrationOptions opt;
+    opt.calibrator.method = CalibrationMethod::kMinMax;
+    opt.outputLayers = p;
+    auto r = calibrate(model, *src, opt);
+    ASSERT_TRUE(r.ok()) << r.status().toString();
+    EXPECT_TRUE(r->cache.excludedLayers().empty());
+  }
+}
+
+// The agreement target's bisection starts from the heads kept out: they are not counted among
+// the layers it keeps.
+TEST(Calibrate, AgreementTargetStartsFromTheOutputLayersKeptOut) {
+  TempDir dir;
+  const std::string model = dir.write("m.onnx", headsModel());
+  writeSamples(dir, "data", 2, 32);
+  auto src = tensorSource(dir.file("data"));
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kMinMax;
+  opt.outputLayers = CalibrationOptions::OutputLayers::kKeep;
+  opt.agreement = [](const std::map<std::string, Tensor>&,
+                     const std::map<std::string, Tensor>&) -> Expected<Agreement> {
+    return Agreement{1, 1};
+  };
+  opt.agreementName = "always";
+  opt.minAgreement = 0.5;
+  auto r = calibrate(model, *src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->report.keptOutputLayers, 2);
+  EXPECT_EQ(r->report.keptForAgreement, 0);
+  EXPECT_EQ(r->cache.excludedLayers().size(), 2u);
+}
+
+// A model whose every quantizable layer computes an output: kept out, nothing is left in INT8;
+// the calibration says so, and an INT8 build of it is recorded as what it is, not INT8.
+TEST(Calibrate, OutputLayersKeptLeavingNoInt8LayerWarns_n) {
+  TempDir dir;
+  const std::string model = dir.write("m.onnx", oneConvModel());
+  writeSamples(dir, "data", 2, 33);
+  auto src = tensorSource(dir.file("data"));
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kMinMax;
+  opt.outputLayers = CalibrationOptions::OutputLayers::kKeep;
+  test::LogCapture logs;
+  auto r = calibrate(model, *src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(logs.count(Severity::kWarning, "no layer is left in INT8"), 1) << logs.all();
+  EXPECT_EQ(r->cache.excludedLayers().size(), r->cache.layerPrecision.size());
+  ASSERT_TRUE(r->cache.save(dir.file("c.calib")).ok());
+  BuilderConfig cfg;
+  cfg.backend = Backend::kCpu;
+  cfg.precision = Precision::kInt8;
+  cfg.calibrationCachePath = dir.file("c.calib");
+  auto e = Builder::buildFromFile(model, cfg);
+  ASSERT_TRUE(e.ok()) << e.status().toString();
+  EXPECT_NE((*e)->info().precision, Precision::kInt8);
+  EXPECT_EQ(logs.count(Severity::kWarning, "quantizable layers out of INT8"), 1) << logs.all();
+}
+
+// The vision helper: detectors keep their heads out of INT8, classifiers and segmentations do
+// not; a choice already made is left as it is.
+TEST(Calibrate, OutputLayerPolicyFollowsTheDecoder) {
+  using OutputLayers = CalibrationOptions::OutputLayers;
+  using vision::DecoderType;
+  for (const auto& [decoder, want] : std::vector<std::pair<DecoderType, OutputLayers>>{
+           {DecoderType::kSsd, OutputLayers::kKeep},
+           {DecoderType::kYoloV5, OutputLayers::kKeep},
+           {DecoderType::kYoloV8, OutputLayers::kKeep},
+           {DecoderType::kClassification, OutputLayers::kInt8},
+           {DecoderType::kSegmentation, OutputLayers::kInt8}}) {
+    vision::ModelConfig c;
+    c.decoder = decoder;
+    CalibrationOptions opt;
+    EXPECT_EQ(vision::setOutputLayerPolicy(c, &opt), want) << static_cast<int>(decoder);
+    EXPECT_EQ(opt.outputLayers, want);
+    CalibrationOptions chosen;
+    chosen.outputLayers = want == OutputLayers::kKeep ? OutputLayers::kInt8 : OutputLayers::kKeep;
+    const OutputLayers before = chosen.outputLayers;
+    EXPECT_EQ(vision::setOutputLayerPolicy(c, &chosen), before);
+  }
 }
 
 TEST(Calibrate, ModelWithoutQuantizableLayers_n) {

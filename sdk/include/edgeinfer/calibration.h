@@ -302,6 +302,19 @@ struct CalibrationOptions {
   /// INT8 (<= 0: off).
   double excludeBelowCosine = 0;
 
+  /// The layers that compute the model's outputs: on each path back from a graph output, the
+  /// first quantizable layer (through data movement, activations and other layers that are not
+  /// quantizable). kKeep keeps them out of INT8 (FP16 in the policy, before the ranking's and
+  /// the agreement target's exclusions), with or without the report. A detector compares its
+  /// score outputs with a threshold, where one step of the head's per-tensor INT8 input moves
+  /// background anchors over it: BlazeFace back with the sensitivity policy made 13 false
+  /// detections on 20 real frames where FP32 made 3, and 2 with its four heads (1x1
+  /// convolutions) kept out (docs/performance.md). kAuto is kInt8 here; the vision helpers
+  /// (setOutputLayerPolicy) make it kKeep for a detection decoder, as VisionModel, `edgeinfer
+  /// calibrate --config` and `edgeinfer build --calibration-data --config` do.
+  enum class OutputLayers : uint8_t { kAuto, kInt8, kKeep };
+  OutputLayers outputLayers = OutputLayers::kAuto;
+
   /// How the report compares the model's outputs with FP32's (the model-output errors: the
   /// per-layer ranking, the policy, the calibrator comparison): called on the FP32 outputs
   /// and the quantized ones of the same batch (copies), it may replace both with what a
@@ -353,6 +366,7 @@ struct LayerSensitivity {
   QuantError layerError;                ///< this layer's output, quantized alone, on FP32 inputs
   QuantError modelError;                ///< the model outputs with only this layer in INT8
   Precision policy = Precision::kInt8;  ///< kFp16 when the exclusion options keep it out
+  bool outputLayer = false;  ///< computes a model output (CalibrationOptions::outputLayers)
 };
 
 struct CalibratorComparison {
@@ -367,6 +381,8 @@ struct SensitivityReport {
   double minAgreement = 0;  ///< CalibrationOptions::minAgreement
   /// Layers the agreement target kept out of INT8 beyond excludeWorst / excludeBelowCosine.
   int keptForAgreement = 0;
+  /// Layers kept out of INT8 because they compute an output (CalibrationOptions::outputLayers).
+  int keptOutputLayers = 0;
   /// What judged the policy's agreement (CalibrationOptions::agreementBackend): "CPU simulation"
   /// or "GPU engine"; every layer INT8 and each layer alone are always the CPU's simulation.
   std::string agreementJudge;

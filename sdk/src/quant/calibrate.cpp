@@ -316,6 +316,14 @@ class Calibration {
                         "' has no quantizable layers (Conv, Gemm, MatMul with float inputs) after "
                         "optimisation: INT8 would change nothing, so no calibration cache is "
                         "written; build it in FP16 or FP32");
+    if (opt_.outputLayers == CalibrationOptions::OutputLayers::kKeep) {
+      for (size_t l : quant::findOutputLayers(graph_, layers_)) outputLayers_.insert(l);
+      if (outputLayers_.size() == layers_.size())
+        log(Severity::kWarning,
+            "calibration: every quantizable layer of '" + onnxPath +
+                "' computes a model output, and output layers are kept out of INT8: no layer "
+                "is left in INT8 (an INT8 build with this cache runs none in INT8)");
+    }
     collectTensors();
     findSmoothable();
     engine_ = std::make_unique<runtime::GraphEngine>(makeEngine(graph_));
@@ -380,7 +388,12 @@ class Calibration {
     result.cache.calibrator = opt_.calibrator;
     result.cache.histogramBins = opt_.histogramBins;
     result.cache.images = samples;
-    for (const QuantLayer& l : layers_) result.cache.layerPrecision[l.name] = Precision::kInt8;
+    for (size_t l = 0; l < layers_.size(); ++l)
+      result.cache.layerPrecision[layers_[l].name] =
+          outputLayers_.count(l) ? Precision::kFp16 : Precision::kInt8;
+    if (!outputLayers_.empty())
+      log(Severity::kInfo, "calibration: " + std::to_string(outputLayers_.size()) +
+                               " layer(s) computing the model's outputs kept out of INT8");
     if (!classFactors_.empty())  // the report and the builders quantize the smoothed graph
       result.cache.smoothing = plan_.tensorFactors(classFactors_);
     smoothing_ = result.cache.smoothing;
@@ -979,14 +992,16 @@ class Calibration {
                      });
     std::set<size_t> all, kept;
     for (size_t l = 0; l < layers_.size(); ++l) all.insert(l);
+    std::map<std::string, size_t> layerNamed;
+    for (size_t l = 0; l < layers_.size(); ++l) layerNamed[layers_[l].name] = l;
     for (size_t r = 0; r < rep.layers.size(); ++r) {
       LayerSensitivity& s = rep.layers[r];
-      if (static_cast<int>(r) < opt_.excludeWorst ||
+      s.outputLayer = outputLayers_.count(layerNamed.at(s.layer)) > 0;
+      rep.keptOutputLayers += s.outputLayer;
+      if (s.outputLayer || static_cast<int>(r) < opt_.excludeWorst ||
           (opt_.excludeBelowCosine > 0 && s.modelError.cosine < opt_.excludeBelowCosine))
         s.policy = Precision::kFp16;
     }
-    std::map<std::string, size_t> layerNamed;
-    for (size_t l = 0; l < layers_.size(); ++l) layerNamed[layers_[l].name] = l;
     EI_ASSIGN_OR_RETURN(graph::Graph q, quant::quantizeGraph(graph_, layers_, all, amax));
     EI_ASSIGN_OR_RETURN(rep.allInt8, modelError(q, progress, passes));
     if (opt_.minAgreement > 0) {  // the next-ranked layers out of INT8 too, to reach the target
@@ -1043,6 +1058,7 @@ class Calibration {
   const CalibrationOptions& opt_;
   graph::Graph graph_;
   std::vector<QuantLayer> layers_;
+  std::set<size_t> outputLayers_;  // kept out of INT8 (CalibrationOptions::outputLayers)
   std::vector<std::string> tensors_;
   std::map<size_t, std::vector<std::pair<size_t, size_t>>> observe_;  // node -> (slot, tensor)
   std::unique_ptr<runtime::GraphEngine> engine_;

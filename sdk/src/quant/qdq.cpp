@@ -76,6 +76,30 @@ std::vector<QuantLayer> findQuantizableLayers(const graph::Graph& g) {
   return out;
 }
 
+std::vector<size_t> findOutputLayers(const graph::Graph& g, const std::vector<QuantLayer>& layers) {
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const std::string& o : g.nodes[i].outputs)
+      if (!o.empty()) producer[o] = i;
+  std::map<size_t, size_t> layerAt;  // node -> index in `layers`
+  for (size_t l = 0; l < layers.size(); ++l) layerAt[layers[l].node] = l;
+  std::set<size_t> found, seen;
+  std::vector<std::string> todo(g.outputs.begin(), g.outputs.end());
+  while (!todo.empty()) {
+    const std::string v = std::move(todo.back());
+    todo.pop_back();
+    const auto p = producer.find(v);
+    if (p == producer.end() || !seen.insert(p->second).second) continue;  // an input, or done
+    if (const auto l = layerAt.find(p->second); l != layerAt.end()) {
+      found.insert(l->second);
+      continue;
+    }
+    for (const std::string& in : g.nodes[p->second].inputs)
+      if (!in.empty() && !g.isConstant(in)) todo.push_back(in);
+  }
+  return {found.begin(), found.end()};
+}
+
 std::vector<size_t> quantizedSlots(const QuantLayer& l, const graph::Node& n,
                                    const std::map<std::string, float>& amax) {
   std::vector<size_t> slots = l.activationSlots;

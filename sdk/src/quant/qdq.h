@@ -41,6 +41,11 @@ std::vector<size_t> quantizedSlots(const QuantLayer& l, const graph::Node& n,
 /// axis; B computed: quantized per tensor like A), with float32 activation inputs.
 std::vector<QuantLayer> findQuantizableLayers(const graph::Graph& g);
 
+/// The layers that compute the graph's outputs: indices into `layers` of the first quantizable
+/// layer on each path back from a graph output, through nodes that are not quantizable layers
+/// (data movement, activations, element-wise and other ops), ascending.
+std::vector<size_t> findOutputLayers(const graph::Graph& g, const std::vector<QuantLayer>& layers);
+
 /// Symmetric per-tensor int8 fake quantization as QuantizeLinear/DequantizeLinear compute it:
 /// clamp(round_half_even(x / s), -128, 127) * s.
 float fakeQuantize(float x, float scale);

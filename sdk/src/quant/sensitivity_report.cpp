@@ -52,6 +52,9 @@ std::string SensitivityReport::toText() const {
     if (!agreementJudge.empty()) s << "; the policy judged on the " << agreementJudge;
     s << "\n";
   }
+  if (keptOutputLayers > 0)
+    s << keptOutputLayers
+      << " layer(s) computing the model's outputs kept out of INT8 (policy marked *)\n";
   char label[64];
   std::snprintf(label, sizeof label, "with the policy (%zu FP16):", excluded);
   char row[96];
@@ -82,10 +85,10 @@ std::string SensitivityReport::toText() const {
   for (size_t i = 0; i < layers.size(); ++i) {
     const LayerSensitivity& l = layers[i];
     char line[256];
+    const std::string policy = std::string(precisionName(l.policy)) + (l.outputLayer ? "*" : "");
     std::snprintf(line, sizeof line, "  %4zu  %-12s %-12.6f %-12.4g %-12.6f %-12.4g %-6s %s\n",
                   i + 1, l.opType.c_str(), l.modelError.cosine, l.modelError.maxAbs,
-                  l.layerError.cosine, l.layerError.maxAbs, precisionName(l.policy),
-                  l.layer.c_str());
+                  l.layerError.cosine, l.layerError.maxAbs, policy.c_str(), l.layer.c_str());
     s << line;
   }
   return s.str();
@@ -98,6 +101,7 @@ std::string SensitivityReport::toJson() const {
   j["agreement"] = agreement;
   j["min_agreement"] = minAgreement;
   j["kept_for_agreement"] = keptForAgreement;
+  j["kept_output_layers"] = keptOutputLayers;
   j["agreement_judge"] = agreementJudge;
   j["samples"] = samples;
   j["agreement_samples"] = agreementSamples;
@@ -110,7 +114,8 @@ std::string SensitivityReport::toJson() const {
                            {"inputs", l.inputs},
                            {"layer_error", errorJson(l.layerError)},
                            {"model_error", errorJson(l.modelError)},
-                           {"policy", precisionName(l.policy)}});
+                           {"policy", precisionName(l.policy)},
+                           {"output_layer", l.outputLayer}});
   j["calibrators"] = nlohmann::json::array();
   for (const auto& c : calibrators)
     j["calibrators"].push_back({{"calibrator", describeCalibrator(c.calibrator)},

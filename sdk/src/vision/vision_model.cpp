@@ -243,6 +243,18 @@ void setResultAgreement(const ModelConfig& config, CalibrationOptions* opt, doub
   opt->minAgreement = minAgreement;
 }
 
+CalibrationOptions::OutputLayers setOutputLayerPolicy(const ModelConfig& config,
+                                                      CalibrationOptions* opt) {
+  using OutputLayers = CalibrationOptions::OutputLayers;
+  if (opt->outputLayers == OutputLayers::kAuto) {
+    const bool detector = config.decoder == DecoderType::kSsd ||
+                          config.decoder == DecoderType::kYoloV5 ||
+                          config.decoder == DecoderType::kYoloV8;
+    opt->outputLayers = detector ? OutputLayers::kKeep : OutputLayers::kInt8;
+  }
+  return opt->outputLayers;
+}
+
 namespace {
 
 /// What the calibration's report says of the policy's agreement with FP32, for the log.
@@ -267,7 +279,8 @@ Expected<std::string> calibrationCacheFor(const ModelConfig& config,
                                           const VisionModelOptions& options,
                                           const BuilderConfig& bc, const std::string& hash,
                                           const std::string& dir, std::string* tempPath) {
-  const CalibrationOptions& c = options.calibration;
+  CalibrationOptions c = options.calibration;
+  setOutputLayerPolicy(config, &c);
   const std::string key = hash + ";" + preprocessHash(config.preprocess) + ";" +
                           describeCalibrator(c.calibrator) + ";" + std::to_string(c.histogramBins) +
                           ";" + std::to_string(c.batchSize) + ";" + std::to_string(c.excludeWorst) +
@@ -276,7 +289,8 @@ Expected<std::string> calibrationCacheFor(const ModelConfig& config,
                           ";" + std::to_string(c.smoothingAlpha) + ";view=" + c.outputViewName +
                           ";agreement=" + c.agreementName + ";" + std::to_string(c.minAgreement) +
                           ";judge=" + backendName(c.minAgreement > 0 ? bc.backend : Backend::kCpu) +
-                          ";" + graphKey(bc) + ";" + calibrationDataKey(options.calibrationData);
+                          ";outputs=" + std::to_string(static_cast<int>(c.outputLayers)) + ";" +
+                          graphKey(bc) + ";" + calibrationDataKey(options.calibrationData);
   std::string path;
   if (!dir.empty()) {
     path = dir + "/" + fileSafe(config.name) + "-" + hash + "-" +

@@ -40,6 +40,10 @@ reuse without the data (--calibration-cache).
   --compare-calibrators     the whole-model error of every calibrator (implies --report)
   --exclude-worst N         keep the N layers INT8 hurts most in FP16 (implies --report)
   --exclude-threshold C     keep layers whose model-output cosine is below C in FP16
+  --output-layers P         the layers that compute the model's outputs (the heads): keep
+                            (out of INT8, in FP16), int8, or auto (default: keep for a
+                            detector's --config, whose scores meet a threshold where one INT8
+                            step of a head's input makes false detections; int8 otherwise)
   --decoder-view            compare the model outputs as the config's decoder reads them (SSD
                             detectors: scores after the sigmoid, boxes weighted by their
                             anchor's FP32 score), not as raw values; needs --config
@@ -218,6 +222,16 @@ int cmdCalibrate(const Args& a) {
           "--min-agreement needs a share in (0, 1], e.g. 0.98, got " + a.get("min-agreement")));
     minAgreement = *v;
   }
+  if (a.has("output-layers")) {
+    const std::string v = a.get("output-layers");
+    if (v == "keep")
+      opt.outputLayers = CalibrationOptions::OutputLayers::kKeep;
+    else if (v == "int8")
+      opt.outputLayers = CalibrationOptions::OutputLayers::kInt8;
+    else if (v != "auto")
+      return fail(Status(ErrorCode::kInvalidArgument,
+                         "--output-layers must be keep, int8 or auto, not '" + v + "'"));
+  }
   opt.compareCalibrators = a.has("compare-calibrators");
   opt.report = a.has("report") || a.has("report-json") || opt.compareCalibrators ||
                opt.excludeWorst > 0 || opt.excludeBelowCosine > 0 || minAgreement > 0;
@@ -236,6 +250,7 @@ int cmdCalibrate(const Args& a) {
                          "--decoder-view needs a config with an SSD-style decoder; '" +
                              a.get("config") + "' has another"));
     vision::setResultAgreement(*cfg, &opt, minAgreement);
+    vision::setOutputLayerPolicy(*cfg, &opt);
     haveConfig = true;
   }
   if (a.has("agreement-backend")) {

@@ -180,6 +180,7 @@ Status calibrateFromData(const Args& a, const std::string& modelPath, const std:
                       "--min-agreement needs a share in (0, 1], e.g. 0.98, got '" + v + "'");
     }
     vision::setResultAgreement(mc, &opt, target);
+    vision::setOutputLayerPolicy(mc, &opt);
   } else if (a.has("min-agreement")) {
     return Status(ErrorCode::kInvalidArgument,
                   "--min-agreement needs --config MODEL.json (its decoder counts the results)");

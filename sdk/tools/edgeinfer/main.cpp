@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   // Options that take a value (any command); anything else is a typo, reported, not ignored.
   const std::vector<std::string> valued = {"backend",
                                            "min-agreement",
+                                           "output-layers",
                                            "agreement-images",
                                            "agreement-backend",
                                            "batch",

@@ -49,6 +49,13 @@ Expected<Agreement> resultAgreement(const ModelConfig& config,
 void setResultAgreement(const ModelConfig& config, CalibrationOptions* opt,
                         double minAgreement = 0);
 
+/// Resolves opt->outputLayers when it is kAuto: kKeep for a detection decoder (SSD / BlazeFace,
+/// YOLO), whose score outputs meet a threshold where one INT8 step of a head's input turns
+/// background anchors into detections; kInt8 for the others (a classifier's top-1 and a
+/// segmentation's arg-max move little). Returns the policy it leaves.
+CalibrationOptions::OutputLayers setOutputLayerPolicy(const ModelConfig& config,
+                                                      CalibrationOptions* opt);
+
 struct VisionModelOptions {
   /// kAuto: the GPU when one is usable, else the CPU.
   Backend backend = Backend::kAuto;
@@ -83,13 +90,14 @@ struct VisionModelOptions {
   /// min-max ranges (entropy loses accuracy on detectors: TensorRT #3922, #1834) and the
   /// sensitivity report's policy, measured on 4 batches of the data: layers whose INT8 alone
   /// lowers the model-output cosine below 0.999 stay in FP16 (on the raw outputs;
-  /// setDecoderOutputView() compares them as the decoder reads them instead). VisionModel
-  /// counts the config's decoder's results INT8 gives again (setResultAgreement(), unless
-  /// `agreement` is given) and logs it; minAgreement (off by default) keeps the next-ranked
-  /// layers out of INT8 too until that share is reached on the data: BlazeFace back then
-  /// keeps 51-63 of 69 layers in FP16 (23-25 of 25 faces on other frames), and the front
-  /// model on photos of another kind than its own 34-36 of 37, so it is a choice of the
-  /// user's (docs/performance.md).
+  /// setDecoderOutputView() compares them as the decoder reads them instead). A detector's
+  /// heads, the layers computing its outputs, stay out of INT8 too (outputLayers kAuto:
+  /// setOutputLayerPolicy()). VisionModel counts the config's decoder's results INT8 gives
+  /// again (setResultAgreement(), unless `agreement` is given) and logs it; minAgreement (off
+  /// by default) keeps the next-ranked layers out of INT8 too until that share is reached on
+  /// the data: BlazeFace back then keeps 47-63 of 69 layers in FP16, and the front model on
+  /// photos of another kind than its own 34-36 of 37, so it is a choice of the user's
+  /// (docs/performance.md).
   CalibrationOptions calibration = defaultCalibration();
   static CalibrationOptions defaultCalibration() {
     CalibrationOptions c;
