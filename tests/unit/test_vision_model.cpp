@@ -499,6 +499,54 @@ bool loadPhoto(Image& img) {
   return readPpm(mediaDir() + "/faces/2008_002506.ppm", img);
 }
 
+// A binary segmentation model with dynamic batch, height and width (x [N,3,H,W] -> 1x1 Conv ->
+// Sigmoid -> y [N,1,H,W]) is built for the config's input size, and the map of one channel is
+// the threshold's: foreground where w.x + b > 0 on the preprocessed pixels. Two configs of
+// other sizes share one engine cache folder without taking each other's engine.
+TEST(VisionModel, DynamicInputSizeComesFromTheConfig) {
+  Image img;
+  if (!loadPhoto(img)) GTEST_SKIP() << "run scripts/fetch_media.sh";
+  test::TestModel m;
+  m.input("x", {-1, 3, -1, -1})
+      .initializer("w", {1, 3, 1, 1}, {1.f, -1.f, 0.25f})
+      .initializer("b", {1}, {-0.1f})
+      .output("y");
+  m.node("Conv", {"x", "w", "b"}, {"c"});
+  m.node("Sigmoid", {"c"}, {"y"});
+  test::TempDir dir;
+  dir.write("seg.onnx", m.bytes());
+  const std::string cache = tempDir("dynseg");
+  for (const auto& [w, h] : std::vector<std::pair<int, int>>{{64, 48}, {32, 32}}) {
+    SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h));
+    const std::string text = R"({"model": "seg.onnx", "input": {"tensor": "x", "width": )" +
+                             std::to_string(w) + R"(, "height": )" + std::to_string(h) +
+                             R"(, "layout": "NCHW", "scale": 0.00392156862745098},
+        "decoder": {"type": "segmentation", "output": "y", "threshold": 0.5}})";
+    auto cfg = parseModelConfig(text, dir.file("seg.json"), dir.path());
+    ASSERT_TRUE(cfg.ok()) << cfg.status().toString();
+    auto model = VisionModel::create(*cfg, cpuOptions(cache));
+    ASSERT_TRUE(model.ok()) << model.status().toString();
+    EXPECT_EQ((*model)->engine().inputs().at(0).shape, (Shape{1, 3, h, w}));
+    auto r = (*model)->infer({img.view()});
+    ASSERT_TRUE(r.ok()) << r.status().toString();
+    const Tensor& map = (*r)[0].segmentation;
+    ASSERT_EQ(map.shape(), (Shape{h, w}));
+    Tensor in = Tensor::zeros(DataType::kFloat32, preprocessTensorShape(cfg->preprocess, 1));
+    ASSERT_TRUE(preprocessCpu(img.view(), cfg->preprocess, in, 0, nullptr).ok());
+    const float* x = in.data<float>();
+    int fg = 0, mismatched = 0;
+    for (int i = 0; i < w * h; ++i) {
+      const float z = x[i] - x[w * h + i] + 0.25f * x[2 * w * h + i] - 0.1f;
+      if (std::fabs(z) < 1e-4f) continue;  // at the threshold: either way
+      fg += z > 0;
+      mismatched += (z > 0) != (map.data<uint8_t>()[i] != 0);
+    }
+    EXPECT_EQ(mismatched, 0);
+    EXPECT_GT(fg, 0);
+    EXPECT_LT(fg, w * h);
+  }
+}
+
 TEST(VisionModel, ClassifierTemplateOnAGeneratedClassifier) {
   Image img;
   if (!loadPhoto(img)) GTEST_SKIP() << "run scripts/fetch_media.sh";

@@ -135,6 +135,20 @@ TEST(ModelConfig, WrongTypesAndRanges_n) {
       "decoder.anchors.min_scal", "unknown key");
 }
 
+TEST(ModelConfig, SegmentationThreshold) {
+  auto c = parseModelConfig(cfg("", kInput, kDecoder), "cfg.json", "/nowhere");
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  EXPECT_FLOAT_EQ(c->segmentation.threshold, 0.5f);
+  c = parseModelConfig(
+      cfg("", kInput, R"("decoder": {"type": "segmentation", "output": "y", "threshold": -1.5})"),
+      "cfg.json", "/nowhere");
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  EXPECT_FLOAT_EQ(c->segmentation.threshold, -1.5f);
+  expectError(
+      cfg("", kInput, R"("decoder": {"type": "segmentation", "output": "y", "threshold": "0.3"})"),
+      "decoder.threshold", "number");
+}
+
 TEST(ModelConfig, LabelsErrors_n) {
   expectError(cfg("\"labels\": \"missing.txt\""), "labels", "cannot read the labels file");
   expectError(cfg("\"labels\": [\"a\", 2]"), "labels", "expected strings");

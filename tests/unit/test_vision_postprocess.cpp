@@ -1068,6 +1068,40 @@ TEST(VisionSegmentation, AllNaNPixel_n) {
   EXPECT_EQ(r->data<uint8_t>()[0], 0);
 }
 
+// One channel: a binary map at the threshold (strictly above it), NaN background; more
+// channels: the argmax, the threshold unused.
+TEST(VisionSegmentation, OneChannelIsThresholded) {
+  SegmentationParams p;
+  p.threshold = 0.3f;
+  const std::vector<float> v = {0.1f, 0.3f, 0.31f, kNaN, 0.9f, -2.f};
+  auto u8 = segmentationClasses(f32({2, 1, 1, 3}, v), p);
+  ASSERT_TRUE(u8.ok()) << u8.status().toString();
+  EXPECT_EQ(u8->shape(), (Shape{2, 1, 3}));
+  const uint8_t* m = u8->data<uint8_t>();
+  EXPECT_EQ(std::vector<int>(m, m + 6), (std::vector<int>{0, 0, 1, 0, 1, 0}));
+  auto i32 = segmentationClasses(f16({2, 1, 1, 3}, v), p, DataType::kInt32);
+  ASSERT_TRUE(i32.ok()) << i32.status().toString();
+  EXPECT_EQ(i32->data<int32_t>()[0], 0);
+  EXPECT_EQ(i32->data<int32_t>()[2], 1);
+  EXPECT_EQ(i32->data<int32_t>()[3], 0);
+  EXPECT_EQ(i32->data<int32_t>()[4], 1);
+  p.threshold = 5.f;  // two channels: argmax whatever the threshold
+  auto two = segmentationClasses(f32({1, 2, 1, 1}, {0.2f, 0.1f}), p);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->data<uint8_t>()[0], 0);
+  auto two2 = segmentationClasses(f32({1, 2, 1, 1}, {0.1f, 0.2f}), p);
+  ASSERT_TRUE(two2.ok());
+  EXPECT_EQ(two2->data<uint8_t>()[0], 1);
+}
+
+TEST(VisionSegmentation, OneChannelBadInput_n) {
+  SegmentationParams p;
+  expectError(segmentationClasses(f32({1, 1, 4}, std::vector<float>(4)), p),
+              ErrorCode::kInvalidArgument, "rank 3, expected 4");
+  expectError(segmentationClasses(f32({1, 1, 1, 1}, {0.f}), p, DataType::kFloat32),
+              ErrorCode::kUnsupported, "must be uint8 or int32");
+}
+
 // ==== BlazeFace end to end on the CPU engine ===================================================
 
 std::string modelPath(const std::string& file) {

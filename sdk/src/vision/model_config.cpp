@@ -279,6 +279,7 @@ Status readDecoder(const json& j, const std::string& src, ModelConfig* c) {
   } else if (t == "segmentation") {
     c->decoder = DecoderType::kSegmentation;
     EI_RETURN_IF_ERROR(r.str("output", &c->outputTensor, true));
+    EI_RETURN_IF_ERROR(r.number("threshold", &c->segmentation.threshold, -1e9, 1e9));
   } else {
     return r.fail("type", "unknown decoder '" + t +
                               "' (classification, yolov5, yolov8, ssd, blazeface-front, "

@@ -22,6 +22,7 @@
 #include "builder/engine_format.h"
 #include "edgeinfer/logger.h"
 #include "edgeinfer/vision/postprocess.h"
+#include "onnx/importer.h"
 #include "runtime/cuda_backend.h"
 
 namespace edgeinfer::vision {
@@ -210,8 +211,8 @@ Expected<Agreement> resultAgreement(const ModelConfig& config,
     case DecoderType::kSegmentation: {
       EI_ASSIGN_OR_RETURN(Tensor rt, output(reference, config.outputTensor));
       EI_ASSIGN_OR_RETURN(Tensor qt, output(quantized, config.outputTensor));
-      EI_ASSIGN_OR_RETURN(Tensor r, segmentationArgmax(rt, DataType::kInt32));
-      EI_ASSIGN_OR_RETURN(Tensor q, segmentationArgmax(qt, DataType::kInt32));
+      EI_ASSIGN_OR_RETURN(Tensor r, segmentationClasses(rt, config.segmentation, DataType::kInt32));
+      EI_ASSIGN_OR_RETURN(Tensor q, segmentationClasses(qt, config.segmentation, DataType::kInt32));
       if (r.shape() != q.shape())
         return Status(ErrorCode::kInvalidArgument, "agreement: segmentation maps " + r.describe() +
                                                        " and " + q.describe() + " differ in shape");
@@ -269,6 +270,37 @@ std::string agreementNote(const SensitivityReport& r) {
          (r.minAgreement > 0
               ? ", " + std::to_string(r.keptForAgreement) + " layer(s) for the target"
               : std::string());
+}
+
+/// A model whose image input has dynamic dims besides the batch (any height and width: text
+/// detectors, segmentation nets) is built for the config's input size: the input's shape in
+/// `bc->inputShapes` (the batch: the model's, else dynamicDimDefault), unless one is given.
+/// Models with a static image size are left as they are (their shape is checked at init).
+void fillInputShapeFromConfig(const ModelConfig& config, const std::vector<uint8_t>& bytes,
+                              BuilderConfig* bc) {
+  if (bc->inputShapes.count(config.inputTensor)) return;
+  onnx::ModelProto model;
+  if (!onnx_import::parseModel(bytes.data(), bytes.size(), &model).ok())
+    return;  // the build says why
+  for (const auto& in : model.graph().input()) {
+    if (in.name() != config.inputTensor || !in.type().has_tensor_type() ||
+        !in.type().tensor_type().has_shape())
+      continue;
+    const auto& dims = in.type().tensor_type().shape().dim();
+    if (dims.size() != 4) return;
+    bool dynamic = false;
+    for (int k = 1; k < 4; ++k)
+      dynamic = dynamic || !dims[k].has_dim_value() || dims[k].dim_value() <= 0;
+    if (!dynamic) return;
+    const int64_t batch = dims[0].has_dim_value() && dims[0].dim_value() > 0
+                              ? dims[0].dim_value()
+                              : std::max<int64_t>(1, bc->dynamicDimDefault);
+    const Shape shape = preprocessTensorShape(config.preprocess, batch);
+    bc->inputShapes[config.inputTensor] = shape;
+    log(Severity::kInfo, config.name + ": input '" + config.inputTensor +
+                             "' has dynamic dims; built for the config's " + shape.toString());
+    return;
+  }
 }
 
 /// VisionModelOptions::calibrationData: the calibration cache for it, reused from `dir` when
@@ -595,7 +627,7 @@ class VisionModelImpl final : public VisionModel {
         return Status::Ok();
       }
       case DecoderType::kSegmentation: {
-        auto m = segmentationArgmax(outputs.at(cfg_.outputTensor));
+        auto m = segmentationClasses(outputs.at(cfg_.outputTensor), cfg_.segmentation);
         if (!m.ok()) return m.status();
         const Shape& s = m->shape();  // [N, H, W]
         const int64_t per = s.numel() / std::max<int64_t>(1, s[0]);
@@ -797,6 +829,7 @@ Expected<std::unique_ptr<VisionModel>> VisionModel::create(const ModelConfig& co
     const size_t slash = config.modelPath.rfind('/');
     bc.externalDataDir = slash == std::string::npos ? "." : config.modelPath.substr(0, slash);
   }
+  fillInputShapeFromConfig(config, *bytes, &bc);
   std::string cachePath;
   std::unique_ptr<Engine> engine;
   std::string source;

@@ -50,7 +50,7 @@ enum class DecoderType : uint8_t {
   /// "blazeface-front" / "blazeface-back" start from MediaPipe's BlazeFace settings
   /// (blazeFaceFrontParams / blazeFaceBackParams) and take the same keys as overrides.
   kSsd,
-  /// "segmentation": key output.
+  /// "segmentation": keys output, threshold (a map of one channel: foreground above it).
   kSegmentation,
 };
 /// NMS keys of the detection decoders: score_threshold, iou_threshold, max_detections,
@@ -69,6 +69,7 @@ struct ModelConfig {
   YoloV5Params yolov5;
   YoloV8Params yolov8;
   SsdParams ssd;
+  SegmentationParams segmentation;
   std::vector<std::string> labels;  ///< also copied into the decoder's params
 };
 

@@ -290,4 +290,15 @@ Status ssdOutputView(const SsdParams& params, std::map<std::string, Tensor>& ref
 /// whose every value is NaN gets class 0).
 Expected<Tensor> segmentationArgmax(const Tensor& scores, DataType outType = DataType::kUInt8);
 
+struct SegmentationParams {
+  /// A map of one channel ([N, 1, H, W]: a foreground probability or logit, e.g. a text or
+  /// background-removal model) is binary: class 1 where the value is above this, else 0.
+  float threshold = 0.5f;
+};
+
+/// The class map of a segmentation output: segmentationArgmax() for C > 1 channels; for one
+/// channel, class 1 where the value exceeds params.threshold (NaN: class 0).
+Expected<Tensor> segmentationClasses(const Tensor& scores, const SegmentationParams& params,
+                                     DataType outType = DataType::kUInt8);
+
 }  // namespace edgeinfer::vision

@@ -1,4 +1,5 @@
-// Semantic segmentation: per-pixel argmax over the class channel.
+// Semantic segmentation: per-pixel argmax over the class channel, or a threshold on a map of
+// one channel.
 #include <cmath>
 #include <cstdint>
 
@@ -40,6 +41,26 @@ Expected<Tensor> segmentationArgmax(const Tensor& scores, DataType outType) {
       else
         out.data<int32_t>()[b * hw + i] = static_cast<int32_t>(best);
     }
+  }
+  return out;
+}
+
+Expected<Tensor> segmentationClasses(const Tensor& scores, const SegmentationParams& params,
+                                     DataType outType) {
+  EI_RETURN_IF_ERROR(detail::checkFloatTensor(scores, "segmentation scores [N, C, H, W]", 4));
+  if (scores.shape()[1] != 1) return segmentationArgmax(scores, outType);
+  if (outType != DataType::kUInt8 && outType != DataType::kInt32)
+    return Status(ErrorCode::kUnsupported, std::string("segmentation class map dtype ") +
+                                               dataTypeName(outType) + ": must be uint8 or int32");
+  const int64_t n = scores.shape()[0], h = scores.shape()[2], w = scores.shape()[3];
+  EI_ASSIGN_OR_RETURN(Tensor out, Tensor::create(outType, Shape{n, h, w}));
+  const detail::FloatElements v(scores);
+  for (int64_t i = 0; i < n * h * w; ++i) {
+    const bool fg = v.data()[i] > params.threshold;  // NaN: false
+    if (outType == DataType::kUInt8)
+      out.data<uint8_t>()[i] = fg;
+    else
+      out.data<int32_t>()[i] = fg;
   }
   return out;
 }
