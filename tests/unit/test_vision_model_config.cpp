@@ -52,6 +52,11 @@ TEST(ModelConfig, ShippedTemplates) {
   EXPECT_TRUE(k->classify.applySoftmax);
   EXPECT_EQ(k->preprocess.resize, ResizeMode::kCenterCrop);
   EXPECT_FLOAT_EQ(k->preprocess.std[0], 0.229f);
+  auto d = loadModelConfig(modelsDir() + "/paddleocr/model.json");
+  ASSERT_TRUE(d.ok()) << d.status().toString();
+  EXPECT_EQ(d->decoder, DecoderType::kSegmentation);
+  EXPECT_FLOAT_EQ(d->segmentation.threshold, 0.3f);
+  EXPECT_EQ(d->outputTensor, "sigmoid_0.tmp_0");
 }
 
 TEST(ModelConfig, LabelsFileAndYoloV5) {
