@@ -1019,6 +1019,7 @@ TEST(Calibrate, OutputLayersAreKeptOutOfInt8WhenAsked) {
     EXPECT_EQ(r->cache.excludedLayers().size(), 2u);
     EXPECT_EQ(logs.count(Severity::kInfo, "2 layer(s) computing the model's outputs"), 1)
         << logs.all();
+    EXPECT_EQ(logs.count(Severity::kWarning, "0 everywhere"), 0) << logs.all();
     EXPECT_EQ(r->hasReport, report);
     if (report) {
       EXPECT_EQ(r->report.keptOutputLayers, 2);
@@ -1068,6 +1069,32 @@ TEST(Calibrate, AgreementTargetStartsFromTheOutputLayersKeptOut) {
   EXPECT_EQ(r->report.keptOutputLayers, 2);
   EXPECT_EQ(r->report.keptForAgreement, 0);
   EXPECT_EQ(r->cache.excludedLayers().size(), 2u);
+}
+
+// A model whose output is 0 on the report's data (a ReLU after a bias far below the values:
+// a detector that finds nothing): the report says its ranking is empty of meaning.
+TEST(Calibrate, ReportWarnsOfAnOutputThatIsZeroEverywhere_n) {
+  TempDir dir;
+  TestModel m;
+  m.input("x", {1, 3, 8, 8}).output("y");
+  m.randomInitializer("wa", {4, 3, 3, 3}, 10, -0.5f, 0.5f);
+  m.randomInitializer("wb", {4, 4, 1, 1}, 11, -0.5f, 0.5f);
+  m.initializer("bb", {4}, {-1000.f, -1000.f, -1000.f, -1000.f});
+  auto& ca = m.node("Conv", {"x", "wa"}, {"a"}, "convA");
+  TestModel::attrInts(ca, "pads", {1, 1, 1, 1});
+  m.node("Relu", {"a"}, {"r"}, "relu");
+  m.node("Conv", {"r", "wb", "bb"}, {"b"}, "convB");
+  m.node("Relu", {"b"}, {"y"}, "reluOut");
+  const std::string model = dir.write("m.onnx", m.bytes());
+  writeSamples(dir, "data", 2, 34);
+  auto src = tensorSource(dir.file("data"));
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kMinMax;
+  opt.report = true;
+  test::LogCapture logs;
+  auto r = calibrate(model, *src, opt);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(logs.count(Severity::kWarning, "output 'y' is 0 everywhere in FP32"), 1) << logs.all();
 }
 
 // A model whose every quantizable layer computes an output: kept out, nothing is left in INT8;

@@ -970,6 +970,30 @@ class Calibration {
         progress.report(passes, "report", ++reportRuns_, reportTotal_);
       }
     }
+    // An output that is 0 everywhere in FP32 on the ranking's samples (a detector's map with
+    // nothing found: the sigmoid saturated) makes any change of it a cosine of 0: the ranking
+    // and the cosine threshold then say nothing of the layers. Said, not hidden.
+    for (const auto& d : engine_->outputs()) {
+      bool zero = true;
+      for (size_t b = 0; b < baseline_.size() && b < rankBatches && zero; ++b) {
+        const auto it = baseline_[b].find(d.name);
+        if (it == baseline_[b].end() || it->second.dtype() != DataType::kFloat32) {
+          zero = false;
+          break;
+        }
+        const float* v = it->second.data<float>();
+        for (int64_t i = 0; i < it->second.numel() && zero; ++i) zero = v[i] == 0.f;
+      }
+      if (zero && !baseline_.empty())
+        log(Severity::kWarning,
+            "calibration report: the model's output '" + d.name +
+                "' is 0 everywhere in FP32 on "
+                "the " +
+                std::to_string(std::min(baseline_.size(), rankBatches)) +
+                " batch(es) the layers are ranked on (the data's first): any INT8 change of it "
+                "gives a cosine of 0, so the ranking and --exclude-threshold say little; report on "
+                "data where the model finds something");
+    }
 
     // Each layer alone in INT8, the model outputs against FP32.
     for (size_t l = 0; l < layers_.size(); ++l) {
