@@ -993,20 +993,31 @@ TEST(Calibrate, ExcludeThresholdKeepsLayersBelowTheCosine) {
   EXPECT_EQ(r->report.withPolicy.cosine, 1.0) << "nothing in INT8: FP32 exactly";
 }
 
+// Min-max calibration options, the output layers kept out of INT8 (the tests below).
+CalibrationOptions keepingOutputLayers() {
+  CalibrationOptions opt;
+  opt.calibrator.method = CalibrationMethod::kMinMax;
+  opt.outputLayers = CalibrationOptions::OutputLayers::kKeep;
+  return opt;
+}
+
+// `bytes` written into `dir` as m.onnx with `n` random samples in `dir`/data: the model's path.
+std::string modelWithSamples(const TempDir& dir, const std::string& bytes, int n, uint32_t seed) {
+  writeSamples(dir, "data", n, seed);
+  return dir.write("m.onnx", bytes);
+}
+
 // The heads (the layers computing the outputs, found back through Sigmoid, Reshape,
 // Transpose) kept out of INT8, with and without the report; the body stays INT8. Off by default.
 TEST(Calibrate, OutputLayersAreKeptOutOfInt8WhenAsked) {
   TempDir dir;
-  const std::string model = dir.write("m.onnx", headsModel());
-  writeSamples(dir, "data", 3, 31);
+  const std::string model = modelWithSamples(dir, headsModel(), 3, 31);
   for (const bool report : {false, true}) {
     SCOPED_TRACE(report ? "with the report" : "without the report");
     auto src = tensorSource(dir.file("data"));
     ASSERT_TRUE(src);
-    CalibrationOptions opt;
-    opt.calibrator.method = CalibrationMethod::kMinMax;
+    CalibrationOptions opt = keepingOutputLayers();
     opt.report = report;
-    opt.outputLayers = CalibrationOptions::OutputLayers::kKeep;
     test::LogCapture logs;
     auto r = calibrate(model, *src, opt);
     ASSERT_TRUE(r.ok()) << r.status().toString();
@@ -1039,8 +1050,7 @@ TEST(Calibrate, OutputLayersAreKeptOutOfInt8WhenAsked) {
   for (const auto p :
        {CalibrationOptions::OutputLayers::kAuto, CalibrationOptions::OutputLayers::kInt8}) {
     auto src = tensorSource(dir.file("data"));
-    CalibrationOptions opt;
-    opt.calibrator.method = CalibrationMethod::kMinMax;
+    CalibrationOptions opt = keepingOutputLayers();
     opt.outputLayers = p;
     auto r = calibrate(model, *src, opt);
     ASSERT_TRUE(r.ok()) << r.status().toString();
@@ -1052,12 +1062,9 @@ TEST(Calibrate, OutputLayersAreKeptOutOfInt8WhenAsked) {
 // the layers it keeps.
 TEST(Calibrate, AgreementTargetStartsFromTheOutputLayersKeptOut) {
   TempDir dir;
-  const std::string model = dir.write("m.onnx", headsModel());
-  writeSamples(dir, "data", 2, 32);
+  const std::string model = modelWithSamples(dir, headsModel(), 2, 32);
   auto src = tensorSource(dir.file("data"));
-  CalibrationOptions opt;
-  opt.calibrator.method = CalibrationMethod::kMinMax;
-  opt.outputLayers = CalibrationOptions::OutputLayers::kKeep;
+  CalibrationOptions opt = keepingOutputLayers();
   opt.agreement = [](const std::map<std::string, Tensor>&,
                      const std::map<std::string, Tensor>&) -> Expected<Agreement> {
     return Agreement{1, 1};
@@ -1085,11 +1092,10 @@ TEST(Calibrate, ReportWarnsOfAnOutputThatIsZeroEverywhere_n) {
   m.node("Relu", {"a"}, {"r"}, "relu");
   m.node("Conv", {"r", "wb", "bb"}, {"b"}, "convB");
   m.node("Relu", {"b"}, {"y"}, "reluOut");
-  const std::string model = dir.write("m.onnx", m.bytes());
-  writeSamples(dir, "data", 2, 34);
+  const std::string model = modelWithSamples(dir, m.bytes(), 2, 34);
   auto src = tensorSource(dir.file("data"));
-  CalibrationOptions opt;
-  opt.calibrator.method = CalibrationMethod::kMinMax;
+  CalibrationOptions opt = keepingOutputLayers();
+  opt.outputLayers = CalibrationOptions::OutputLayers::kInt8;
   opt.report = true;
   test::LogCapture logs;
   auto r = calibrate(model, *src, opt);
@@ -1101,12 +1107,9 @@ TEST(Calibrate, ReportWarnsOfAnOutputThatIsZeroEverywhere_n) {
 // the calibration says so, and an INT8 build of it is recorded as what it is, not INT8.
 TEST(Calibrate, OutputLayersKeptLeavingNoInt8LayerWarns_n) {
   TempDir dir;
-  const std::string model = dir.write("m.onnx", oneConvModel());
-  writeSamples(dir, "data", 2, 33);
+  const std::string model = modelWithSamples(dir, oneConvModel(), 2, 33);
   auto src = tensorSource(dir.file("data"));
-  CalibrationOptions opt;
-  opt.calibrator.method = CalibrationMethod::kMinMax;
-  opt.outputLayers = CalibrationOptions::OutputLayers::kKeep;
+  const CalibrationOptions opt = keepingOutputLayers();
   test::LogCapture logs;
   auto r = calibrate(model, *src, opt);
   ASSERT_TRUE(r.ok()) << r.status().toString();
